@@ -1,0 +1,278 @@
+// Arenas: main_arena found by symbol or by the shape of its empty bins,
+// the ring of arenas through malloc_state.next, and each arena's heaps.
+#include <stdlib.h>
+#include <string.h>
+
+#include "heap/heap_internal.h"
+#include "util/vec.h"
+
+#define MAX_ARENAS 4096
+#define MAX_HEAPS_PER_ARENA 65536
+
+// An empty bin points at itself: fd == bk == &bins[2(i-1)] - 16.
+static bool empty_bin_at(const uint8_t *d, uint64_t addr)
+{
+	uint64_t fd, bk;
+	memcpy(&fd, d, 8);
+	memcpy(&bk, d + 8, 8);
+	return fd == addr - 16 && bk == addr - 16;
+}
+
+// Checks that base is a malloc_state whose next-ring comes back to it.
+static bool ring_closes(struct glibc_walk *w, uint64_t base,
+			const struct glibc_layout *lay)
+{
+	uint64_t a = base;
+	for (int i = 0; i < MAX_ARENAS; i++) {
+		uint64_t next;
+		if (!glibc_read64(w, a + lay->off_next, &next) || !next ||
+		    (next & 7))
+			return false;
+		if (next == base)
+			return true;
+		a = next;
+	}
+	return false;
+}
+
+static bool try_bins_at(struct glibc_walk *w, uint64_t bins0,
+			uint64_t *main_arena)
+{
+	// bins offset 112 (glibc 2.27+: have_fastchunks) or 104 (older).
+	static const uint64_t offs[] = {112, 104};
+	for (size_t k = 0; k < 2; k++) {
+		struct glibc_layout lay = w->lay;
+		lay.off_bins = offs[k];
+		lay.off_top = offs[k] - 16;
+		lay.off_fastbins = lay.off_top - 8 * lay.nfastbins;
+		lay.off_next = offs[k] + 254 * 8 + 16;
+		lay.off_system_mem = lay.off_next + 24;
+		lay.state_size = lay.off_system_mem + 16;
+		uint64_t base = bins0 - offs[k];
+		uint64_t top;
+		if (!glibc_read64(w, base + lay.off_top, &top) || !top ||
+		    (top & 15))
+			continue;
+		if (!ring_closes(w, base, &lay))
+			continue;
+		w->lay = lay;
+		*main_arena = base;
+		return true;
+	}
+	return false;
+}
+
+static bool scan_range(struct glibc_walk *w, const struct hd_mapping *m,
+		       uint64_t *main_arena)
+{
+	struct hd_view v;
+	struct hd_error *err = hd_target_view(w->t, m->start, m->end - m->start, &v);
+	if (err) {
+		hd_error_destroy(err);
+		return false;
+	}
+	bool found = false;
+	uint64_t len = m->end - m->start;
+	for (uint64_t off = 0; off + 16 <= len && !found; off += 8) {
+		uint64_t x = m->start + off;
+		if (!empty_bin_at(v.data + off, x))
+			continue;
+		// Require a run of empty bins to rule out chance matches.
+		int run = 0;
+		for (uint64_t o = off; o + 16 <= len && run < 8; o += 16, run++)
+			if (!empty_bin_at(v.data + o, m->start + o))
+				break;
+		if (run < 4)
+			continue;
+		// x is bins[2j] for some bin j; try every j.
+		for (uint64_t j = 0; j < 127 && !found; j++) {
+			if (x < m->start + 16 * j)
+				break;
+			found = try_bins_at(w, x - 16 * j, main_arena);
+		}
+		// Only the first run can belong to main_arena's bins.
+		if (!found)
+			off += 16 * 127;
+	}
+	hd_view_deinit(&v);
+	return found;
+}
+
+struct hd_error *glibc_find_main_arena(struct glibc_walk *w,
+				       uint64_t *main_arena)
+{
+	// libc's writable data first, then every other module's.
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < hd_target_num_modules(w->t); i++) {
+			const struct hd_module *mod = hd_target_module(w->t, i);
+			const char *base = strrchr(mod->name, '/');
+			base = base ? base + 1 : mod->name;
+			bool is_libc = strncmp(base, "libc.so", 7) == 0 ||
+				       strncmp(base, "libc-", 5) == 0;
+			if (is_libc != (pass == 0))
+				continue;
+			for (size_t j = 0; j < hd_target_num_mappings(w->t); j++) {
+				const struct hd_mapping *m =
+					hd_target_mapping(w->t, j);
+				// .bss continues into an anonymous mapping.
+				if (m->start < mod->start || m->start >= mod->end + (1 << 20) ||
+				    !(m->prot & HD_PROT_WRITE) || !m->readable)
+					continue;
+				if (m->path && strcmp(m->path, mod->name) != 0)
+					continue;
+				if (m->end - m->start > (64 << 20))
+					continue;
+				if (scan_range(w, m, main_arena))
+					return NULL;
+			}
+		}
+	}
+	return hd_error_create(HD_ERROR_NOT_FOUND,
+			       "%s: no glibc malloc arena found (not a glibc heap, or a static program without symbols)",
+			       hd_target_name(w->t));
+}
+
+static uint16_t push_arena(struct glibc_walk *w, uint64_t addr, bool is_main)
+{
+	struct hd_heap *h = w->h;
+	struct hd_arena a = {.addr = addr, .is_main = is_main};
+	glibc_read64(w, addr + w->lay.off_top, &a.top);
+	glibc_read64(w, addr + w->lay.off_system_mem, &a.system_mem);
+	if (!HD_VEC_PUSH(h->arenas, h->num_arenas, h->cap_arenas, a))
+		return HD_ARENA_NONE;
+	return (uint16_t)(h->num_arenas - 1);
+}
+
+static bool push_segment(struct glibc_walk *w, const struct glibc_segment *s)
+{
+	return HD_VEC_PUSH(w->segs, w->num_segs, w->cap_segs, *s);
+}
+
+static uint64_t align_chunk(uint64_t p)
+{
+	// The chunk's user pointer (p + 16) is 16-byte aligned.
+	return (p + 15) & ~15ULL;
+}
+
+static struct hd_error *main_heap(struct glibc_walk *w, uint16_t idx)
+{
+	struct hd_arena *a = &w->h->arenas[idx];
+	// A fresh arena's top is its unsorted bin: no heap yet.
+	if (a->top == a->addr + w->lay.off_bins - 16)
+		return NULL;
+	uint64_t top_size;
+	if (!glibc_read64(w, a->top + 8, &top_size)) {
+		hd_heap_problem_add(w->h, a->top,
+				    "main arena's top chunk at 0x%llx is unreadable",
+				    (unsigned long long)a->top);
+		return NULL;
+	}
+	uint64_t start = 0;
+	if (w->lay.mp_known) {
+		glibc_read64(w, w->lay.mp_addr + w->lay.mp_off_sbrk_base, &start);
+	}
+	if (!start) {
+		// Without mp_, the heap is the brk mapping holding top.
+		const struct hd_mapping *m = hd_target_find_mapping(w->t, a->top);
+		if (!m) {
+			hd_heap_problem_add(w->h, a->top,
+					    "main arena's top chunk 0x%llx is not mapped",
+					    (unsigned long long)a->top);
+			return NULL;
+		}
+		start = m->start;
+	}
+	struct glibc_segment s = {
+		.start = align_chunk(start),
+		.end = a->top + (top_size & ~7ULL),
+		.arena = idx,
+		.top = a->top,
+	};
+	if (s.end < s.start || a->top < s.start) {
+		hd_heap_problem_add(w->h, a->top,
+				    "main arena's top 0x%llx lies below the heap start 0x%llx",
+				    (unsigned long long)a->top,
+				    (unsigned long long)s.start);
+		return NULL;
+	}
+	a->num_heaps = 1;
+	return push_segment(w, &s) ? NULL : &hd_error_no_memory;
+}
+
+static struct hd_error *arena_heaps(struct glibc_walk *w, uint16_t idx)
+{
+	struct hd_arena *a = &w->h->arenas[idx];
+	const struct glibc_layout *lay = &w->lay;
+	uint64_t mask = ~(lay->heap_max_size - 1);
+	uint64_t h = a->top & mask;
+	uint64_t first = a->addr & mask;
+	if (!lay->heap_info_size)
+		w->lay.heap_info_size = a->addr - first;
+	for (size_t n = 0; h; n++) {
+		uint64_t ar_ptr = 0, prev = 0, size = 0;
+		if (n >= MAX_HEAPS_PER_ARENA ||
+		    !glibc_read64(w, h + lay->heap_off_ar_ptr, &ar_ptr) ||
+		    !glibc_read64(w, h + lay->heap_off_prev, &prev) ||
+		    !glibc_read64(w, h + lay->heap_off_size, &size) ||
+		    ar_ptr != a->addr || size > lay->heap_max_size ||
+		    (prev & ~mask)) {
+			hd_heap_problem_add(w->h, h,
+					    "heap_info at 0x%llx of arena 0x%llx is damaged or unreadable; its heaps are skipped",
+					    (unsigned long long)h,
+					    (unsigned long long)a->addr);
+			break;
+		}
+		struct glibc_segment s = {
+			.arena = idx,
+			.end = h + size,
+			.start = h == first
+				? align_chunk(a->addr + lay->state_size)
+				: align_chunk(h + w->lay.heap_info_size),
+		};
+		if (a->top >= h && a->top < h + size)
+			s.top = a->top;
+		if (!push_segment(w, &s))
+			return &hd_error_no_memory;
+		a->num_heaps++;
+		if (h == first)
+			break;
+		h = prev;
+	}
+	return NULL;
+}
+
+struct hd_error *glibc_collect_arenas(struct glibc_walk *w,
+				      uint64_t main_arena)
+{
+	uint64_t a = main_arena;
+	for (size_t n = 0; n < MAX_ARENAS; n++) {
+		uint16_t idx = push_arena(w, a, a == main_arena);
+		if (idx == HD_ARENA_NONE)
+			return &hd_error_no_memory;
+		struct hd_error *err = a == main_arena ? main_heap(w, idx)
+						       : arena_heaps(w, idx);
+		if (err)
+			return err;
+		uint64_t next;
+		if (!glibc_read64(w, a + w->lay.off_next, &next)) {
+			hd_heap_problem_add(w->h, a,
+					    "arena 0x%llx: next pointer unreadable; later arenas are missing",
+					    (unsigned long long)a);
+			return NULL;
+		}
+		if (next == main_arena)
+			return NULL;
+		for (size_t i = 0; i < w->h->num_arenas; i++) {
+			if (w->h->arenas[i].addr == next) {
+				hd_heap_problem_add(w->h, a,
+						    "arena ring loops at 0x%llx without returning to main_arena",
+						    (unsigned long long)next);
+				return NULL;
+			}
+		}
+		a = next;
+	}
+	hd_heap_problem_add(w->h, a, "more than %d arenas; the rest are skipped",
+			    MAX_ARENAS);
+	return NULL;
+}

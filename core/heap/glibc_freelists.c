@@ -1,0 +1,326 @@
+// Free lists: chunks held by tcache and fastbins look used from their
+// neighbours' headers, so only walking the lists finds them; bin chunks
+// are free by header and the lists say which bin holds them.
+#include <stdlib.h>
+#include <string.h>
+
+#include "heap/heap_internal.h"
+#include "util/vec.h"
+
+// TLS is searched this far below each thread pointer for `tcache`.
+#define TLS_SEARCH 8192
+
+// Safe-linking (glibc 2.32+): stored = (address of the field >> 12) ^ next.
+static uint64_t reveal(bool safe, uint64_t field_addr, uint64_t stored)
+{
+	return safe ? (field_addr >> 12) ^ stored : stored;
+}
+
+// A plausible next entry: null, or the user pointer of a block we walked.
+static bool valid_next(struct glibc_walk *w, uint64_t next, uint64_t bias)
+{
+	return next == 0 || hd_heap_find_exact(w->h, next + bias) >= 0;
+}
+
+// Votes on safe-linking from one list head: +1 protected, -1 plain, 0 can't
+// tell. bias converts a list pointer to a user pointer (16 for fastbin
+// chunk pointers, 0 for tcache entries).
+static int vote(struct glibc_walk *w, uint64_t entry, uint64_t bias)
+{
+	uint64_t field = entry + bias, stored;
+	if (!glibc_read64(w, field, &stored))
+		return 0;
+	bool plain = valid_next(w, stored, bias);
+	bool prot = valid_next(w, reveal(true, field, stored), bias);
+	return prot == plain ? 0 : prot ? 1 : -1;
+}
+
+struct tcache_set {
+	uint64_t *addrs; // user pointers of tcache_perthread_structs
+	size_t n, cap;
+};
+
+static bool tcache_add(struct tcache_set *set, uint64_t addr)
+{
+	for (size_t i = 0; i < set->n; i++)
+		if (set->addrs[i] == addr)
+			return true;
+	return HD_VEC_PUSH(set->addrs, set->n, set->cap, addr);
+}
+
+static bool is_tcache_chunk(struct glibc_walk *w, uint64_t addr)
+{
+	int64_t id = hd_heap_find_exact(w->h, addr);
+	return id >= 0 && !(w->h->flags[id] & HD_FLAG_MMAPPED) &&
+	       ((uint64_t)w->h->chunk16[id] << 4) == w->lay.tcache_struct_chunk &&
+	       hd_heap_state(w->h, id) == HD_STATE_USED;
+}
+
+// First chunk of each arena's first heap: tcache_init allocates the
+// struct before anything else a thread asks of a new arena.
+static struct hd_error *first_chunk_tcaches(struct glibc_walk *w,
+					    struct tcache_set *set)
+{
+	for (size_t i = 0; i < w->num_segs; i++) {
+		const struct glibc_segment *s = &w->segs[i];
+		if (s->mmapped)
+			continue;
+		const struct hd_arena *a = &w->h->arenas[s->arena];
+		bool first = a->is_main ||
+			     (s->start & ~(w->lay.heap_max_size - 1)) ==
+				     (a->addr & ~(w->lay.heap_max_size - 1));
+		if (first && is_tcache_chunk(w, s->start + 16) &&
+		    !tcache_add(set, s->start + 16))
+			return &hd_error_no_memory;
+	}
+	return NULL;
+}
+
+// The thread-local `tcache` pointer sits at the same offset below every
+// thread's thread pointer (static TLS). Learn it from a thread whose
+// tcache we know, then read it for every thread.
+static struct hd_error *tls_tcaches(struct glibc_walk *w,
+				    struct tcache_set *set)
+{
+	size_t nthreads = hd_target_num_threads(w->t);
+	uint64_t offset = 0;
+	for (size_t i = 0; i < nthreads && !offset; i++) {
+		const struct hd_thread *th = hd_target_thread(w->t, i);
+		if (!th->has_regs || th->regs.fs_base < TLS_SEARCH)
+			continue;
+		uint64_t buf[TLS_SEARCH / 8];
+		uint64_t lo = th->regs.fs_base - TLS_SEARCH;
+		struct hd_error *err = hd_target_read(w->t, lo, buf, sizeof(buf));
+		if (err) {
+			hd_error_destroy(err);
+			continue;
+		}
+		// Nearest to the thread pointer first.
+		for (size_t k = TLS_SEARCH / 8; k-- > 0 && !offset;) {
+			for (size_t j = 0; j < set->n; j++) {
+				if (buf[k] == set->addrs[j]) {
+					offset = th->regs.fs_base - (lo + 8 * k);
+					break;
+				}
+			}
+		}
+	}
+	if (!offset)
+		return NULL;
+	for (size_t i = 0; i < nthreads; i++) {
+		const struct hd_thread *th = hd_target_thread(w->t, i);
+		uint64_t p;
+		if (!th->has_regs || !glibc_read64(w, th->regs.fs_base - offset, &p) ||
+		    !p)
+			continue;
+		if (is_tcache_chunk(w, p)) {
+			if (!tcache_add(set, p))
+				return &hd_error_no_memory;
+		} else if (hd_heap_find(w->h, p) >= 0) {
+			hd_heap_problem_add(w->h, p,
+					    "thread %d's tcache pointer 0x%llx does not point at a tcache block",
+					    th->tid, (unsigned long long)p);
+		}
+	}
+	return NULL;
+}
+
+static const char *list_label(enum hd_free_list l)
+{
+	return hd_free_list_name(l);
+}
+
+// Marks one chunk as held by a list; returns false if it is no block.
+static bool mark(struct glibc_walk *w, uint64_t user, enum hd_free_list list,
+		 uint64_t head)
+{
+	int64_t id = hd_heap_find_exact(w->h, user);
+	if (id < 0) {
+		hd_heap_problem_add(w->h, user - 16,
+				    "%s list 0x%llx points at 0x%llx, which is not a chunk; the rest of that list is skipped",
+				    list_label(list), (unsigned long long)head,
+				    (unsigned long long)(user - 16));
+		return false;
+	}
+	enum hd_block_state st = hd_heap_state(w->h, id);
+	if (st == HD_STATE_FREE && hd_heap_list(w->h, id) != HD_LIST_UNKNOWN) {
+		hd_heap_problem_add(w->h, user - 16,
+				    "chunk 0x%llx is on two free lists (%s and %s)",
+				    (unsigned long long)(user - 16),
+				    list_label(hd_heap_list(w->h, id)),
+				    list_label(list));
+		return false;
+	}
+	if (st == HD_STATE_INTERNAL) {
+		hd_heap_problem_add(w->h, user - 16,
+				    "%s list 0x%llx holds allocator bookkeeping at 0x%llx",
+				    list_label(list), (unsigned long long)head,
+				    (unsigned long long)(user - 16));
+		return false;
+	}
+	bool by_header_free = st == HD_STATE_FREE;
+	bool keeps_inuse = list == HD_LIST_TCACHE || list == HD_LIST_FASTBIN;
+	if (by_header_free == keeps_inuse)
+		hd_heap_problem_add(w->h, user - 16,
+				    "chunk 0x%llx is on the %s list but its neighbour's header says %s",
+				    (unsigned long long)(user - 16),
+				    list_label(list),
+				    by_header_free ? "free" : "in use");
+	hd_heap_set(w->h, (size_t)id, HD_STATE_FREE, list);
+	return true;
+}
+
+static void walk_tcache(struct glibc_walk *w, uint64_t tc, bool safe)
+{
+	const struct glibc_layout *lay = &w->lay;
+	for (unsigned i = 0; i < lay->tcache_nbins; i++) {
+		uint64_t count = 0, entry;
+		if (hd_target_read(w->t, tc + lay->tcache_off_counts +
+					 i * lay->tcache_count_size,
+				   &count, lay->tcache_count_size) ||
+		    !glibc_read64(w, tc + lay->tcache_off_entries + 8 * i, &entry)) {
+			hd_heap_problem_add(w->h, tc, "tcache 0x%llx is unreadable",
+					    (unsigned long long)tc);
+			return;
+		}
+		uint64_t want_chunk = 32 + 16 * (uint64_t)i, n = 0;
+		while (entry) {
+			if (n > w->h->num_blocks) {
+				hd_heap_problem_add(w->h, entry,
+						    "tcache 0x%llx bin %u loops",
+						    (unsigned long long)tc, i);
+				break;
+			}
+			int64_t id = hd_heap_find_exact(w->h, entry);
+			if (id >= 0 && ((uint64_t)w->h->chunk16[id] << 4) != want_chunk)
+				hd_heap_problem_add(w->h, entry - 16,
+						    "tcache bin %u (chunks of 0x%llx bytes) holds a chunk of 0x%llx bytes at 0x%llx",
+						    i, (unsigned long long)want_chunk,
+						    (unsigned long long)w->h->chunk16[id] << 4,
+						    (unsigned long long)(entry - 16));
+			if (!mark(w, entry, HD_LIST_TCACHE, tc))
+				break;
+			n++;
+			uint64_t stored;
+			if (!glibc_read64(w, entry, &stored))
+				break;
+			entry = reveal(safe, entry, stored);
+		}
+		if (n != count && !(n < count && entry))
+			hd_heap_problem_add(w->h, tc,
+					    "tcache 0x%llx bin %u: count says %llu entries, the list has %llu",
+					    (unsigned long long)tc, i,
+					    (unsigned long long)count,
+					    (unsigned long long)n);
+	}
+}
+
+static void walk_fastbins(struct glibc_walk *w, const struct hd_arena *a,
+			  bool safe)
+{
+	const struct glibc_layout *lay = &w->lay;
+	for (unsigned i = 0; i < lay->nfastbins; i++) {
+		uint64_t head = a->addr + lay->off_fastbins + 8 * i, p;
+		if (!glibc_read64(w, head, &p))
+			return;
+		for (uint64_t n = 0; p; n++) {
+			if (n > w->h->num_blocks) {
+				hd_heap_problem_add(w->h, head,
+						    "fastbin %u of arena 0x%llx loops",
+						    i, (unsigned long long)a->addr);
+				break;
+			}
+			if (!mark(w, p + 16, HD_LIST_FASTBIN, head))
+				break;
+			uint64_t stored;
+			if (!glibc_read64(w, p + 16, &stored))
+				break;
+			p = reveal(safe, p + 16, stored);
+		}
+	}
+}
+
+static void walk_bins(struct glibc_walk *w, const struct hd_arena *a)
+{
+	const struct glibc_layout *lay = &w->lay;
+	for (unsigned i = 1; i <= lay->nbins / 2; i++) {
+		// bin_at(i): a fake chunk whose fd/bk are bins[2(i-1)], [+1].
+		uint64_t head = a->addr + lay->off_bins + 16 * (i - 1) - 16, p;
+		enum hd_free_list list = i == 1 ? HD_LIST_UNSORTED
+				       : i < 64 ? HD_LIST_SMALL
+						: HD_LIST_LARGE;
+		if (!glibc_read64(w, head + 16, &p))
+			return;
+		for (uint64_t n = 0; p != head; n++) {
+			if (n > w->h->num_blocks || !p) {
+				hd_heap_problem_add(w->h, head,
+						    "bin %u of arena 0x%llx %s",
+						    i, (unsigned long long)a->addr,
+						    p ? "loops" : "ends in a null pointer");
+				break;
+			}
+			if (!mark(w, p + 16, list, head))
+				break;
+			if (!glibc_read64(w, p + 16, &p))
+				break;
+		}
+	}
+}
+
+static bool detect_safe_linking(struct glibc_walk *w,
+				const struct tcache_set *set)
+{
+	const struct glibc_layout *lay = &w->lay;
+	int score = 0;
+	for (size_t t = 0; t < set->n; t++) {
+		for (unsigned i = 0; i < lay->tcache_nbins; i++) {
+			uint64_t e;
+			if (glibc_read64(w, set->addrs[t] + lay->tcache_off_entries + 8 * i, &e) && e)
+				score += vote(w, e, 0);
+		}
+	}
+	for (size_t a = 0; a < w->h->num_arenas; a++) {
+		for (unsigned i = 0; i < lay->nfastbins; i++) {
+			uint64_t p;
+			if (glibc_read64(w, w->h->arenas[a].addr + lay->off_fastbins + 8 * i, &p) && p)
+				score += vote(w, p, 16);
+		}
+	}
+	// No evidence either way: nothing is on a singly linked list.
+	return score >= 0;
+}
+
+struct hd_error *glibc_walk_free_lists(struct glibc_walk *w)
+{
+	struct tcache_set set = {0};
+	struct hd_error *err = first_chunk_tcaches(w, &set);
+	if (!err)
+		err = tls_tcaches(w, &set);
+	if (err) {
+		free(set.addrs);
+		return err;
+	}
+	bool safe = detect_safe_linking(w, &set);
+	w->h->info.safe_linking = safe;
+	w->h->info.has_tcache = set.n > 0;
+	w->h->info.num_tcaches = set.n;
+	for (size_t i = 0; i < set.n; i++) {
+		int64_t id = hd_heap_find_exact(w->h, set.addrs[i]);
+		hd_heap_set(w->h, (size_t)id, HD_STATE_INTERNAL, HD_LIST_NONE);
+	}
+	for (size_t i = 0; i < set.n; i++)
+		walk_tcache(w, set.addrs[i], safe);
+	for (size_t a = 0; a < w->h->num_arenas; a++) {
+		walk_fastbins(w, &w->h->arenas[a], safe);
+		walk_bins(w, &w->h->arenas[a]);
+	}
+	free(set.addrs);
+	for (size_t i = 0; i < w->h->num_blocks; i++) {
+		if (hd_heap_state(w->h, i) == HD_STATE_FREE &&
+		    hd_heap_list(w->h, i) == HD_LIST_UNKNOWN)
+			hd_heap_problem_add(w->h, w->h->addr[i] - 16,
+					    "free chunk 0x%llx is on no free list",
+					    (unsigned long long)(w->h->addr[i] - 16));
+	}
+	return NULL;
+}

@@ -1,0 +1,135 @@
+// glibc structure layouts: defaults that the data can confirm, or the
+// exact offsets from libc's DWARF.
+#include <stdlib.h>
+#include <string.h>
+
+#include "heap/heap_internal.h"
+
+void glibc_layout_default(struct glibc_layout *lay)
+{
+	// glibc 2.27+ on x86-64; glibc_find_main_arena adjusts off_bins and
+	// what follows from it when the data says otherwise.
+	memset(lay, 0, sizeof(*lay));
+	lay->off_fastbins = 16;
+	lay->nfastbins = 10;
+	lay->off_top = 96;
+	lay->off_bins = 112;
+	lay->nbins = 254;
+	lay->off_next = 112 + 254 * 8 + 16;
+	lay->off_system_mem = lay->off_next + 24;
+	lay->state_size = lay->off_system_mem + 16;
+	lay->heap_off_ar_ptr = 0;
+	lay->heap_off_prev = 8;
+	lay->heap_off_size = 16;
+	lay->heap_max_size = 64ULL << 20;
+	lay->tcache_off_counts = 0;
+	lay->tcache_off_entries = 128;
+	lay->tcache_count_size = 2;
+	lay->tcache_nbins = 64;
+	lay->tcache_struct_chunk = 0x290;
+}
+
+static const struct hd_module *find_libc(struct hd_target *t)
+{
+	for (size_t i = 0; i < hd_target_num_modules(t); i++) {
+		const struct hd_module *m = hd_target_module(t, i);
+		const char *base = strrchr(m->name, '/');
+		base = base ? base + 1 : m->name;
+		if (strncmp(base, "libc.so", 7) == 0 ||
+		    strncmp(base, "libc-", 5) == 0)
+			return m;
+	}
+	return NULL;
+}
+
+static bool member(const struct hd_struct_layout *l, const char *name,
+		   uint64_t *off, uint64_t *count)
+{
+	const struct hd_member_layout *m = hd_struct_layout_member(l, name);
+	if (!m)
+		return false;
+	*off = m->offset;
+	if (count)
+		*count = m->count;
+	return true;
+}
+
+struct hd_error *glibc_layout_from_debuginfo(struct glibc_walk *w,
+					     uint64_t *main_arena)
+{
+	struct glibc_layout *lay = &w->lay;
+	uint64_t addr, size;
+	struct hd_error *err =
+		hd_debuginfo_find_symbol(w->di, NULL, "main_arena", &addr, &size);
+	if (err)
+		return err;
+	// The module holding main_arena (libc, or the executable if static).
+	const struct hd_module *m = hd_target_find_module(w->t, addr);
+	if (!m)
+		m = find_libc(w->t);
+	if (!m)
+		return hd_error_create(HD_ERROR_NOT_FOUND,
+				       "no module holds main_arena");
+	static const char *const names[] = {
+		"malloc_state", "heap_info", "tcache_perthread_struct",
+		"malloc_par",
+	};
+	struct hd_struct_layout l[4] = {0};
+	err = hd_debuginfo_struct_layouts(w->di, m, "malloc.c", names, 4, l);
+	if (!err && l[0].size == 0)
+		err = hd_error_create(HD_ERROR_NOT_FOUND,
+				      "%s: no DWARF for struct malloc_state",
+				      m->name);
+	if (err)
+		goto out;
+	uint64_t count = 0, off;
+	bool ok = member(&l[0], "fastbinsY", &lay->off_fastbins, &count);
+	lay->nfastbins = (unsigned)count;
+	ok = ok && member(&l[0], "top", &lay->off_top, NULL);
+	ok = ok && member(&l[0], "bins", &lay->off_bins, &count);
+	lay->nbins = (unsigned)count;
+	ok = ok && member(&l[0], "next", &lay->off_next, NULL);
+	ok = ok && member(&l[0], "system_mem", &lay->off_system_mem, NULL);
+	lay->state_size = l[0].size;
+	if (!ok || lay->nfastbins == 0 || lay->nfastbins > 16 ||
+	    lay->nbins != 254) {
+		err = hd_error_create(HD_ERROR_UNSUPPORTED,
+				      "%s: struct malloc_state has an unknown layout",
+				      m->name);
+		goto out;
+	}
+	if (l[1].size) {
+		lay->heap_info_size = l[1].size;
+		member(&l[1], "ar_ptr", &lay->heap_off_ar_ptr, NULL);
+		member(&l[1], "prev", &lay->heap_off_prev, NULL);
+		member(&l[1], "size", &lay->heap_off_size, NULL);
+	}
+	if (l[2].size) {
+		const struct hd_member_layout *c =
+			hd_struct_layout_member(&l[2], "counts");
+		if (c && c->count) {
+			lay->tcache_off_counts = c->offset;
+			lay->tcache_count_size = (unsigned)(c->size / c->count);
+			lay->tcache_nbins = (unsigned)c->count;
+		}
+		member(&l[2], "entries", &lay->tcache_off_entries, NULL);
+		lay->tcache_struct_chunk = (l[2].size + 8 + 15) & ~15ULL;
+		if (lay->tcache_struct_chunk < 32)
+			lay->tcache_struct_chunk = 32;
+	}
+	if (l[3].size &&
+	    member(&l[3], "sbrk_base", &lay->mp_off_sbrk_base, NULL) &&
+	    member(&l[3], "n_mmaps", &lay->mp_off_n_mmaps, NULL) &&
+	    member(&l[3], "mmap_threshold", &lay->mp_off_mmap_threshold, NULL)) {
+		struct hd_error *mp_err =
+			hd_debuginfo_find_symbol(w->di, NULL, "mp_", &off, NULL);
+		lay->mp_known = !mp_err;
+		lay->mp_addr = off;
+		hd_error_destroy(mp_err);
+	}
+	*main_arena = addr;
+out:
+	for (size_t i = 0; i < 4; i++)
+		hd_struct_layout_deinit(&l[i]);
+	return err;
+}

@@ -1,0 +1,101 @@
+// hd_heap_walk: find the arenas (by symbol or by shape), the heaps and
+// mmapped chunks, walk the chunks, then the free lists.
+#include <stdlib.h>
+#include <string.h>
+
+#include "heap/heap_internal.h"
+
+bool glibc_read64(struct glibc_walk *w, uint64_t addr, uint64_t *ret)
+{
+	// Views are sorted by address (segments are walked in order).
+	size_t lo = 0, hi = w->num_views;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (w->views[mid].addr + w->views[mid].len <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < w->num_views && w->views[lo].addr <= addr &&
+	    addr + 8 <= w->views[lo].addr + w->views[lo].len) {
+		memcpy(ret, w->views[lo].data + (addr - w->views[lo].addr), 8);
+		return true;
+	}
+	struct hd_error *err = hd_target_read(w->t, addr, ret, 8);
+	if (err) {
+		hd_error_destroy(err);
+		return false;
+	}
+	return true;
+}
+
+static void check_mmaps(struct glibc_walk *w)
+{
+	struct hd_heap *h = w->h;
+	if (!w->lay.mp_known)
+		return;
+	uint64_t n_mmaps = 0, threshold = 0;
+	glibc_read64(w, w->lay.mp_addr + w->lay.mp_off_n_mmaps, &n_mmaps);
+	glibc_read64(w, w->lay.mp_addr + w->lay.mp_off_mmap_threshold, &threshold);
+	// n_mmaps is an int in malloc_par.
+	n_mmaps &= 0xffffffff;
+	h->info.n_mmaps = n_mmaps;
+	h->info.mmap_threshold = threshold;
+	uint64_t found = 0;
+	for (size_t i = 0; i < w->num_segs; i++)
+		found += w->segs[i].mmapped;
+	if (found != n_mmaps)
+		hd_heap_problem_add(h, w->lay.mp_addr,
+				    "malloc counts %llu mmapped chunks but %llu were found",
+				    (unsigned long long)n_mmaps,
+				    (unsigned long long)found);
+}
+
+struct hd_error *hd_heap_walk(struct hd_target *t, struct hd_debuginfo *di,
+			      const struct hd_heap_options *opts,
+			      struct hd_heap **ret)
+{
+	struct glibc_walk w = {.t = t, .di = di};
+	struct hd_error *err = hd_heap_alloc(&w.h);
+	if (err)
+		return err;
+	glibc_layout_default(&w.lay);
+	uint64_t main_arena = 0;
+	bool use_di = di && (!opts || opts->use_debuginfo);
+	if (use_di) {
+		err = glibc_layout_from_debuginfo(&w, &main_arena);
+		if (err) {
+			// No libc debug info: fall back to the data.
+			hd_error_destroy(err);
+			err = NULL;
+			glibc_layout_default(&w.lay);
+			main_arena = 0;
+		}
+	}
+	w.h->info.method = main_arena ? "debuginfo" : "heuristic";
+	if (!main_arena)
+		err = glibc_find_main_arena(&w, &main_arena);
+	if (err)
+		goto fail;
+	w.h->info.main_arena = main_arena;
+	w.h->info.mp = w.lay.mp_known ? w.lay.mp_addr : 0;
+	err = glibc_collect_arenas(&w, main_arena);
+	if (!err)
+		err = glibc_find_mmapped(&w);
+	if (!err)
+		err = glibc_walk_chunks(&w);
+	if (!err)
+		err = glibc_walk_free_lists(&w);
+	if (err)
+		goto fail;
+	check_mmaps(&w);
+	*ret = w.h;
+	w.h = NULL;
+fail:
+	for (size_t i = 0; i < w.num_views; i++)
+		hd_view_deinit(&w.views[i]);
+	free(w.views);
+	free(w.segs);
+	hd_heap_destroy(w.h);
+	return err;
+}

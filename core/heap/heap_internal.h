@@ -1,0 +1,127 @@
+// The block table and the glibc walker's shared state.
+#ifndef HD_HEAP_INTERNAL_H
+#define HD_HEAP_INTERNAL_H
+
+#include "heapdom.h"
+
+// Block table, struct-of-arrays: 8 (addr) + 4 (chunk/16) + 1 (flags)
+// + 2 (arena) = 15 bytes per block.
+#define HD_FLAG_STATE_MASK 0x3
+#define HD_FLAG_LIST_SHIFT 2
+#define HD_FLAG_LIST_MASK (0xf << HD_FLAG_LIST_SHIFT)
+#define HD_FLAG_MMAPPED 0x80
+#define HD_ARENA_NONE 0xffff
+
+struct hd_heap {
+	uint64_t *addr;     // user pointer = chunk + 16
+	uint32_t *chunk16;  // chunk size / 16
+	uint8_t *flags;     // state | list << 2 | mmapped
+	uint16_t *arena;
+	size_t num_blocks, cap_blocks;
+
+	struct hd_arena *arenas;
+	size_t num_arenas, cap_arenas;
+	struct hd_heap_problem *problems;
+	size_t num_problems, cap_problems;
+	size_t dropped_problems; // beyond the cap, counted only
+	struct hd_heap_info info;
+};
+
+struct hd_error *hd_heap_alloc(struct hd_heap **ret);
+// Appends a block; blocks must be appended in address order.
+bool hd_heap_push(struct hd_heap *h, uint64_t chunk_addr, uint64_t chunk_size,
+		  enum hd_block_state state, enum hd_free_list list,
+		  uint16_t arena, bool mmapped);
+// Id of the block whose user pointer is exactly addr, or -1.
+int64_t hd_heap_find_exact(const struct hd_heap *h, uint64_t addr);
+static inline void hd_heap_set(struct hd_heap *h, size_t id,
+			       enum hd_block_state state,
+			       enum hd_free_list list)
+{
+	h->flags[id] = (uint8_t)((h->flags[id] & HD_FLAG_MMAPPED) | state |
+				 (list << HD_FLAG_LIST_SHIFT));
+}
+static inline enum hd_block_state hd_heap_state(const struct hd_heap *h,
+						size_t id)
+{
+	return (enum hd_block_state)(h->flags[id] & HD_FLAG_STATE_MASK);
+}
+static inline enum hd_free_list hd_heap_list(const struct hd_heap *h,
+					     size_t id)
+{
+	return (enum hd_free_list)((h->flags[id] & HD_FLAG_LIST_MASK) >>
+				   HD_FLAG_LIST_SHIFT);
+}
+// Records a problem (message formatted); the walk goes on.
+void hd_heap_problem_add(struct hd_heap *h, uint64_t address,
+			 const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+// ---------------------------------------------------------------- glibc
+
+// Offsets of the glibc structures the walker reads, from DWARF or from
+// what the data shows.
+struct glibc_layout {
+	uint64_t state_size;
+	uint64_t off_fastbins;
+	unsigned nfastbins;
+	uint64_t off_top;
+	uint64_t off_bins;
+	unsigned nbins; // entries of bins[] (2 per bin)
+	uint64_t off_next;
+	uint64_t off_system_mem;
+	uint64_t heap_info_size; // 0 until known
+	uint64_t heap_off_ar_ptr, heap_off_prev, heap_off_size;
+	uint64_t heap_max_size;
+	uint64_t tcache_off_counts, tcache_off_entries;
+	unsigned tcache_count_size; // bytes per counts[] element
+	unsigned tcache_nbins;
+	uint64_t tcache_struct_chunk; // chunk size of tcache_perthread_struct
+	// mp_ (only with debug info)
+	bool mp_known;
+	uint64_t mp_addr;
+	uint64_t mp_off_sbrk_base, mp_off_n_mmaps, mp_off_mmap_threshold;
+};
+
+struct glibc_segment {
+	uint64_t start, end; // chunks lie in [start, end)
+	uint16_t arena;      // HD_ARENA_NONE for mmapped chunks
+	uint64_t top;        // the arena's top chunk if it lies here, else 0
+	bool mmapped;
+};
+
+struct glibc_walk {
+	struct hd_target *t;
+	struct hd_debuginfo *di;
+	struct hd_heap *h;
+	struct glibc_layout lay;
+	struct glibc_segment *segs;
+	size_t num_segs, cap_segs;
+	// Views of the arena heaps, kept for fast word reads.
+	struct hd_view *views;
+	size_t num_views, cap_views;
+};
+
+// Reads a word, from a kept view if possible.
+bool glibc_read64(struct glibc_walk *w, uint64_t addr, uint64_t *ret);
+
+void glibc_layout_default(struct glibc_layout *lay);
+// Fills the layout and main_arena/mp_ addresses from libc's debug info;
+// HD_ERROR_NOT_FOUND if libc has none.
+struct hd_error *glibc_layout_from_debuginfo(struct glibc_walk *w,
+					     uint64_t *main_arena);
+// Finds main_arena from the data of the modules' writable mappings and
+// fixes the layout offsets that the data reveals.
+struct hd_error *glibc_find_main_arena(struct glibc_walk *w,
+				       uint64_t *main_arena);
+// Follows the arena ring and adds every arena and its heap segments.
+struct hd_error *glibc_collect_arenas(struct glibc_walk *w,
+				      uint64_t main_arena);
+// Adds a segment for every mmapped chunk found in anonymous mappings.
+struct hd_error *glibc_find_mmapped(struct glibc_walk *w);
+// Walks the chunks of every segment, appending blocks in address order.
+struct hd_error *glibc_walk_chunks(struct glibc_walk *w);
+// Marks the chunks held by tcache, fastbins and bins.
+struct hd_error *glibc_walk_free_lists(struct glibc_walk *w);
+
+#endif

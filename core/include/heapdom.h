@@ -1,0 +1,381 @@
+// heapdom — heap analysis for C and C++ programs.
+//
+// Public interface of libheapdom. Every fallible function returns a
+// struct hd_error * which is NULL on success; the caller owns a non-NULL
+// error and releases it with hd_error_destroy().
+//
+// Pipeline: a target (core file, live process or debugger callbacks) gives
+// memory, mappings, threads and modules; debuginfo finds symbols and DWARF
+// layouts; the heap walker turns that into a block table; report renders it.
+#ifndef HEAPDOM_H
+#define HEAPDOM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HD_EXPORT __attribute__((visibility("default")))
+
+// ---------------------------------------------------------------- errors
+
+enum hd_error_code {
+	HD_ERROR_NO_MEMORY = 1, // allocation failed
+	HD_ERROR_OS,            // a system call failed (errnum is set)
+	HD_ERROR_FORMAT,        // a file is not what it should be
+	HD_ERROR_FAULT,         // memory not available at an address
+	HD_ERROR_NOT_FOUND,     // a symbol, file or structure is missing
+	HD_ERROR_INVALID,       // a bad argument from the user or caller
+	HD_ERROR_MISMATCH,      // e.g. executable does not match the core
+	HD_ERROR_UNSUPPORTED,   // foreign architecture, unknown allocator
+	HD_ERROR_DAMAGED,       // heap metadata is inconsistent
+	HD_ERROR_BUSY,          // process already traced by a debugger
+	HD_ERROR_INTERRUPTED,   // the user interrupted the analysis
+};
+
+struct hd_error {
+	enum hd_error_code code;
+	int errnum;        // errno for HD_ERROR_OS, else 0
+	bool has_address;  // address is meaningful
+	uint64_t address;  // faulting or offending address
+	char *path;        // file concerned, or NULL
+	char *message;     // one line a user can act on
+	bool is_static;    // preallocated, destroy is a no-op
+};
+
+// Preallocated error for out-of-memory paths that must not allocate.
+HD_EXPORT extern struct hd_error hd_error_no_memory;
+
+// Creates an error with a printf-style message.
+HD_EXPORT struct hd_error *hd_error_create(enum hd_error_code code,
+					   const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+// Creates an HD_ERROR_OS error: "PATH: MESSAGE: strerror(errnum)".
+HD_EXPORT struct hd_error *hd_error_os(int errnum, const char *path,
+				       const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+// Creates an error about a file: "PATH: MESSAGE".
+HD_EXPORT struct hd_error *hd_error_file(enum hd_error_code code,
+					 const char *path, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+// Creates an error about an address: "MESSAGE" (address kept separately).
+HD_EXPORT struct hd_error *hd_error_at(enum hd_error_code code,
+				       uint64_t address, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+// Adds context in front of the message: "PREFIX: old message".
+HD_EXPORT struct hd_error *hd_error_prefix(struct hd_error *err,
+					   const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+HD_EXPORT void hd_error_destroy(struct hd_error *err);
+
+// ---------------------------------------------------------------- target
+
+enum { HD_PROT_READ = 1, HD_PROT_WRITE = 2, HD_PROT_EXEC = 4 };
+
+// One range of the address space.
+struct hd_mapping {
+	uint64_t start, end;  // [start, end)
+	uint64_t file_offset; // offset in path, if file-backed
+	uint32_t prot;        // HD_PROT_*
+	char *path;           // backing file, "[heap]"/"[stack]" (live), or NULL
+	// Memory of this range can be read (in the core, from the backing
+	// file, or from the live process). False for ranges a core omits.
+	bool readable;
+};
+
+// x86-64 general registers in the kernel's user_regs_struct order.
+struct hd_regs {
+	uint64_t r15, r14, r13, r12, rbp, rbx, r11, r10, r9, r8;
+	uint64_t rax, rcx, rdx, rsi, rdi, orig_rax, rip, cs, eflags;
+	uint64_t rsp, ss, fs_base, gs_base, ds, es, fs, gs;
+};
+
+struct hd_thread {
+	int tid;
+	bool has_regs;
+	struct hd_regs regs;
+};
+
+// A loaded ELF object (executable or shared library).
+struct hd_module {
+	char *name;        // path as the target knows it
+	char *file;        // path on this machine (sysroot applied), or NULL
+	uint64_t bias;     // load address minus link-time address
+	uint64_t start, end; // lowest and highest mapped address
+	uint8_t build_id[64];
+	size_t build_id_len; // 0 when unknown
+	bool is_exe;
+};
+
+struct hd_target;
+
+struct hd_target_options {
+	const char *exe;     // executable override (--exe), or NULL
+	const char *sysroot; // prefix for module paths (--sysroot), or NULL
+};
+
+// Opens an ELF core file. Checks that it is an x86-64 ELF core and that
+// the executable (found from the core's notes or opts->exe) matches.
+HD_EXPORT struct hd_error *
+hd_target_open_core(const char *path, const struct hd_target_options *opts,
+		    struct hd_target **ret);
+
+// Stops every thread of process pid (ptrace seize + interrupt) and reads
+// it through /proc/pid/mem. hd_target_destroy() lets the process go.
+HD_EXPORT struct hd_error *
+hd_target_attach_pid(int pid, const struct hd_target_options *opts,
+		     struct hd_target **ret);
+
+// Memory reader supplied by an embedding program (a debugger front-end).
+// Must fill buf completely or return an error (hd_error_at HD_ERROR_FAULT).
+typedef struct hd_error *(*hd_read_fn)(void *arg, uint64_t addr, void *buf,
+				       size_t len);
+
+// Creates a target whose memory comes from read(arg, ...). The embedder
+// then describes the address space with hd_target_add_mapping/thread/module.
+HD_EXPORT struct hd_error *hd_target_create_callback(hd_read_fn read,
+						     void *arg,
+						     struct hd_target **ret);
+HD_EXPORT struct hd_error *hd_target_add_mapping(struct hd_target *t,
+						 const struct hd_mapping *m);
+HD_EXPORT struct hd_error *hd_target_add_thread(struct hd_target *t,
+						const struct hd_thread *th);
+// Adds a module; bias, start and end are required, file may be NULL (then
+// name is used), build_id_len may be 0 (then it is read from the file).
+HD_EXPORT struct hd_error *hd_target_add_module(struct hd_target *t,
+						const struct hd_module *m);
+
+// Detaches every thread of every live target so the processes run again.
+// Async-signal-safe: for a front-end's SIGINT/SIGTERM handler.
+HD_EXPORT void hd_live_release_all(void);
+
+// Releases the target; a live process is resumed and detached.
+HD_EXPORT void hd_target_destroy(struct hd_target *t);
+
+// "core", "live" or "callback".
+HD_EXPORT const char *hd_target_kind(const struct hd_target *t);
+// Core path, "pid N", or "callback".
+HD_EXPORT const char *hd_target_name(const struct hd_target *t);
+
+// Reads len bytes at addr; HD_ERROR_FAULT naming the first missing address
+// if any byte is unavailable (never zero-filled).
+HD_EXPORT struct hd_error *hd_target_read(struct hd_target *t, uint64_t addr,
+					  void *buf, size_t len);
+HD_EXPORT struct hd_error *hd_target_read_u64(struct hd_target *t,
+					      uint64_t addr, uint64_t *ret);
+
+HD_EXPORT size_t hd_target_num_mappings(const struct hd_target *t);
+HD_EXPORT const struct hd_mapping *
+hd_target_mapping(const struct hd_target *t, size_t i);
+// The mapping containing addr, or NULL. Mappings are sorted by address.
+HD_EXPORT const struct hd_mapping *
+hd_target_find_mapping(const struct hd_target *t, uint64_t addr);
+HD_EXPORT size_t hd_target_num_threads(const struct hd_target *t);
+HD_EXPORT const struct hd_thread *hd_target_thread(const struct hd_target *t,
+						   size_t i);
+HD_EXPORT size_t hd_target_num_modules(const struct hd_target *t);
+HD_EXPORT const struct hd_module *hd_target_module(const struct hd_target *t,
+						   size_t i);
+// The module whose [start, end) contains addr, or NULL.
+HD_EXPORT const struct hd_module *
+hd_target_find_module(const struct hd_target *t, uint64_t addr);
+// Looks up an auxiliary vector entry (AT_*); false if absent.
+HD_EXPORT bool hd_target_auxv(const struct hd_target *t, uint64_t type,
+			      uint64_t *ret);
+
+// A contiguous window of target memory: zero-copy into a core file where
+// possible, a private copy otherwise.
+struct hd_view {
+	const uint8_t *data;
+	uint64_t addr;
+	size_t len;
+	void *owned; // buffer to free, or NULL
+};
+HD_EXPORT struct hd_error *hd_target_view(struct hd_target *t, uint64_t addr,
+					  size_t len, struct hd_view *ret);
+HD_EXPORT void hd_view_deinit(struct hd_view *view);
+
+// ------------------------------------------------------------- debuginfo
+
+struct hd_debuginfo;
+
+struct hd_debuginfo_options {
+	// Directory searched for separate debug files (build-id and
+	// debuglink); NULL means /usr/lib/debug. An empty directory disables
+	// separate debug info.
+	const char *debug_dir;
+};
+
+HD_EXPORT struct hd_error *
+hd_debuginfo_create(struct hd_target *t, const struct hd_debuginfo_options *o,
+		    struct hd_debuginfo **ret);
+HD_EXPORT void hd_debuginfo_destroy(struct hd_debuginfo *di);
+
+// Finds a symbol (local or global, from .symtab of the module or its debug
+// file, or .dynsym) in any module, returns its run-time address and size.
+// module_hint, if not NULL, restricts the search to modules whose file name
+// starts with it (e.g. "libc.so").
+HD_EXPORT struct hd_error *hd_debuginfo_find_symbol(struct hd_debuginfo *di,
+						    const char *module_hint,
+						    const char *name,
+						    uint64_t *addr,
+						    uint64_t *size);
+
+// Path of the separate debug file used for a module, or NULL.
+HD_EXPORT const char *hd_debuginfo_debug_file(struct hd_debuginfo *di,
+					      const struct hd_module *m);
+
+// Layout of a struct (or typedef of a struct) as DWARF describes it.
+struct hd_member_layout {
+	char *name;
+	uint64_t offset; // byte offset in the struct
+	uint64_t size;   // total bytes (whole array for arrays)
+	uint64_t count;  // elements if an array, else 0
+};
+struct hd_struct_layout {
+	char *name;
+	uint64_t size;
+	size_t num_members;
+	struct hd_member_layout *members;
+};
+HD_EXPORT void hd_struct_layout_deinit(struct hd_struct_layout *l);
+// The member called name, or NULL.
+HD_EXPORT const struct hd_member_layout *
+hd_struct_layout_member(const struct hd_struct_layout *l, const char *name);
+
+// Reads the layouts of the named structs (struct tags or typedef names)
+// from the DWARF of module m (its separate debug file, else itself), looking
+// only in compilation units whose name ends in cu_suffix (NULL: all).
+// ret[i].size == 0 for a struct that was not found. HD_ERROR_NOT_FOUND if
+// the module has no DWARF at all.
+HD_EXPORT struct hd_error *
+hd_debuginfo_struct_layouts(struct hd_debuginfo *di, const struct hd_module *m,
+			    const char *cu_suffix, const char *const *names,
+			    size_t n, struct hd_struct_layout *ret);
+
+// ------------------------------------------------------------------ heap
+
+enum hd_block_state {
+	HD_STATE_USED = 0,     // allocated by the application
+	HD_STATE_FREE = 1,     // held free by the allocator (see hd_free_list)
+	HD_STATE_INTERNAL = 2, // allocator bookkeeping (tcache struct, fencepost)
+};
+
+enum hd_free_list {
+	HD_LIST_NONE = 0,
+	HD_LIST_TCACHE,
+	HD_LIST_FASTBIN,
+	HD_LIST_UNSORTED,
+	HD_LIST_SMALL,
+	HD_LIST_LARGE,
+	HD_LIST_TOP,
+	HD_LIST_UNKNOWN, // free by its neighbour's header, on no list we found
+	HD_LIST_COUNT,
+};
+
+HD_EXPORT const char *hd_block_state_name(enum hd_block_state s);
+HD_EXPORT const char *hd_free_list_name(enum hd_free_list l);
+
+struct hd_block {
+	uint64_t addr;    // the pointer malloc returned (chunk + 16)
+	uint64_t chunk;   // chunk size in bytes, header included
+	uint64_t usable;  // what malloc_usable_size would say
+	enum hd_block_state state;
+	enum hd_free_list list; // for HD_STATE_FREE
+	uint32_t arena;   // index into the arena table, HD_NO_ARENA if mmapped
+	bool mmapped;
+};
+#define HD_NO_ARENA UINT32_MAX
+
+struct hd_arena {
+	uint64_t addr;        // address of its struct malloc_state
+	bool is_main;
+	uint64_t system_mem;  // malloc_state.system_mem
+	uint64_t top;         // top chunk address
+	size_t num_heaps;     // heap segments (1 for the main arena)
+};
+
+// A problem found in the heap metadata; the walk continues around it.
+struct hd_heap_problem {
+	uint64_t address;
+	char *message;
+};
+
+struct hd_heap_options {
+	// Use libc symbols/DWARF when present (true) or discover everything
+	// from the heap data alone (false).
+	bool use_debuginfo;
+};
+
+struct hd_heap;
+
+// Walks every arena, heap, mmapped chunk and free list of the glibc heap.
+// A damaged heap still yields a heap object with problems recorded;
+// an error means no glibc heap could be found at all.
+HD_EXPORT struct hd_error *hd_heap_walk(struct hd_target *t,
+					struct hd_debuginfo *di,
+					const struct hd_heap_options *opts,
+					struct hd_heap **ret);
+HD_EXPORT void hd_heap_destroy(struct hd_heap *h);
+
+// Blocks are sorted by address with dense ids 0..n-1.
+HD_EXPORT size_t hd_heap_num_blocks(const struct hd_heap *h);
+HD_EXPORT void hd_heap_block(const struct hd_heap *h, size_t id,
+			     struct hd_block *ret);
+// Id of the block whose chunk [addr-16, addr-16+chunk) contains p, or -1.
+HD_EXPORT int64_t hd_heap_find(const struct hd_heap *h, uint64_t p);
+
+HD_EXPORT size_t hd_heap_num_arenas(const struct hd_heap *h);
+HD_EXPORT const struct hd_arena *hd_heap_arena(const struct hd_heap *h,
+					       size_t i);
+HD_EXPORT size_t hd_heap_num_problems(const struct hd_heap *h);
+HD_EXPORT const struct hd_heap_problem *
+hd_heap_problem(const struct hd_heap *h, size_t i);
+// True if problems were found: some verdicts may be missing.
+HD_EXPORT bool hd_heap_partial(const struct hd_heap *h);
+// How the walk found the heap: "debuginfo" or "heuristic", and features
+// detected from the data (safe-linking, tcache).
+struct hd_heap_info {
+	const char *method;
+	bool safe_linking;
+	bool has_tcache;
+	uint64_t main_arena;
+	uint64_t mp;          // address of mp_, 0 if unknown
+	uint64_t n_mmaps;     // mp_.n_mmaps, if mp known
+	uint64_t mmap_threshold; // mp_.mmap_threshold, if mp known
+	size_t num_tcaches;
+};
+HD_EXPORT void hd_heap_get_info(const struct hd_heap *h,
+				struct hd_heap_info *ret);
+
+// ---------------------------------------------------------------- report
+
+enum hd_output_format { HD_FORMAT_TEXT, HD_FORMAT_JSON };
+
+struct hd_render_options {
+	enum hd_output_format format;
+	bool color;
+	// blocks: filter by state; -1 for all.
+	int state_filter;
+};
+
+// Heap statistics: per arena and in total, by state and list, size classes.
+HD_EXPORT struct hd_error *hd_render_stats(FILE *out, struct hd_target *t,
+					   const struct hd_heap *h,
+					   const struct hd_render_options *o);
+// The block list.
+HD_EXPORT struct hd_error *hd_render_blocks(FILE *out, struct hd_target *t,
+					    const struct hd_heap *h,
+					    const struct hd_render_options *o);
+// Formats n bytes the way people read them ("1.5 MiB", "512 B").
+HD_EXPORT void hd_format_size(uint64_t n, char *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif // HEAPDOM_H

@@ -1,0 +1,68 @@
+// The block list, as a table or as JSON (format in docs/json-format.md).
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "report/report_internal.h"
+
+static void block_arena(const struct hd_heap *h, const struct hd_block *b,
+			char *buf, size_t len)
+{
+	if (b->arena == HD_NO_ARENA)
+		snprintf(buf, len, "mmapped");
+	else
+		snprintf(buf, len, "0x%" PRIx64, hd_heap_arena(h, b->arena)->addr);
+}
+
+struct hd_error *hd_render_blocks(FILE *out, struct hd_target *t,
+				  const struct hd_heap *h,
+				  const struct hd_render_options *o)
+{
+	size_t n = hd_heap_num_blocks(h);
+	bool json = o->format == HD_FORMAT_JSON;
+	if (json) {
+		fputc('{', out);
+		hd_json_heap_header(out, t, h);
+		fputs(", \"blocks\": [", out);
+	} else {
+		hd_text_problems(out, h);
+		fprintf(out, "%-18s %12s %12s  %-8s %-8s %s\n", "address", "size",
+			"chunk", "state", "list", "arena");
+	}
+	bool first = true;
+	for (size_t i = 0; i < n; i++) {
+		struct hd_block b;
+		hd_heap_block(h, i, &b);
+		if (o->state_filter >= 0 && (int)b.state != o->state_filter)
+			continue;
+		if (json) {
+			fprintf(out,
+				"%s\n{\"addr\": \"0x%" PRIx64 "\", \"size\": %" PRIu64 ", \"chunk\": %" PRIu64 ", \"state\": \"%s\"",
+				first ? "" : ",", b.addr, b.usable, b.chunk,
+				hd_block_state_name(b.state));
+			if (b.state == HD_STATE_FREE)
+				fprintf(out, ", \"list\": \"%s\"",
+					hd_free_list_name(b.list));
+			if (b.arena == HD_NO_ARENA)
+				fputs(", \"arena\": null", out);
+			else
+				fprintf(out, ", \"arena\": \"0x%" PRIx64 "\"",
+					hd_heap_arena(h, b.arena)->addr);
+			fprintf(out, ", \"mmapped\": %s}",
+				b.mmapped ? "true" : "false");
+		} else {
+			char arena[32];
+			block_arena(h, &b, arena, sizeof(arena));
+			fprintf(out, "0x%016" PRIx64 " %12" PRIu64 " %12" PRIu64 "  %-8s %-8s %s\n",
+				b.addr, b.usable, b.chunk,
+				hd_block_state_name(b.state),
+				b.state == HD_STATE_FREE ? hd_free_list_name(b.list) : "-",
+				arena);
+		}
+		first = false;
+	}
+	if (json)
+		fputs("\n]}\n", out);
+	if (ferror(out))
+		return hd_error_create(HD_ERROR_OS, "cannot write output");
+	return NULL;
+}

@@ -1,0 +1,420 @@
+// ELF core file backend. The file is mapped once; reads of memory that the
+// core holds are copies (or zero-copy views) from that mapping, read-only
+// file-backed ranges the core omits come from the mapped file itself, and
+// anything else is a fault, never zeros.
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "target_internal.h"
+#include "util/vec.h"
+
+struct core_segment {
+	uint64_t start, end;   // virtual range [start, end)
+	uint64_t offset;       // file offset of the data
+	uint64_t avail;        // bytes present in the file (truncation applied)
+	uint64_t filesz;       // bytes the header claims
+	uint32_t prot;
+	int file_index;        // backing file from NT_FILE, -1 if anonymous
+	uint64_t file_offset;  // offset in that file at start
+};
+
+struct core_file {
+	int fd;
+	const uint8_t *data;
+	size_t size;
+	struct core_segment *segs;
+	size_t num_segs, cap_segs;
+	// Backing files opened on demand for omitted read-only ranges.
+	char **file_paths;
+	int *file_fds;
+	size_t num_files;
+};
+
+static struct core_segment *find_segment(struct core_file *c, uint64_t addr)
+{
+	size_t lo = 0, hi = c->num_segs;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (c->segs[mid].end <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < c->num_segs && c->segs[lo].start <= addr)
+		return &c->segs[lo];
+	return NULL;
+}
+
+static struct hd_error *read_backing_file(struct hd_target *t,
+					  struct core_file *c,
+					  struct core_segment *s, uint64_t addr,
+					  uint8_t *buf, size_t n)
+{
+	int idx = s->file_index;
+	if (c->file_fds[idx] == -1) {
+		char *path = hd_target_resolve_path(t, c->file_paths[idx]);
+		if (!path)
+			return &hd_error_no_memory;
+		c->file_fds[idx] = open(path, O_RDONLY | O_CLOEXEC);
+		if (c->file_fds[idx] < 0)
+			c->file_fds[idx] = -2;
+		free(path);
+	}
+	if (c->file_fds[idx] < 0)
+		return hd_error_at(HD_ERROR_FAULT, addr,
+				   "memory at 0x%llx is not in the core and its file %s cannot be opened (use --sysroot)",
+				   (unsigned long long)addr, c->file_paths[idx]);
+	uint64_t off = s->file_offset + (addr - s->start);
+	ssize_t r = pread(c->file_fds[idx], buf, n, (off_t)off);
+	if (r != (ssize_t)n)
+		return hd_error_at(HD_ERROR_FAULT, addr,
+				   "memory at 0x%llx is not in the core and lies past the end of %s",
+				   (unsigned long long)addr, c->file_paths[idx]);
+	return NULL;
+}
+
+static struct hd_error *core_read(struct hd_target *t, uint64_t addr,
+				  void *buf, size_t len)
+{
+	struct core_file *c = t->impl;
+	uint8_t *out = buf;
+	while (len) {
+		struct core_segment *s = find_segment(c, addr);
+		if (!s)
+			return hd_error_at(HD_ERROR_FAULT, addr,
+					   "address 0x%llx is not mapped in the core",
+					   (unsigned long long)addr);
+		uint64_t in_seg = addr - s->start;
+		size_t n = len;
+		if (n > s->end - addr)
+			n = s->end - addr;
+		if (in_seg < s->avail) {
+			if (n > s->avail - in_seg)
+				n = s->avail - in_seg;
+			memcpy(out, c->data + s->offset + in_seg, n);
+		} else if (s->file_index >= 0 && !(s->prot & HD_PROT_WRITE)) {
+			struct hd_error *err =
+				read_backing_file(t, c, s, addr, out, n);
+			if (err)
+				return err;
+		} else if (in_seg < s->filesz) {
+			return hd_error_at(HD_ERROR_FAULT, addr,
+					   "memory at 0x%llx is missing: the core is truncated",
+					   (unsigned long long)addr);
+		} else {
+			return hd_error_at(HD_ERROR_FAULT, addr,
+					   "memory at 0x%llx was not dumped into the core",
+					   (unsigned long long)addr);
+		}
+		out += n;
+		addr += n;
+		len -= n;
+	}
+	return NULL;
+}
+
+static const uint8_t *core_direct(struct hd_target *t, uint64_t addr,
+				  size_t len)
+{
+	struct core_file *c = t->impl;
+	struct core_segment *s = find_segment(c, addr);
+	if (!s || addr - s->start > s->avail || len > s->avail - (addr - s->start))
+		return NULL;
+	return c->data + s->offset + (addr - s->start);
+}
+
+static void core_destroy(struct hd_target *t)
+{
+	struct core_file *c = t->impl;
+	if (!c)
+		return;
+	if (c->data)
+		munmap((void *)c->data, c->size);
+	if (c->fd >= 0)
+		close(c->fd);
+	for (size_t i = 0; i < c->num_files; i++) {
+		free(c->file_paths[i]);
+		if (c->file_fds[i] >= 0)
+			close(c->file_fds[i]);
+	}
+	free(c->file_paths);
+	free(c->file_fds);
+	free(c->segs);
+	free(c);
+}
+
+static const struct hd_target_ops core_ops = {
+	.read = core_read,
+	.direct = core_direct,
+	.destroy = core_destroy,
+};
+
+struct nt_file_entry {
+	uint64_t start, end, pgoff;
+};
+
+// NT_FILE: count, page size, count × {start, end, pgoff}, count names.
+static struct hd_error *parse_nt_file(struct hd_target *t, const uint8_t *d,
+				      size_t len)
+{
+	struct core_file *c = t->impl;
+	if (len < 16)
+		return NULL;
+	uint64_t count, page;
+	memcpy(&count, d, 8);
+	memcpy(&page, d + 8, 8);
+	if (count > (len - 16) / 24)
+		return hd_error_file(HD_ERROR_FORMAT, t->name,
+				     "NT_FILE note is truncated");
+	const char *names = (const char *)d + 16 + count * 24;
+	const char *end = (const char *)d + len;
+	c->file_paths = calloc(count ? count : 1, sizeof(char *));
+	c->file_fds = calloc(count ? count : 1, sizeof(int));
+	if (!c->file_paths || !c->file_fds)
+		return &hd_error_no_memory;
+	for (uint64_t i = 0; i < count; i++) {
+		struct nt_file_entry e;
+		memcpy(&e, d + 16 + i * 24, sizeof(e));
+		size_t n = strnlen(names, (size_t)(end - names));
+		if (names + n >= end)
+			return hd_error_file(HD_ERROR_FORMAT, t->name,
+					     "NT_FILE note names are truncated");
+		c->file_paths[i] = strndup(names, n);
+		c->file_fds[i] = -1;
+		if (!c->file_paths[i])
+			return &hd_error_no_memory;
+		c->num_files = i + 1;
+		names += n + 1;
+		// Attach the file to the segments it covers.
+		for (size_t s = 0; s < c->num_segs; s++) {
+			struct core_segment *seg = &c->segs[s];
+			if (seg->start >= e.start && seg->start < e.end &&
+			    seg->file_index < 0) {
+				seg->file_index = (int)i;
+				seg->file_offset =
+					e.pgoff * page + (seg->start - e.start);
+			}
+		}
+	}
+	return NULL;
+}
+
+static struct hd_error *parse_prstatus(struct hd_target *t, const uint8_t *d,
+				       size_t len)
+{
+	// struct elf_prstatus on x86-64: pr_pid at 32, pr_reg at 112.
+	if (len < 112 + sizeof(struct hd_regs))
+		return hd_error_file(HD_ERROR_FORMAT, t->name,
+				     "NT_PRSTATUS note is too short (%zu bytes)",
+				     len);
+	struct hd_thread th = {.has_regs = true};
+	int32_t pid;
+	memcpy(&pid, d + 32, 4);
+	th.tid = pid;
+	memcpy(&th.regs, d + 112, sizeof(th.regs));
+	return hd_target_push_thread(t, &th);
+}
+
+static struct hd_error *parse_notes(struct hd_target *t, const uint8_t *d,
+				    size_t len)
+{
+	size_t off = 0;
+	while (off + sizeof(Elf64_Nhdr) <= len) {
+		Elf64_Nhdr nh;
+		memcpy(&nh, d + off, sizeof(nh));
+		size_t desc = off + sizeof(nh) + ((nh.n_namesz + 3) & ~3ULL);
+		if (desc > len || nh.n_descsz > len - desc)
+			return hd_error_file(HD_ERROR_FORMAT, t->name,
+					     "note at file offset %zu runs past its segment",
+					     off);
+		const uint8_t *dd = d + desc;
+		struct hd_error *err = NULL;
+		switch (nh.n_type) {
+		case NT_PRSTATUS:
+			err = parse_prstatus(t, dd, nh.n_descsz);
+			break;
+		case NT_FILE:
+			if (nh.n_namesz == 5 && memcmp(d + off + sizeof(nh), "CORE", 5) == 0)
+				err = parse_nt_file(t, dd, nh.n_descsz);
+			break;
+		case NT_AUXV:
+			free(t->auxv);
+			t->auxv = malloc(nh.n_descsz ? nh.n_descsz : 1);
+			if (!t->auxv)
+				return &hd_error_no_memory;
+			memcpy(t->auxv, dd, nh.n_descsz);
+			t->auxv_len = nh.n_descsz / 8;
+			break;
+		}
+		if (err)
+			return err;
+		off = desc + ((nh.n_descsz + 3) & ~3ULL);
+	}
+	return NULL;
+}
+
+static int segment_cmp(const void *a, const void *b)
+{
+	const struct core_segment *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static struct hd_error *check_header(const char *path, const uint8_t *d,
+				     size_t size)
+{
+	if (size < SELFMAG || memcmp(d, ELFMAG, SELFMAG) != 0)
+		return hd_error_file(HD_ERROR_FORMAT, path,
+				     "not an ELF file (expected a core dump)");
+	if (size < sizeof(Elf64_Ehdr))
+		return hd_error_file(HD_ERROR_FORMAT, path,
+				     "truncated: %zu bytes, shorter than an ELF header",
+				     size);
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)d;
+	if (eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh->e_ident[EI_DATA] != ELFDATA2LSB)
+		return hd_error_file(HD_ERROR_UNSUPPORTED, path,
+				     "not a 64-bit little-endian ELF file; heapdom reads x86-64 cores");
+	if (eh->e_type != ET_CORE)
+		return hd_error_file(HD_ERROR_FORMAT, path,
+				     "is an ELF %s, not a core dump (make one with gcore or `ulimit -c unlimited`)",
+				     eh->e_type == ET_EXEC ? "executable" :
+				     eh->e_type == ET_DYN ? "shared object or PIE executable" :
+				     "file");
+	if (eh->e_machine != EM_X86_64)
+		return hd_error_file(HD_ERROR_UNSUPPORTED, path,
+				     "core of a foreign architecture (e_machine %u); heapdom reads x86-64 cores",
+				     eh->e_machine);
+	if (eh->e_phentsize != sizeof(Elf64_Phdr) || eh->e_phnum == 0 ||
+	    eh->e_phoff > size ||
+	    (size - eh->e_phoff) / sizeof(Elf64_Phdr) < eh->e_phnum)
+		return hd_error_file(HD_ERROR_FORMAT, path,
+				     "truncated or corrupt: program headers lie outside the file");
+	return NULL;
+}
+
+static struct hd_error *load_core(struct hd_target *t, struct core_file *c)
+{
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)c->data;
+	const Elf64_Phdr *ph = (const Elf64_Phdr *)(c->data + eh->e_phoff);
+	bool have_notes = false;
+	for (size_t i = 0; i < eh->e_phnum; i++) {
+		if (ph[i].p_type != PT_LOAD || ph[i].p_memsz == 0)
+			continue;
+		struct core_segment s = {
+			.start = ph[i].p_vaddr,
+			.end = ph[i].p_vaddr + ph[i].p_memsz,
+			.offset = ph[i].p_offset,
+			.filesz = ph[i].p_filesz,
+			.file_index = -1,
+		};
+		if (s.end < s.start)
+			return hd_error_file(HD_ERROR_FORMAT, t->name,
+					     "segment at 0x%llx wraps around",
+					     (unsigned long long)s.start);
+		uint64_t fs = ph[i].p_filesz < ph[i].p_memsz ? ph[i].p_filesz
+							     : ph[i].p_memsz;
+		s.avail = s.offset >= c->size ? 0
+			  : (fs < c->size - s.offset ? fs : c->size - s.offset);
+		s.prot = ((ph[i].p_flags & PF_R) ? HD_PROT_READ : 0) |
+			 ((ph[i].p_flags & PF_W) ? HD_PROT_WRITE : 0) |
+			 ((ph[i].p_flags & PF_X) ? HD_PROT_EXEC : 0);
+		if (!HD_VEC_PUSH(c->segs, c->num_segs, c->cap_segs, s))
+			return &hd_error_no_memory;
+	}
+	qsort(c->segs, c->num_segs, sizeof(*c->segs), segment_cmp);
+	for (size_t i = 0; i < eh->e_phnum; i++) {
+		if (ph[i].p_type != PT_NOTE)
+			continue;
+		if (ph[i].p_offset > c->size ||
+		    ph[i].p_filesz > c->size - ph[i].p_offset)
+			return hd_error_file(HD_ERROR_FORMAT, t->name,
+					     "truncated: the notes segment (threads, files) lies past the end of the file");
+		struct hd_error *err = parse_notes(t, c->data + ph[i].p_offset,
+						   ph[i].p_filesz);
+		if (err)
+			return err;
+		have_notes = true;
+	}
+	if (!have_notes)
+		return hd_error_file(HD_ERROR_FORMAT, t->name,
+				     "core has no notes segment (no threads or mapped files)");
+	for (size_t i = 0; i < c->num_segs; i++) {
+		struct core_segment *s = &c->segs[i];
+		struct hd_mapping m = {
+			.start = s->start,
+			.end = s->end,
+			.prot = s->prot,
+			.file_offset = s->file_offset,
+			.path = s->file_index >= 0 ? c->file_paths[s->file_index]
+						   : NULL,
+			.readable = s->avail == s->end - s->start ||
+				    (s->file_index >= 0 &&
+				     !(s->prot & HD_PROT_WRITE)),
+		};
+		struct hd_error *err = hd_target_push_mapping(t, &m);
+		if (err)
+			return err;
+	}
+	hd_target_sort_mappings(t);
+	return hd_target_modules_from_mappings(t);
+}
+
+struct hd_error *hd_target_open_core(const char *path,
+				     const struct hd_target_options *opts,
+				     struct hd_target **ret)
+{
+	struct hd_target *t;
+	struct hd_error *err = hd_target_alloc("core", path, &core_ops, opts, &t);
+	if (err)
+		return err;
+	struct core_file *c = calloc(1, sizeof(*c));
+	if (!c) {
+		hd_target_destroy(t);
+		return &hd_error_no_memory;
+	}
+	c->fd = -1;
+	t->impl = c;
+	c->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (c->fd < 0) {
+		err = hd_error_os(errno, path, "cannot open core file");
+		goto fail;
+	}
+	struct stat st;
+	if (fstat(c->fd, &st) < 0) {
+		err = hd_error_os(errno, path, "cannot stat core file");
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		err = hd_error_file(HD_ERROR_FORMAT, path,
+				    "not a regular file");
+		goto fail;
+	}
+	c->size = (size_t)st.st_size;
+	if (c->size == 0) {
+		err = hd_error_file(HD_ERROR_FORMAT, path, "empty file");
+		goto fail;
+	}
+	void *p = mmap(NULL, c->size, PROT_READ, MAP_PRIVATE, c->fd, 0);
+	if (p == MAP_FAILED) {
+		err = hd_error_os(errno, path, "cannot map core file");
+		goto fail;
+	}
+	c->data = p;
+	err = check_header(path, c->data, c->size);
+	if (err)
+		goto fail;
+	err = load_core(t, c);
+	if (err)
+		goto fail;
+	*ret = t;
+	return NULL;
+fail:
+	hd_target_destroy(t);
+	return err;
+}

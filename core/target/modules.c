@@ -1,0 +1,203 @@
+// Module discovery shared by the core and live backends: which ELF files
+// are mapped where, with which load bias and build-id.
+#include <elf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "target_internal.h"
+#include "util/elf_read.h"
+#include "util/vec.h"
+
+static void format_build_id(const uint8_t *id, size_t len, char *buf)
+{
+	for (size_t i = 0; i < len && i < 40; i++)
+		sprintf(buf + 2 * i, "%02x", id[i]);
+	buf[2 * (len < 40 ? len : 40)] = '\0';
+}
+
+struct hd_error *hd_target_push_module(struct hd_target *t,
+				       const struct hd_module *m)
+{
+	struct hd_module copy = *m;
+	copy.name = strdup(m->name);
+	copy.file = m->file ? strdup(m->file) : NULL;
+	if (!copy.name || (m->file && !copy.file))
+		goto nomem;
+	if (!copy.build_id_len && copy.file) {
+		struct hd_elf_info info;
+		struct hd_error *err = hd_elf_read_info(copy.file, &info);
+		if (!err) {
+			memcpy(copy.build_id, info.build_id, info.build_id_len);
+			copy.build_id_len = info.build_id_len;
+		}
+		hd_error_destroy(err);
+	}
+	if (!HD_VEC_PUSH(t->modules, t->num_modules, t->cap_modules, copy))
+		goto nomem;
+	return NULL;
+nomem:
+	free(copy.name);
+	free(copy.file);
+	return &hd_error_no_memory;
+}
+
+// Reads the build-id note from the module's ELF headers in target memory;
+// cores normally keep the first page of every mapped ELF file for this.
+static size_t build_id_from_memory(struct hd_target *t, uint64_t base,
+				   uint8_t *out, size_t cap)
+{
+	Elf64_Ehdr eh;
+	struct hd_error *err = hd_target_read(t, base, &eh, sizeof(eh));
+	if (err || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+	    eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum > 256) {
+		hd_error_destroy(err);
+		return 0;
+	}
+	Elf64_Phdr ph[256];
+	err = hd_target_read(t, base + eh.e_phoff, ph, eh.e_phnum * sizeof(*ph));
+	if (err) {
+		hd_error_destroy(err);
+		return 0;
+	}
+	uint64_t min_vaddr = UINT64_MAX;
+	for (size_t i = 0; i < eh.e_phnum; i++)
+		if (ph[i].p_type == PT_LOAD && ph[i].p_vaddr < min_vaddr)
+			min_vaddr = ph[i].p_vaddr;
+	uint64_t bias = base - (min_vaddr & ~0xfffULL);
+	for (size_t i = 0; i < eh.e_phnum; i++) {
+		if (ph[i].p_type != PT_NOTE || ph[i].p_memsz > 4096)
+			continue;
+		uint8_t notes[4096];
+		err = hd_target_read(t, bias + ph[i].p_vaddr, notes,
+				     ph[i].p_memsz);
+		if (err) {
+			hd_error_destroy(err);
+			continue;
+		}
+		size_t n = hd_elf_find_build_id(notes, ph[i].p_memsz, out, cap);
+		if (n)
+			return n;
+	}
+	return 0;
+}
+
+// Fills in one module from the mapping at file offset 0 of its file.
+static struct hd_error *add_module(struct hd_target *t, const char *path,
+				   uint64_t base, uint64_t start, uint64_t end,
+				   bool is_exe)
+{
+	struct hd_module m = {.start = start, .end = end, .is_exe = is_exe};
+	m.name = (char *)path;
+	char *file = NULL;
+	if (is_exe && t->exe_override)
+		file = strdup(t->exe_override);
+	else
+		file = hd_target_resolve_path(t, path);
+	if (!file)
+		return &hd_error_no_memory;
+
+	uint8_t mem_id[64];
+	size_t mem_id_len = build_id_from_memory(t, base, mem_id, sizeof(mem_id));
+	struct hd_elf_info info;
+	struct hd_error *err = hd_elf_read_info(file, &info);
+	if (err) {
+		// The file may be gone or be a data file mapped by the
+		// program (locale archive, fonts): not a module then, unless
+		// the target's memory shows an ELF image.
+		bool user_named = is_exe && t->exe_override;
+		if (user_named) {
+			free(file);
+			return err;
+		}
+		hd_error_destroy(err);
+		free(file);
+		if (!mem_id_len)
+			return NULL;
+		file = NULL;
+		m.bias = base;
+	} else {
+		if (info.type != ET_EXEC && info.type != ET_DYN) {
+			if (is_exe && t->exe_override) {
+				err = hd_error_file(HD_ERROR_MISMATCH, file,
+					"is not an executable or shared object");
+				free(file);
+				return err;
+			}
+			free(file);
+			return NULL;
+		}
+		m.bias = base - info.min_vaddr;
+		if (mem_id_len && info.build_id_len &&
+		    (mem_id_len != info.build_id_len ||
+		     memcmp(mem_id, info.build_id, mem_id_len) != 0)) {
+			char want[81], have[81];
+			format_build_id(mem_id, mem_id_len, want);
+			format_build_id(info.build_id, info.build_id_len, have);
+			if (is_exe) {
+				err = hd_error_file(HD_ERROR_MISMATCH, file,
+					"does not match %s: the program in the core has build-id %s, this file has %s; pass the right executable with --exe",
+					t->name, want, have);
+				free(file);
+				return err;
+			}
+			// A different library than the one the process ran:
+			// its symbols would be wrong, so use none of it.
+			free(file);
+			file = NULL;
+		}
+	}
+	m.file = file;
+	if (mem_id_len) {
+		memcpy(m.build_id, mem_id, mem_id_len);
+		m.build_id_len = mem_id_len;
+	} else if (file) {
+		memcpy(m.build_id, info.build_id, info.build_id_len);
+		m.build_id_len = info.build_id_len;
+	}
+	if (!m.build_id_len)
+		m.build_id_len = 0;
+	err = hd_target_push_module(t, &m);
+	free(file);
+	return err;
+}
+
+struct hd_error *hd_target_modules_from_mappings(struct hd_target *t)
+{
+	uint64_t phdr = 0;
+	bool have_phdr = hd_target_auxv(t, AT_PHDR, &phdr);
+	bool exe_marked = false;
+	for (size_t i = 0; i < t->num_mappings; i++) {
+		const struct hd_mapping *m = &t->mappings[i];
+		if (!m->path || m->path[0] != '/' || m->file_offset != 0)
+			continue;
+		// A file mapped at offset 0 twice (rare) counts once.
+		bool seen = false;
+		for (size_t j = 0; j < t->num_modules && !seen; j++)
+			seen = strcmp(t->modules[j].name, m->path) == 0;
+		if (seen)
+			continue;
+		uint64_t start = m->start, end = m->end;
+		// Following mappings of the same file belong to the module.
+		for (size_t j = i + 1; j < t->num_mappings; j++) {
+			const struct hd_mapping *n = &t->mappings[j];
+			if (n->path && strcmp(n->path, m->path) == 0)
+				end = n->end;
+			else if (n->path && n->path[0] == '/' &&
+				 n->file_offset == 0)
+				break;
+		}
+		bool is_exe = have_phdr ? (start <= phdr && phdr < end)
+					: !exe_marked;
+		if (is_exe && exe_marked)
+			is_exe = false;
+		size_t before = t->num_modules;
+		struct hd_error *err =
+			add_module(t, m->path, m->start, start, end, is_exe);
+		if (err)
+			return err;
+		if (is_exe && t->num_modules > before)
+			exe_marked = true;
+	}
+	return NULL;
+}

@@ -1,0 +1,64 @@
+// What every target backend shares: the address-space description and a
+// memory reader. Backends fill the arrays at creation; nothing downstream
+// knows which backend it talks to.
+#ifndef HD_TARGET_INTERNAL_H
+#define HD_TARGET_INTERNAL_H
+
+#include "heapdom.h"
+
+struct hd_target_ops {
+	// Reads exactly len bytes or fails with HD_ERROR_FAULT.
+	struct hd_error *(*read)(struct hd_target *t, uint64_t addr, void *buf,
+				 size_t len);
+	// Optional: a pointer to len bytes at addr that stays valid for the
+	// target's lifetime, or NULL if the range is not directly mapped.
+	const uint8_t *(*direct)(struct hd_target *t, uint64_t addr,
+				 size_t len);
+	// Releases the backend state in t->impl.
+	void (*destroy)(struct hd_target *t);
+};
+
+struct hd_target {
+	const struct hd_target_ops *ops;
+	const char *kind;
+	char *name;
+	void *impl;
+
+	struct hd_mapping *mappings;
+	size_t num_mappings, cap_mappings;
+	struct hd_thread *threads;
+	size_t num_threads, cap_threads;
+	struct hd_module *modules;
+	size_t num_modules, cap_modules;
+	uint64_t *auxv; // (type, value) pairs
+	size_t auxv_len;
+	char *sysroot;
+	char *exe_override;
+};
+
+// Allocates a target with no mappings; name is copied.
+struct hd_error *hd_target_alloc(const char *kind, const char *name,
+				 const struct hd_target_ops *ops,
+				 const struct hd_target_options *opts,
+				 struct hd_target **ret);
+// Appends a mapping (path is copied); call hd_target_sort_mappings after.
+struct hd_error *hd_target_push_mapping(struct hd_target *t,
+					const struct hd_mapping *m);
+void hd_target_sort_mappings(struct hd_target *t);
+struct hd_error *hd_target_push_thread(struct hd_target *t,
+				       const struct hd_thread *th);
+// Appends a module (strings copied); reads the build-id from the file when
+// m->build_id_len is 0 and the file exists.
+struct hd_error *hd_target_push_module(struct hd_target *t,
+				       const struct hd_module *m);
+
+// Builds the module list from file-backed mappings: groups them by path,
+// computes the load bias from the ELF program headers of the file (sysroot
+// applied) and reads build-ids. exe_path, if set, marks that module as the
+// executable; otherwise the module containing AT_PHDR (auxv) is.
+struct hd_error *hd_target_modules_from_mappings(struct hd_target *t);
+
+// Applies the target's sysroot to a path; returns a malloc'd string.
+char *hd_target_resolve_path(const struct hd_target *t, const char *path);
+
+#endif
