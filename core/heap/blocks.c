@@ -33,9 +33,10 @@ void hd_heap_destroy(struct hd_heap *h)
 	free(h);
 }
 
-static bool grow(struct hd_heap *h)
+bool hd_heap_reserve(struct hd_heap *h, size_t cap)
 {
-	size_t cap = h->cap_blocks ? h->cap_blocks * 2 : 4096;
+	if (cap <= h->cap_blocks)
+		return true;
 	uint64_t *a = realloc(h->addr, cap * sizeof(*a));
 	if (a)
 		h->addr = a;
@@ -52,6 +53,11 @@ static bool grow(struct hd_heap *h)
 		return false;
 	h->cap_blocks = cap;
 	return true;
+}
+
+static bool grow(struct hd_heap *h)
+{
+	return hd_heap_reserve(h, h->cap_blocks ? h->cap_blocks * 2 : 4096);
 }
 
 bool hd_heap_push(struct hd_heap *h, uint64_t chunk_addr, uint64_t chunk_size,
@@ -135,6 +141,12 @@ int64_t hd_heap_find_exact(const struct hd_heap *h, uint64_t addr)
 {
 	int64_t i = hd_heap_find(h, addr - 16);
 	return i >= 0 && h->addr[i] == addr ? i : -1;
+}
+
+size_t hd_heap_table_bytes(const struct hd_heap *h)
+{
+	return h->cap_blocks * (sizeof(*h->addr) + sizeof(*h->chunk16) +
+				sizeof(*h->flags) + sizeof(*h->arena));
 }
 
 size_t hd_heap_num_arenas(const struct hd_heap *h) { return h->num_arenas; }

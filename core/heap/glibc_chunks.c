@@ -127,9 +127,34 @@ struct hd_error *glibc_find_mmapped(struct glibc_walk *w)
 	return NULL;
 }
 
+// Counts the chunks of a heap with the same rules as walk_segment, so the
+// block table can be allocated once at its exact size.
+static size_t count_segment(const struct glibc_segment *s, const uint8_t *d)
+{
+	uint64_t len = s->end - s->start, off = 0;
+	size_t n = 0;
+	while (len - off >= 16) {
+		uint64_t field;
+		memcpy(&field, d + off + 8, 8);
+		uint64_t size = field & ~SIZE_BITS;
+		n++;
+		if (s->start + off == s->top)
+			break;
+		if (size == 16 && !s->top && len - off <= 32) {
+			off += 16;
+			continue;
+		}
+		if (size < MINSIZE || (size & 15) || size > len - off)
+			break;
+		off += size;
+	}
+	return n;
+}
+
 // Walks one arena heap segment; blocks are appended in address order.
 static struct hd_error *walk_segment(struct glibc_walk *w,
-				     const struct glibc_segment *s)
+				     const struct glibc_segment *s,
+				     const uint8_t *d)
 {
 	struct hd_heap *h = w->h;
 	if (s->mmapped) {
@@ -138,22 +163,8 @@ static struct hd_error *walk_segment(struct glibc_walk *w,
 			return &hd_error_no_memory;
 		return NULL;
 	}
-	struct hd_view v;
-	struct hd_error *err =
-		hd_target_view(w->t, s->start, s->end - s->start, &v);
-	if (err) {
-		hd_heap_problem_add(h, err->has_address ? err->address : s->start,
-				    "heap 0x%llx-0x%llx cannot be read (%s); its blocks are missing",
-				    (unsigned long long)s->start,
-				    (unsigned long long)s->end, err->message);
-		hd_error_destroy(err);
-		return NULL;
-	}
-	if (!HD_VEC_PUSH(w->views, w->num_views, w->cap_views, v)) {
-		hd_view_deinit(&v);
-		return &hd_error_no_memory;
-	}
-	const uint8_t *d = v.data;
+	if (!d)
+		return NULL; // unreadable, already reported
 	uint64_t len = s->end - s->start;
 	uint64_t off = 0;
 	while (off < len) {
@@ -226,19 +237,59 @@ static int segment_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
+// Reads every arena heap once; the views stay for the free-list walk.
+static struct hd_error *view_segments(struct glibc_walk *w, const uint8_t **data)
+{
+	for (size_t i = 0; i < w->num_segs; i++) {
+		const struct glibc_segment *s = &w->segs[i];
+		data[i] = NULL;
+		if (s->mmapped || s->end <= s->start)
+			continue;
+		if (i && s->start < w->segs[i - 1].end) {
+			hd_heap_problem_add(w->h, s->start,
+					    "heap 0x%llx overlaps the previous one; skipped",
+					    (unsigned long long)s->start);
+			continue;
+		}
+		struct hd_view v;
+		struct hd_error *err =
+			hd_target_view(w->t, s->start, s->end - s->start, &v);
+		if (err) {
+			hd_heap_problem_add(w->h,
+					    err->has_address ? err->address : s->start,
+					    "heap 0x%llx-0x%llx cannot be read (%s); its blocks are missing",
+					    (unsigned long long)s->start,
+					    (unsigned long long)s->end, err->message);
+			hd_error_destroy(err);
+			continue;
+		}
+		if (!HD_VEC_PUSH(w->views, w->num_views, w->cap_views, v)) {
+			hd_view_deinit(&v);
+			return &hd_error_no_memory;
+		}
+		data[i] = v.data;
+	}
+	return NULL;
+}
+
 struct hd_error *glibc_walk_chunks(struct glibc_walk *w)
 {
 	qsort(w->segs, w->num_segs, sizeof(*w->segs), segment_cmp);
-	for (size_t i = 0; i < w->num_segs; i++) {
-		if (i && w->segs[i].start < w->segs[i - 1].end) {
-			hd_heap_problem_add(w->h, w->segs[i].start,
-					    "heap 0x%llx overlaps the previous one; skipped",
-					    (unsigned long long)w->segs[i].start);
+	const uint8_t **data = calloc(w->num_segs ? w->num_segs : 1, sizeof(*data));
+	if (!data)
+		return &hd_error_no_memory;
+	struct hd_error *err = view_segments(w, data);
+	size_t total = 0;
+	for (size_t i = 0; i < w->num_segs && !err; i++)
+		total += w->segs[i].mmapped ? 1
+			 : data[i] ? count_segment(&w->segs[i], data[i]) : 0;
+	if (!err && !hd_heap_reserve(w->h, total))
+		err = &hd_error_no_memory;
+	for (size_t i = 0; i < w->num_segs && !err; i++) {
+		if (i && w->segs[i].start < w->segs[i - 1].end)
 			continue;
-		}
-		struct hd_error *err = walk_segment(w, &w->segs[i]);
-		if (err)
-			return err;
+		err = walk_segment(w, &w->segs[i], data[i]);
 	}
-	return NULL;
+	free(data);
+	return err;
 }

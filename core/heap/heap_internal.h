@@ -28,6 +28,8 @@ struct hd_heap {
 };
 
 struct hd_error *hd_heap_alloc(struct hd_heap **ret);
+// Makes room for cap blocks in total, so a counted walk allocates exactly.
+bool hd_heap_reserve(struct hd_heap *h, size_t cap);
 // Appends a block; blocks must be appended in address order.
 bool hd_heap_push(struct hd_heap *h, uint64_t chunk_addr, uint64_t chunk_size,
 		  enum hd_block_state state, enum hd_free_list list,

@@ -329,6 +329,9 @@ HD_EXPORT void hd_heap_block(const struct hd_heap *h, size_t id,
 // Id of the block whose chunk [addr-16, addr-16+chunk) contains p, or -1.
 HD_EXPORT int64_t hd_heap_find(const struct hd_heap *h, uint64_t p);
 
+// Bytes allocated for the block table (for benchmarks).
+HD_EXPORT size_t hd_heap_table_bytes(const struct hd_heap *h);
+
 HD_EXPORT size_t hd_heap_num_arenas(const struct hd_heap *h);
 HD_EXPORT const struct hd_arena *hd_heap_arena(const struct hd_heap *h,
 					       size_t i);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "heapdom.h"
@@ -26,6 +27,7 @@ static const char usage[] =
 	"  --state STATE     blocks: only used, free or internal blocks\n"
 	"  --json            machine-readable output (see docs/json-format.md)\n"
 	"  --output FILE     write the report to FILE\n"
+	"  --profile         print phase times and memory use to stderr\n"
 	"  -h, --help        this text\n"
 	"  --version         print the version\n";
 
@@ -37,7 +39,30 @@ struct args {
 	struct hd_debuginfo_options debug;
 	struct hd_render_options render;
 	const char *output;
+	bool profile;
 };
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+// Anonymous resident memory: what the analysis allocated, without the
+// pages of a mapped core file.
+static long rss_anon_kib(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long kib = -1;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "RssAnon: %ld", &kib) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kib;
+}
 
 static int fail(const char *msg)
 {
@@ -59,7 +84,7 @@ static int parse_state(const char *s)
 static int parse_args(int argc, char **argv, struct args *a)
 {
 	enum { OPT_PID = 256, OPT_EXE, OPT_SYSROOT, OPT_DEBUG_DIR, OPT_STATE,
-	       OPT_JSON, OPT_OUTPUT, OPT_VERSION };
+	       OPT_JSON, OPT_OUTPUT, OPT_VERSION, OPT_PROFILE };
 	static const struct option opts[] = {
 		{"pid", required_argument, NULL, OPT_PID},
 		{"exe", required_argument, NULL, OPT_EXE},
@@ -70,6 +95,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{"output", required_argument, NULL, OPT_OUTPUT},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, OPT_VERSION},
+		{"profile", no_argument, NULL, OPT_PROFILE},
 		{0},
 	};
 	memset(a, 0, sizeof(*a));
@@ -95,6 +121,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 			break;
 		case OPT_JSON: a->render.format = HD_FORMAT_JSON; break;
 		case OPT_OUTPUT: a->output = optarg; break;
+		case OPT_PROFILE: a->profile = true; break;
 		case 'h': fputs(usage, stdout); exit(0);
 		case OPT_VERSION: puts("heapdom 0.1.0"); exit(0);
 		default: fputs(usage, stderr); return 2;
@@ -155,18 +182,30 @@ int main(int argc, char **argv)
 	struct hd_target *t = NULL;
 	struct hd_debuginfo *di = NULL;
 	struct hd_heap *h = NULL;
+	double t0 = now();
 	struct hd_error *err = a.core ? hd_target_open_core(a.core, &a.target, &t)
 				      : hd_target_attach_pid(a.pid, &a.target, &t);
 	if (!err)
 		err = hd_debuginfo_create(t, &a.debug, &di);
+	double t1 = now();
 	if (!err) {
 		struct hd_heap_options ho = {.use_debuginfo = true};
 		err = hd_heap_walk(t, di, &ho, &h);
 	}
+	double t2 = now();
 	if (!err && strcmp(a.command, "stats") == 0)
 		err = hd_render_stats(out, t, h, &a.render);
 	else if (!err)
 		err = hd_render_blocks(out, t, h, &a.render);
+	if (a.profile && h) {
+		size_t n = hd_heap_num_blocks(h);
+		fprintf(stderr,
+			"profile: open %.3f s, walk %.3f s, report %.3f s; %zu blocks, %.1f M blocks/s; block table %zu bytes (%.1f bytes/block); anonymous RSS %ld KiB\n",
+			t1 - t0, t2 - t1, now() - t2, n,
+			n / (t2 - t1) / 1e6, hd_heap_table_bytes(h),
+			n ? (double)hd_heap_table_bytes(h) / n : 0.0,
+			rss_anon_kib());
+	}
 	hd_heap_destroy(h);
 	hd_debuginfo_destroy(di);
 	hd_target_destroy(t);
