@@ -1,4 +1,4 @@
-// Live-process backend internals shared with the command-line tool.
+// Live-process backend internals for the rest of the library.
 #ifndef HD_TARGET_LIVE_H
 #define HD_TARGET_LIVE_H
 
@@ -9,7 +9,7 @@
 // async-signal-safe: a SIGINT/SIGTERM handler calls it and then _exit().
 // Only the thread that attached can detach (a ptrace rule); threads that
 // remain are released by the kernel when this process exits.
-// Exported (but not in heapdom.h) because the tool links the shared library.
-HD_EXPORT void hd_live_detach_all_for_signal(void);
+// Programs outside the library call it as hd_live_release_all().
+void hd_live_detach_all_for_signal(void);
 
 #endif
