@@ -71,11 +71,22 @@ static struct hd_error *read_backing_file(struct hd_target *t,
 				   "memory at 0x%llx is not in the core and its file %s cannot be opened (use --sysroot)",
 				   (unsigned long long)addr, c->file_paths[idx]);
 	uint64_t off = s->file_offset + (addr - s->start);
-	ssize_t r = pread(c->file_fds[idx], buf, n, (off_t)off);
-	if (r != (ssize_t)n)
-		return hd_error_at(HD_ERROR_FAULT, addr,
-				   "memory at 0x%llx is not in the core and lies past the end of %s",
-				   (unsigned long long)addr, c->file_paths[idx]);
+	size_t done = 0;
+	while (done < n) {
+		ssize_t r = pread(c->file_fds[idx], buf + done, n - done,
+				  (off_t)(off + done));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			// Name the first byte the file does not hold.
+			uint64_t at = addr + done;
+			return hd_error_at(HD_ERROR_FAULT, at,
+					   "memory at 0x%llx is not in the core and lies past the end of %s",
+					   (unsigned long long)at,
+					   c->file_paths[idx]);
+		}
+		done += (size_t)r;
+	}
 	return NULL;
 }
 
@@ -172,6 +183,9 @@ static struct hd_error *parse_nt_file(struct hd_target *t, const uint8_t *d,
 	if (count > (len - 16) / 24)
 		return hd_error_file(HD_ERROR_FORMAT, t->name,
 				     "NT_FILE note is truncated");
+	if (c->file_paths)
+		return hd_error_file(HD_ERROR_FORMAT, t->name,
+				     "core has two NT_FILE notes");
 	const char *names = (const char *)d + 16 + count * 24;
 	const char *end = (const char *)d + len;
 	c->file_paths = calloc(count ? count : 1, sizeof(char *));
@@ -228,10 +242,12 @@ static struct hd_error *parse_notes(struct hd_target *t, const uint8_t *d,
 	while (off + sizeof(Elf64_Nhdr) <= len) {
 		Elf64_Nhdr nh;
 		memcpy(&nh, d + off, sizeof(nh));
-		size_t desc = off + sizeof(nh) + ((nh.n_namesz + 3) & ~3ULL);
+		// 64-bit arithmetic: n_namesz + 3 must not wrap in 32 bits.
+		size_t desc = off + sizeof(nh) +
+			      (((uint64_t)nh.n_namesz + 3) & ~3ULL);
 		if (desc > len || nh.n_descsz > len - desc)
 			return hd_error_file(HD_ERROR_FORMAT, t->name,
-					     "note at file offset %zu runs past its segment",
+					     "note at offset %zu of the notes segment runs past its end",
 					     off);
 		const uint8_t *dd = d + desc;
 		struct hd_error *err = NULL;
@@ -254,7 +270,7 @@ static struct hd_error *parse_notes(struct hd_target *t, const uint8_t *d,
 		}
 		if (err)
 			return err;
-		off = desc + ((nh.n_descsz + 3) & ~3ULL);
+		off = desc + (((uint64_t)nh.n_descsz + 3) & ~3ULL);
 	}
 	return NULL;
 }
@@ -380,7 +396,7 @@ struct hd_error *hd_target_open_core(const char *path,
 	}
 	c->fd = -1;
 	t->impl = c;
-	c->fd = open(path, O_RDONLY | O_CLOEXEC);
+	c->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (c->fd < 0) {
 		err = hd_error_os(errno, path, "cannot open core file");
 		goto fail;

@@ -31,8 +31,8 @@ size_t hd_elf_find_build_id(const uint8_t *notes, size_t len, uint8_t *out,
 		Elf64_Nhdr nh;
 		memcpy(&nh, notes + off, sizeof(nh));
 		size_t name_off = off + sizeof(nh);
-		size_t desc_off = name_off + ((nh.n_namesz + 3) & ~3u);
-		size_t next = desc_off + ((nh.n_descsz + 3) & ~3u);
+		size_t desc_off = name_off + (((uint64_t)nh.n_namesz + 3) & ~3ULL);
+		size_t next = desc_off + (((uint64_t)nh.n_descsz + 3) & ~3ULL);
 		if (desc_off > len || nh.n_descsz > len - desc_off)
 			break;
 		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&

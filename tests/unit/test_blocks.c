@@ -1,0 +1,443 @@
+// Unit tests of the block table (core/heap/blocks.c): lookups by interior
+// and exact address, the packed per-block fields, and a large table.
+#include <check.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "heap/heap_internal.h"
+
+#define ck_assert_no_error(err)                                               \
+	do {                                                                  \
+		struct hd_error *_e = (err);                                  \
+		ck_assert_msg(!_e, "unexpected error: %s",                    \
+			      _e ? _e->message : "");                         \
+	} while (0)
+
+static struct hd_heap *heap_new(void)
+{
+	struct hd_heap *h = NULL;
+	ck_assert_no_error(hd_heap_alloc(&h));
+	ck_assert_ptr_nonnull(h);
+	return h;
+}
+
+// ------------------------------------------------------------ small table
+
+// Chunk addresses and sizes; blocks 0/1 and 3/4 are adjacent, the others
+// have gaps between them.
+struct spec {
+	uint64_t chunk, size;
+	uint16_t arena;
+	bool mmapped;
+};
+static const struct spec small[] = {
+	{0x555555559000, 0x290, 0, false},          // 0 (tcache struct size)
+	{0x555555559290, 0x20, 0, false},           // 1 adjacent to 0
+	{0x555555559400, 0x410, 0, false},          // 2 gap before
+	{0x7ffff0000900, 0x30, 1, false},           // 3 another arena
+	{0x7ffff0000930, 0x1000, 1, false},         // 4 adjacent to 3
+	{0x7ffff7d00000, 0x22000, HD_ARENA_NONE, true}, // 5 mmapped
+	{0x7ffff7e00000, 0x4000000, HD_ARENA_NONE, true}, // 6 64 MiB mmapped
+};
+#define NSMALL (sizeof(small) / sizeof(small[0]))
+
+static struct hd_heap *small_heap(void)
+{
+	struct hd_heap *h = heap_new();
+	for (size_t i = 0; i < NSMALL; i++)
+		ck_assert(hd_heap_push(h, small[i].chunk, small[i].size,
+				       HD_STATE_USED, HD_LIST_NONE,
+				       small[i].arena, small[i].mmapped));
+	ck_assert_uint_eq(hd_heap_num_blocks(h), NSMALL);
+	return h;
+}
+
+START_TEST(test_empty)
+{
+	struct hd_heap *h = heap_new();
+	ck_assert_uint_eq(hd_heap_num_blocks(h), 0);
+	ck_assert_int_eq(hd_heap_find(h, 0), -1);
+	ck_assert_int_eq(hd_heap_find(h, 0x1000), -1);
+	ck_assert_int_eq(hd_heap_find(h, UINT64_MAX), -1);
+	ck_assert_int_eq(hd_heap_find_exact(h, 0x1010), -1);
+	ck_assert_int_eq(hd_heap_find_exact(h, 0), -1);
+	ck_assert_uint_eq(hd_heap_num_arenas(h), 0);
+	ck_assert_ptr_null(hd_heap_arena(h, 0));
+	ck_assert_uint_eq(hd_heap_num_problems(h), 0);
+	ck_assert(!hd_heap_partial(h));
+	hd_heap_destroy(h);
+	hd_heap_destroy(NULL);
+}
+END_TEST
+
+START_TEST(test_find_small)
+{
+	struct hd_heap *h = small_heap();
+	for (size_t i = 0; i < NSMALL; i++) {
+		uint64_t c = small[i].chunk, end = c + small[i].size;
+		int64_t id = (int64_t)i;
+		// The user pointer, the chunk header, interior, last byte.
+		ck_assert_int_eq(hd_heap_find(h, c + 16), id);
+		ck_assert_int_eq(hd_heap_find(h, c), id);
+		ck_assert_int_eq(hd_heap_find(h, c + 8), id);
+		ck_assert_int_eq(hd_heap_find(h, c + small[i].size / 2), id);
+		ck_assert_int_eq(hd_heap_find(h, end - 1), id);
+		// One past the end: the next block if adjacent, else nothing.
+		int64_t want = -1;
+		if (i + 1 < NSMALL && small[i + 1].chunk == end)
+			want = id + 1;
+		ck_assert_int_eq(hd_heap_find(h, end), want);
+	}
+	// Below the first, above the last, in the gaps.
+	ck_assert_int_eq(hd_heap_find(h, 0), -1);
+	ck_assert_int_eq(hd_heap_find(h, 15), -1);
+	ck_assert_int_eq(hd_heap_find(h, small[0].chunk - 1), -1);
+	uint64_t last_end = small[NSMALL - 1].chunk + small[NSMALL - 1].size;
+	ck_assert_int_eq(hd_heap_find(h, last_end), -1);
+	ck_assert_int_eq(hd_heap_find(h, last_end + 0x1000), -1);
+	ck_assert_int_eq(hd_heap_find(h, UINT64_MAX), -1);
+	ck_assert_int_eq(hd_heap_find(h, 0x5555555592b0), -1); // after 1
+	ck_assert_int_eq(hd_heap_find(h, 0x5555555593ff), -1); // before 2
+	ck_assert_int_eq(hd_heap_find(h, 0x555555559810), -1); // after 2
+	ck_assert_int_eq(hd_heap_find(h, 0x7ffff00008ff), -1); // before 3
+	ck_assert_int_eq(hd_heap_find(h, 0x7ffff0001930), -1); // after 4
+	ck_assert_int_eq(hd_heap_find(h, 0x7ffff7d22000), -1); // after 5
+	ck_assert_int_eq(hd_heap_find(h, 0x7ffff7dfffff), -1); // before 6
+	hd_heap_destroy(h);
+}
+END_TEST
+
+START_TEST(test_find_exact)
+{
+	struct hd_heap *h = small_heap();
+	for (size_t i = 0; i < NSMALL; i++) {
+		uint64_t c = small[i].chunk;
+		ck_assert_int_eq(hd_heap_find_exact(h, c + 16), (int64_t)i);
+		ck_assert_int_eq(hd_heap_find_exact(h, c), -1);
+		ck_assert_int_eq(hd_heap_find_exact(h, c + 8), -1);
+		ck_assert_int_eq(hd_heap_find_exact(h, c + 15), -1);
+		ck_assert_int_eq(hd_heap_find_exact(h, c + 17), -1);
+		ck_assert_int_eq(hd_heap_find_exact(h, c + 32), -1);
+		ck_assert_int_eq(hd_heap_find_exact(h, c + small[i].size - 1),
+				 -1);
+	}
+	ck_assert_int_eq(hd_heap_find_exact(h, 0), -1);
+	ck_assert_int_eq(hd_heap_find_exact(h, 8), -1);
+	ck_assert_int_eq(hd_heap_find_exact(h, 16), -1);
+	ck_assert_int_eq(hd_heap_find_exact(h, UINT64_MAX), -1);
+	ck_assert_int_eq(hd_heap_find_exact(h, 0x555555559300), -1); // gap
+	hd_heap_destroy(h);
+}
+END_TEST
+
+START_TEST(test_block_fields)
+{
+	struct hd_heap *h = small_heap();
+	for (size_t i = 0; i < NSMALL; i++) {
+		struct hd_block b;
+		memset(&b, 0xaa, sizeof(b));
+		hd_heap_block(h, i, &b);
+		ck_assert_uint_eq(b.addr, small[i].chunk + 16);
+		ck_assert_uint_eq(b.chunk, small[i].size);
+		ck_assert_int_eq(b.state, HD_STATE_USED);
+		ck_assert_int_eq(b.list, HD_LIST_NONE);
+		ck_assert_int_eq(b.mmapped, small[i].mmapped);
+		if (small[i].mmapped) {
+			ck_assert_uint_eq(b.arena, HD_NO_ARENA);
+			ck_assert_uint_eq(b.usable, small[i].size - 16);
+		} else {
+			ck_assert_uint_eq(b.arena, small[i].arena);
+			ck_assert_uint_eq(b.usable, small[i].size - 8);
+		}
+	}
+	hd_heap_destroy(h);
+}
+END_TEST
+
+START_TEST(test_state_round_trip)
+{
+	struct hd_heap *h = small_heap();
+	for (size_t i = 0; i < NSMALL; i++) {
+		for (int s = HD_STATE_USED; s <= HD_STATE_INTERNAL; s++) {
+			for (int l = HD_LIST_NONE; l < HD_LIST_COUNT; l++) {
+				hd_heap_set(h, i, (enum hd_block_state)s,
+					    (enum hd_free_list)l);
+				ck_assert_int_eq(hd_heap_state(h, i), s);
+				ck_assert_int_eq(hd_heap_list(h, i), l);
+				struct hd_block b;
+				hd_heap_block(h, i, &b);
+				ck_assert_int_eq(b.state, s);
+				// The list means something for free blocks only.
+				ck_assert_int_eq(b.list, s == HD_STATE_FREE
+								 ? l
+								 : HD_LIST_NONE);
+				// Nothing else moves.
+				ck_assert_int_eq(b.mmapped, small[i].mmapped);
+				ck_assert_uint_eq(b.addr, small[i].chunk + 16);
+				ck_assert_uint_eq(b.chunk, small[i].size);
+				ck_assert_uint_eq(b.arena,
+						  small[i].mmapped
+							  ? HD_NO_ARENA
+							  : small[i].arena);
+			}
+		}
+	}
+	// Neighbours are independent.
+	hd_heap_set(h, 1, HD_STATE_FREE, HD_LIST_TCACHE);
+	hd_heap_set(h, 2, HD_STATE_FREE, HD_LIST_LARGE);
+	hd_heap_set(h, 3, HD_STATE_INTERNAL, HD_LIST_NONE);
+	ck_assert_int_eq(hd_heap_list(h, 1), HD_LIST_TCACHE);
+	ck_assert_int_eq(hd_heap_list(h, 2), HD_LIST_LARGE);
+	ck_assert_int_eq(hd_heap_state(h, 3), HD_STATE_INTERNAL);
+	hd_heap_destroy(h);
+}
+END_TEST
+
+START_TEST(test_push_state)
+{
+	// State, list and flags given at push time come back.
+	struct hd_heap *h = heap_new();
+	ck_assert(hd_heap_push(h, 0x1000, 0x20, HD_STATE_FREE, HD_LIST_FASTBIN,
+			       0, false));
+	ck_assert(hd_heap_push(h, 0x1020, 0x30, HD_STATE_FREE, HD_LIST_UNKNOWN,
+			       7, false));
+	ck_assert(hd_heap_push(h, 0x1050, 0x290, HD_STATE_INTERNAL,
+			       HD_LIST_NONE, 0xfffe, false));
+	ck_assert(hd_heap_push(h, 0x2000, 0x1000, HD_STATE_FREE, HD_LIST_TOP,
+			       HD_ARENA_NONE, true));
+	struct hd_block b;
+	hd_heap_block(h, 0, &b);
+	ck_assert_int_eq(b.state, HD_STATE_FREE);
+	ck_assert_int_eq(b.list, HD_LIST_FASTBIN);
+	ck_assert_uint_eq(b.arena, 0);
+	hd_heap_block(h, 1, &b);
+	ck_assert_int_eq(b.list, HD_LIST_UNKNOWN);
+	ck_assert_uint_eq(b.arena, 7);
+	hd_heap_block(h, 2, &b);
+	ck_assert_int_eq(b.state, HD_STATE_INTERNAL);
+	ck_assert_int_eq(b.list, HD_LIST_NONE);
+	ck_assert_uint_eq(b.arena, 0xfffe);
+	ck_assert_uint_eq(b.usable, 0x290 - 8);
+	hd_heap_block(h, 3, &b);
+	ck_assert(b.mmapped);
+	ck_assert_int_eq(b.list, HD_LIST_TOP);
+	ck_assert_uint_eq(b.arena, HD_NO_ARENA);
+	ck_assert_uint_eq(b.usable, 0x1000 - 16);
+	hd_heap_destroy(h);
+}
+END_TEST
+
+START_TEST(test_names)
+{
+	ck_assert_str_eq(hd_block_state_name(HD_STATE_USED), "used");
+	ck_assert_str_eq(hd_block_state_name(HD_STATE_FREE), "free");
+	ck_assert_str_eq(hd_block_state_name(HD_STATE_INTERNAL), "internal");
+	ck_assert_str_eq(hd_free_list_name(HD_LIST_TCACHE), "tcache");
+	ck_assert_str_eq(hd_free_list_name(HD_LIST_UNKNOWN), "unknown");
+	ck_assert_str_eq(hd_free_list_name(HD_LIST_COUNT), "?");
+	for (int l = 0; l < HD_LIST_COUNT; l++)
+		ck_assert_ptr_nonnull(hd_free_list_name((enum hd_free_list)l));
+}
+END_TEST
+
+START_TEST(test_memory_per_block)
+{
+	struct hd_heap *h = heap_new();
+	size_t per_block = sizeof(*h->addr) + sizeof(*h->chunk16) +
+			   sizeof(*h->flags) + sizeof(*h->arena);
+	ck_assert_uint_eq(sizeof(*h->addr), 8);
+	ck_assert_uint_eq(sizeof(*h->chunk16), 4);
+	ck_assert_uint_eq(sizeof(*h->flags), 1);
+	ck_assert_uint_eq(sizeof(*h->arena), 2);
+	ck_assert_uint_eq(per_block, 15);
+	// The flag bits hold every state and list next to the mmapped bit.
+	ck_assert_uint_eq(HD_STATE_INTERNAL & ~HD_FLAG_STATE_MASK, 0);
+	ck_assert_uint_eq(((HD_LIST_COUNT - 1) << HD_FLAG_LIST_SHIFT) &
+				  ~HD_FLAG_LIST_MASK,
+			  0);
+	ck_assert_uint_eq(HD_FLAG_MMAPPED &
+				  (HD_FLAG_STATE_MASK | HD_FLAG_LIST_MASK),
+			  0);
+	hd_heap_destroy(h);
+}
+END_TEST
+
+// ------------------------------------------------------------ large table
+
+#define NBIG 1000000
+#define NSAMPLES 100000
+
+static uint64_t rng_state;
+static uint64_t rng(void)
+{
+	// xorshift64*, fixed seed: reproducible.
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return rng_state * 0x2545f4914f6cdd1dULL;
+}
+
+// Regular layout: block i's chunk at BASE + i * 0x40, size 0x40 for even
+// i (adjacent to the next) and 0x20 for odd i (a 0x20 gap follows).
+#define BIG_BASE 0x7f0000000000ULL
+#define BIG_STRIDE 0x40
+
+static uint64_t regular_size(size_t i) { return i % 2 ? 0x20 : 0x40; }
+
+START_TEST(test_large_regular)
+{
+	struct hd_heap *h = heap_new();
+	for (size_t i = 0; i < NBIG; i++)
+		ck_assert(hd_heap_push(h, BIG_BASE + i * BIG_STRIDE,
+				       regular_size(i),
+				       i % 3 ? HD_STATE_USED : HD_STATE_FREE,
+				       i % 3 ? HD_LIST_NONE : HD_LIST_SMALL,
+				       (uint16_t)(i % 5), false));
+	ck_assert_uint_eq(hd_heap_num_blocks(h), NBIG);
+	rng_state = 0x9e3779b97f4a7c15ULL;
+	uint64_t span = (uint64_t)NBIG * BIG_STRIDE;
+	for (size_t k = 0; k < NSAMPLES; k++) {
+		uint64_t off = rng() % span;
+		uint64_t p = BIG_BASE + off;
+		size_t i = off / BIG_STRIDE;
+		int64_t want = off % BIG_STRIDE < regular_size(i) ? (int64_t)i
+								  : -1;
+		int64_t got = hd_heap_find(h, p);
+		ck_assert_msg(got == want, "find(0x%" PRIx64 ") = %" PRId64
+			      ", want %" PRId64, p, got, want);
+		// The exact lookup of the block's user pointer.
+		uint64_t user = BIG_BASE + i * BIG_STRIDE + 16;
+		ck_assert_int_eq(hd_heap_find_exact(h, user), (int64_t)i);
+		if (p != user)
+			ck_assert_int_eq(hd_heap_find_exact(h, p), -1);
+	}
+	// Ends of the table.
+	ck_assert_int_eq(hd_heap_find(h, BIG_BASE), 0);
+	ck_assert_int_eq(hd_heap_find(h, BIG_BASE - 1), -1);
+	ck_assert_int_eq(hd_heap_find(h, BIG_BASE + (NBIG - 1) * BIG_STRIDE),
+			 NBIG - 1);
+	ck_assert_int_eq(hd_heap_find(h, BIG_BASE + (NBIG - 1) * BIG_STRIDE +
+						 regular_size(NBIG - 1)),
+			 -1);
+	struct hd_block b;
+	hd_heap_block(h, 123456, &b);
+	ck_assert_uint_eq(b.addr, BIG_BASE + 123456 * BIG_STRIDE + 16);
+	ck_assert_int_eq(b.state, HD_STATE_FREE);
+	ck_assert_int_eq(b.list, HD_LIST_SMALL);
+	ck_assert_uint_eq(b.arena, 123456 % 5);
+	hd_heap_destroy(h);
+}
+END_TEST
+
+// Linear reference lookup.
+static int64_t linear_find(const uint64_t *chunk, const uint64_t *size,
+			   size_t n, uint64_t p)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p >= chunk[i] && p - chunk[i] < size[i])
+			return (int64_t)i;
+	return -1;
+}
+
+START_TEST(test_large_random)
+{
+	// Random sizes (16-byte multiples) and random gaps, some mmapped.
+	uint64_t *chunk = malloc(NBIG * sizeof(*chunk));
+	uint64_t *size = malloc(NBIG * sizeof(*size));
+	ck_assert(chunk && size);
+	rng_state = 0x1234567887654321ULL;
+	struct hd_heap *h = heap_new();
+	uint64_t a = 0x555555559000;
+	for (size_t i = 0; i < NBIG; i++) {
+		uint64_t r = rng();
+		bool mm = r % 1000 == 0;
+		uint64_t sz = mm ? 0x1000 * (1 + (r >> 10) % 64)
+				 : 0x20 + 16 * ((r >> 10) % 64);
+		if ((r >> 20) % 4 == 0)
+			a += 16 * (1 + (r >> 24) % 16); // gap
+		chunk[i] = a;
+		size[i] = sz;
+		ck_assert(hd_heap_push(h, a, sz, HD_STATE_USED, HD_LIST_NONE,
+				       mm ? HD_ARENA_NONE : 0, mm));
+		a += sz;
+	}
+	uint64_t lo = chunk[0] - 0x100, hi = a + 0x100;
+	size_t hits = 0;
+	for (size_t k = 0; k < NSAMPLES; k++) {
+		uint64_t p = lo + rng() % (hi - lo);
+		int64_t got = hd_heap_find(h, p);
+		if (got >= 0) {
+			hits++;
+			size_t i = (size_t)got;
+			ck_assert_msg(p >= chunk[i] && p - chunk[i] < size[i],
+				      "find(0x%" PRIx64 ") = %zu [0x%" PRIx64
+				      ", +0x%" PRIx64 ")",
+				      p, i, chunk[i], size[i]);
+		} else {
+			// Must be in a gap: neither neighbour covers p. Find
+			// the neighbours by binary search over the reference.
+			size_t l = 0, r = NBIG;
+			while (l < r) {
+				size_t m = l + (r - l) / 2;
+				if (chunk[m] <= p)
+					l = m + 1;
+				else
+					r = m;
+			}
+			ck_assert_msg(l == 0 || p - chunk[l - 1] >= size[l - 1],
+				      "find(0x%" PRIx64 ") = -1 but block %zu "
+				      "covers it", p, l - 1);
+		}
+		// A few against the linear reference over the whole table.
+		if (k % 10000 == 0)
+			ck_assert_int_eq(got, linear_find(chunk, size, NBIG, p));
+	}
+	// Most samples land in blocks (gaps are small).
+	ck_assert_uint_gt(hits, NSAMPLES / 2);
+	// Every block found from its first and last bytes, exact by user
+	// pointer.
+	for (size_t i = 0; i < NBIG; i += 997) {
+		ck_assert_int_eq(hd_heap_find(h, chunk[i]), (int64_t)i);
+		ck_assert_int_eq(hd_heap_find(h, chunk[i] + size[i] - 1),
+				 (int64_t)i);
+		ck_assert_int_eq(hd_heap_find_exact(h, chunk[i] + 16),
+				 (int64_t)i);
+		struct hd_block b;
+		hd_heap_block(h, i, &b);
+		ck_assert_uint_eq(b.chunk, size[i]);
+		ck_assert_uint_eq(b.usable, size[i] - (b.mmapped ? 16 : 8));
+	}
+	hd_heap_destroy(h);
+	free(chunk);
+	free(size);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("blocks");
+	TCase *tc = tcase_create("small");
+	tcase_add_test(tc, test_empty);
+	tcase_add_test(tc, test_find_small);
+	tcase_add_test(tc, test_find_exact);
+	tcase_add_test(tc, test_block_fields);
+	tcase_add_test(tc, test_state_round_trip);
+	tcase_add_test(tc, test_push_state);
+	tcase_add_test(tc, test_names);
+	tcase_add_test(tc, test_memory_per_block);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("large");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_large_regular);
+	tcase_add_test(tc, test_large_random);
+	suite_add_tcase(s, tc);
+
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
