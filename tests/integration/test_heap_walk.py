@@ -1,0 +1,297 @@
+#!/usr/bin/env python3
+"""heapdom integration test: heap walk verdicts against the fixture's truth.
+
+    test_heap_walk.py --heapdom PATH --fixture PATH --workdir DIR
+                      [--only a,b,...] [--keep]
+
+Cores (~230 MB and ~290 MB) and truth files are made in DIR and deleted
+after a fully passing run unless --keep is given.
+
+Cases:
+  a  core, default debug info (method "debuginfo")
+  b  core, --debug-dir EMPTYDIR (method "heuristic")
+  c  live --pid, default debug info
+  d  live --pid, empty debug dir
+  e  the two core modes give identical arenas and blocks
+  f  core of `heap_fixture --blocks 1000000`, both modes
+  g  error cases (missing file, non-ELF, non-core ELF, truncated core,
+     wrong --exe)
+After every live run the fixture must not be left stopped or traced.
+
+The fixture (tests/fixtures/heap_fixture.c) writes a truth file; its format
+(one space-separated record per line; ADDR = pointer malloc returned):
+    heap_fixture-truth 1 | pid PID | pagesize N
+    live ADDR USABLE main|nonmain|mmap ARENA|- KIND
+    freed ADDR tcache|fastbin|unsorted|small|large|top|any main|nonmain
+    unmapped ADDR | tcache ADDR AREA live|freed | threads_malloced N
+    mallinfo2 FIELD VALUE | end NLIVE NFREED
+See heaptest.py for the exact semantics of each check.
+
+Exit status 0 when every case passed, 1 otherwise; the last line is
+"N passed, N failed".
+"""
+import argparse
+import os
+import shutil
+import sys
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import heaptest  # noqa: E402
+from heaptest import HarnessError  # noqa: E402
+
+BIG_BLOCKS = 1000000
+
+
+class Runner:
+    def __init__(self, args):
+        self.heapdom = os.path.abspath(args.heapdom)
+        self.fixture = os.path.abspath(args.fixture)
+        self.work = os.path.abspath(args.workdir)
+        self.only = set(args.only.split(",")) if args.only else None
+        self.keep = args.keep
+        self.passed = self.failed = 0
+        self.empty = os.path.join(self.work, "empty-debug-dir")
+        self.cache = {}
+
+    # ---------------------------------------------------------- plumbing
+    def case(self, name, fn):
+        if self.only and name.split()[0] not in self.only:
+            return
+        t0 = time.monotonic()
+        try:
+            problems = fn() or []
+        except HarnessError as e:
+            problems = ["harness: %s" % e]
+        except Exception:  # a bug in the test itself must still be reported
+            problems = ["exception:\n" + traceback.format_exc()]
+        secs = time.monotonic() - t0
+        if problems:
+            self.failed += 1
+            print("FAIL %s (%.1fs)" % (name, secs))
+            for p in problems:
+                print("    " + str(p).replace("\n", "\n    "))
+        else:
+            self.passed += 1
+            print("PASS %s (%.1fs)" % (name, secs))
+        sys.stdout.flush()
+
+    def path(self, name):
+        return os.path.join(self.work, name)
+
+    def core(self, tag, fixture_args=()):
+        """(core path, Truth) for a fixture run, made once."""
+        if tag not in self.cache:
+            core, truth = self.path(tag + ".core"), self.path(tag + ".truth")
+            heaptest.make_core(self.fixture, truth, core, fixture_args)
+            self.cache[tag] = (core, heaptest.parse_truth(truth))
+        return self.cache[tag]
+
+    def blocks(self, target_args, debug_dir=False):
+        args = ["blocks"] + list(target_args) + ["--json"]
+        if debug_dir:
+            args += ["--debug-dir", self.empty]
+        key = tuple(args)
+        if key not in self.cache:
+            self.cache[key] = heaptest.heapdom_json(self.heapdom, args)
+        return self.cache[key]
+
+    @staticmethod
+    def verdict(doc, truth, method):
+        mm = heaptest.compare(doc, truth, expect_method=method)
+        if not mm:
+            return []
+        return ["%d mismatch(es) against the truth (first 10 per check):\n%s"
+                % (mm.count(), mm.format(indent=""))]
+
+    # ------------------------------------------------------------- cases
+    def case_core(self, debug_dir):
+        core, truth = self.core("heap")
+        doc = self.blocks([core], debug_dir)
+        out = self.verdict(doc, truth, "heuristic" if debug_dir else "debuginfo")
+        if not debug_dir:
+            out += self.state_filters(core, doc)
+            out += self.stats_smoke(core)
+        return out
+
+    def state_filters(self, core, full):
+        """--state S lists exactly the blocks of that state."""
+        out = []
+        for st in ("used", "free", "internal"):
+            doc = heaptest.heapdom_json(self.heapdom, ["blocks", core, "--state", st, "--json"])
+            want = [b for b in full["blocks"] if b["state"] == st]
+            if doc.get("blocks") != want:
+                d = heaptest.diff_docs({"blocks": want}, {"blocks": doc.get("blocks", [])})
+                out.append("--state %s: %d blocks, expected the %d %s blocks of the full list; "
+                           "first differences:\n%s" % (st, len(doc.get("blocks", [])), len(want),
+                                                       st, "\n".join(d[:10])))
+        return out
+
+    def stats_smoke(self, core):
+        doc = heaptest.heapdom_json(self.heapdom, ["stats", core, "--json"])
+        missing = [k for k in ("totals", "arenas", "size_classes") if k not in doc]
+        return ["stats --json lacks %s" % ", ".join(missing)] if missing else []
+
+    def case_identical(self):
+        core, _ = self.core("heap")
+        d1 = self.blocks([core], False)
+        d2 = self.blocks([core], True)
+        diff = heaptest.diff_docs(d1, d2)
+        if diff:
+            return ["debuginfo and heuristic modes differ (%d differences, first 10):\n%s"
+                    % (len(diff), "\n".join(diff[:10]))]
+        return []
+
+    def case_live(self):
+        """(c) and (d) on one fixture process."""
+        truth_p, ready = self.path("live.truth"), self.path("live.ready")
+        proc = heaptest.start_fixture(self.fixture, truth_p, ready)
+        results = {}
+        try:
+            truth = heaptest.parse_truth(truth_p)
+            if truth.pid != proc.pid:
+                raise HarnessError("truth pid %s != fixture pid %d" % (truth.pid, proc.pid))
+            for debug_dir in (False, True):
+                out = []
+                try:
+                    doc = self.blocks(["--pid", str(proc.pid)], debug_dir)
+                    out += self.verdict(doc, truth, "heuristic" if debug_dir else "debuginfo")
+                    results[debug_dir] = doc
+                except HarnessError as e:
+                    out.append("harness: %s" % e)
+                if proc.poll() is not None:
+                    out.append("the fixture died (status %s) while heapdom inspected it"
+                               % proc.returncode)
+                else:
+                    bad = heaptest.stopped_threads(proc.pid)
+                    if bad:
+                        out.append("heapdom left the fixture stopped/traced: %s" % ", ".join(
+                            "tid %d state %s tracer %d" % (t, s, tr) for t, (s, tr) in sorted(bad.items())))
+                self.live_results[debug_dir] = out
+            if len(results) == 2:
+                diff = heaptest.diff_docs(results[False], results[True])
+                if diff:
+                    self.live_results[True].append(
+                        "live: debuginfo and heuristic modes differ (first 10):\n" + "\n".join(diff[:10]))
+        finally:
+            heaptest.stop_fixture(proc)
+
+    def case_big(self):
+        core, truth = self.core("big", ["--blocks", str(BIG_BLOCKS)])
+        n = sum(1 for r in truth.live if r[4] == "list")
+        if n != BIG_BLOCKS:
+            return ["truth has %d list blocks, expected %d" % (n, BIG_BLOCKS)]
+        out = []
+        for debug_dir in (False, True):
+            args = ["blocks", core, "--json"] + (["--debug-dir", self.empty] if debug_dir else [])
+            t0 = time.monotonic()
+            doc = heaptest.heapdom_json(self.heapdom, args)
+            secs = time.monotonic() - t0
+            v = self.verdict(doc, truth, "heuristic" if debug_dir else "debuginfo")
+            out += ["%s: %s" % ("--debug-dir" if debug_dir else "default", x) for x in v]
+            print("    %s mode: %d blocks in %.1fs" % ("heuristic" if debug_dir else "debuginfo",
+                                                      len(doc.get("blocks", [])), secs))
+            del doc
+        return out
+
+    def expect_error(self, args, paths, extra_words=()):
+        """Non-zero exit (not a signal), one stderr line naming one of paths."""
+        if isinstance(paths, str):
+            paths = (paths,)
+        r = heaptest.run_heapdom(self.heapdom, args, timeout=120)
+        out = []
+        if r.rc == "timeout":
+            return ["%s: timed out" % " ".join(args)]
+        if r.rc == 0:
+            out.append("exit status 0, expected an error")
+        elif r.rc < 0 or r.rc >= 128:
+            out.append("crashed / killed by a signal (status %d)" % r.rc)
+        lines = r.err.splitlines()
+        if len(lines) != 1:
+            out.append("stderr has %d lines, expected exactly 1" % len(lines))
+        if not any(p in r.err for p in paths):
+            out.append("stderr does not mention %s" % " or ".join(paths))
+        if extra_words and not any(w in r.err.lower() for w in extra_words):
+            out.append("stderr mentions none of %s" % ", ".join(extra_words))
+        if out:
+            out = ["%s:\n  %s" % (r.describe(), "\n  ".join(out))]
+        return out
+
+    def case_errors(self):
+        core, truth = self.core("heap")
+        missing = self.path("no-such.core")
+        trunc = self.path("truncated.core")
+        with open(core, "rb") as src, open(trunc, "wb") as dst:
+            dst.write(src.read(1 << 20))
+        out = []
+        out += self.expect_error(["blocks", missing, "--json"], missing)
+        out += self.expect_error(["blocks", self.path("heap.truth"), "--json"], self.path("heap.truth"))
+        out += self.expect_error(["blocks", self.fixture, "--json"], self.fixture)
+        out += self.expect_error(["blocks", trunc, "--json"], trunc)
+        out += self.expect_error(["stats", trunc, "--json"], trunc)
+        # a wrong --exe is refused; the right one is accepted
+        out += self.expect_error(["blocks", core, "--exe", "/bin/ls", "--json"], (core, "/bin/ls"),
+                                 ("mismatch", "build-id", "build id"))
+        try:
+            doc = heaptest.heapdom_json(self.heapdom, ["blocks", core, "--exe", self.fixture, "--json"])
+            diff = heaptest.diff_docs(doc, self.blocks([core], False))
+            if diff:
+                out.append("--exe FIXTURE changes the result (first 10):\n" + "\n".join(diff[:10]))
+        except HarnessError as e:
+            out.append("correct --exe: %s" % e)
+        return out
+
+    # -------------------------------------------------------------- main
+    def run(self):
+        os.makedirs(self.work, exist_ok=True)
+        if os.path.isdir(self.empty):
+            shutil.rmtree(self.empty)
+        os.makedirs(self.empty)
+        for tool in ("gdb",):
+            if not shutil.which(tool):
+                print("FAIL setup: %s not found" % tool)
+                self.failed += 1
+        for p in (self.heapdom, self.fixture):
+            if not os.access(p, os.X_OK):
+                print("FAIL setup: %s is not executable" % p)
+                self.failed += 1
+        if not self.failed:
+            self.live_results = {False: ["live case did not run"], True: ["live case did not run"]}
+            self.case("a core, default debug info", lambda: self.case_core(False))
+            self.case("b core, empty --debug-dir", lambda: self.case_core(True))
+            if not self.only or self.only & {"c", "d"}:
+                try:
+                    self.case_live()
+                except HarnessError as e:
+                    self.live_results = {False: ["harness: %s" % e], True: ["harness: %s" % e]}
+                except Exception:
+                    tb = "exception:\n" + traceback.format_exc()
+                    self.live_results = {False: [tb], True: [tb]}
+            self.case("c live --pid, default debug info", lambda: self.live_results.get(False, []))
+            self.case("d live --pid, empty --debug-dir", lambda: self.live_results.get(True, []))
+            self.case("e core modes identical", self.case_identical)
+            self.case("f core with %d list blocks" % BIG_BLOCKS, self.case_big)
+            self.case("g error cases", self.case_errors)
+        if self.failed == 0 and not self.keep:
+            for name in os.listdir(self.work):
+                if name.endswith((".core", ".truth", ".ready")):
+                    os.unlink(self.path(name))
+        elif self.failed:
+            print("(cores and truth files kept in %s)" % self.work)
+        print("%d passed, %d failed" % (self.passed, self.failed))
+        return 0 if self.failed == 0 else 1
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--heapdom", required=True)
+    ap.add_argument("--fixture", required=True)
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--only", help="comma-separated case letters, e.g. a,b,e")
+    ap.add_argument("--keep", action="store_true", help="keep cores and truth files")
+    return Runner(ap.parse_args()).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
