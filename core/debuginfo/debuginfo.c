@@ -201,3 +201,50 @@ struct hd_error *hd_debuginfo_struct_layouts(struct hd_debuginfo *di,
 				       "%s: no file with debug info", m->name);
 	return hd_dwarf_struct_layouts(path, cu_suffix, names, n, ret);
 }
+
+#include "debuginfo/debuginfo_internal.h"
+
+struct hd_error *hd_debuginfo_module_objects(struct hd_debuginfo *di,
+					     const struct hd_module *m,
+					     struct hd_elf_symbol **syms,
+					     size_t *n)
+{
+	const char *files[2] = {hd_debuginfo_debug_file(di, m), m->file};
+	*syms = NULL;
+	*n = 0;
+	for (size_t f = 0; f < 2; f++) {
+		if (!files[f])
+			continue;
+		struct hd_error *err = hd_elf_object_symbols(files[f], syms, n);
+		if (err && err->code == HD_ERROR_NO_MEMORY)
+			return err;
+		hd_error_destroy(err);
+		if (*n)
+			return NULL;
+		hd_elf_free_symbols(*syms, *n);
+		*syms = NULL;
+		*n = 0;
+	}
+	return NULL;
+}
+
+struct hd_error *hd_debuginfo_module_sections(struct hd_debuginfo *di,
+					      const struct hd_module *m,
+					      struct hd_elf_section **secs,
+					      size_t *n)
+{
+	const char *files[2] = {m->file, hd_debuginfo_debug_file(di, m)};
+	*secs = NULL;
+	*n = 0;
+	for (size_t f = 0; f < 2; f++) {
+		if (!files[f])
+			continue;
+		struct hd_error *err = hd_elf_sections(files[f], secs, n);
+		if (err && err->code == HD_ERROR_NO_MEMORY)
+			return err;
+		hd_error_destroy(err);
+		if (*n)
+			return NULL;
+	}
+	return NULL;
+}

@@ -64,3 +64,146 @@ out:
 	close(fd);
 	return err;
 }
+
+#include <stdlib.h>
+
+#include "util/vec.h"
+
+static struct hd_error *open_elf(const char *path, int *fd, Elf **elf)
+{
+	elf_version(EV_CURRENT);
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0)
+		return hd_error_os(errno, path, "cannot open");
+	*elf = elf_begin(*fd, ELF_C_READ_MMAP, NULL);
+	if (!*elf || elf_kind(*elf) != ELF_K_ELF) {
+		if (*elf)
+			elf_end(*elf);
+		close(*fd);
+		return hd_error_file(HD_ERROR_FORMAT, path, "not an ELF file: %s",
+				     elf_errmsg(-1));
+	}
+	return NULL;
+}
+
+static int symbol_cmp(const void *a, const void *b)
+{
+	const struct hd_elf_symbol *x = a, *y = b;
+	if (x->value != y->value)
+		return x->value < y->value ? -1 : 1;
+	// Among aliases, the global name first.
+	return (int)y->global - (int)x->global;
+}
+
+void hd_elf_free_symbols(struct hd_elf_symbol *syms, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(syms[i].name);
+	free(syms);
+}
+
+struct hd_error *hd_elf_object_symbols(const char *path,
+				       struct hd_elf_symbol **ret, size_t *ret_n)
+{
+	int fd;
+	Elf *elf;
+	struct hd_error *err = open_elf(path, &fd, &elf);
+	if (err)
+		return err;
+	struct hd_elf_symbol *syms = NULL;
+	size_t n = 0, cap = 0;
+	for (int pass = 0; pass < 2 && !n && !err; pass++) {
+		Elf_Scn *scn = NULL;
+		while ((scn = elf_nextscn(elf, scn)) && !err) {
+			GElf_Shdr sh;
+			if (!gelf_getshdr(scn, &sh) ||
+			    sh.sh_type != (pass ? SHT_DYNSYM : SHT_SYMTAB) ||
+			    sh.sh_entsize == 0)
+				continue;
+			Elf_Data *data = elf_getdata(scn, NULL);
+			size_t count = data ? sh.sh_size / sh.sh_entsize : 0;
+			for (size_t i = 0; i < count; i++) {
+				GElf_Sym sym;
+				if (!gelf_getsym(data, (int)i, &sym) ||
+				    sym.st_shndx == SHN_UNDEF || sym.st_size == 0)
+					continue;
+				int type = GELF_ST_TYPE(sym.st_info);
+				if (type != STT_OBJECT && type != STT_COMMON)
+					continue;
+				const char *name = elf_strptr(elf, sh.sh_link,
+							      sym.st_name);
+				struct hd_elf_symbol s = {
+					.name = strdup(name ? name : "?"),
+					.value = sym.st_value,
+					.size = sym.st_size,
+					.global = GELF_ST_BIND(sym.st_info) != STB_LOCAL,
+				};
+				if (!s.name || !HD_VEC_PUSH(syms, n, cap, s)) {
+					free(s.name);
+					err = &hd_error_no_memory;
+					break;
+				}
+			}
+		}
+	}
+	elf_end(elf);
+	close(fd);
+	if (err) {
+		hd_elf_free_symbols(syms, n);
+		return err;
+	}
+	qsort(syms, n, sizeof(*syms), symbol_cmp);
+	*ret = syms;
+	*ret_n = n;
+	return NULL;
+}
+
+void hd_elf_free_sections(struct hd_elf_section *secs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(secs[i].name);
+	free(secs);
+}
+
+struct hd_error *hd_elf_sections(const char *path, struct hd_elf_section **ret,
+				 size_t *ret_n)
+{
+	int fd;
+	Elf *elf;
+	struct hd_error *err = open_elf(path, &fd, &elf);
+	if (err)
+		return err;
+	size_t shstrndx;
+	struct hd_elf_section *secs = NULL;
+	size_t n = 0, cap = 0;
+	if (elf_getshdrstrndx(elf, &shstrndx) == 0) {
+		Elf_Scn *scn = NULL;
+		while ((scn = elf_nextscn(elf, scn))) {
+			GElf_Shdr sh;
+			if (!gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_ALLOC) ||
+			    sh.sh_size == 0)
+				continue;
+			const char *name = elf_strptr(elf, shstrndx, sh.sh_name);
+			struct hd_elf_section s = {
+				.name = strdup(name ? name : "?"),
+				.addr = sh.sh_addr,
+				.size = sh.sh_size,
+				.nobits = sh.sh_type == SHT_NOBITS,
+			};
+			if (!s.name || !HD_VEC_PUSH(secs, n, cap, s)) {
+				free(s.name);
+				err = &hd_error_no_memory;
+				break;
+			}
+		}
+	}
+	elf_end(elf);
+	close(fd);
+	if (err) {
+		hd_elf_free_sections(secs, n);
+		return err;
+	}
+	*ret = secs;
+	*ret_n = n;
+	return NULL;
+}

@@ -9,4 +9,27 @@
 struct hd_error *hd_elf_find_symbol(const char *path, const char *name,
 				    uint64_t *value, uint64_t *size);
 
+
+struct hd_elf_symbol {
+	char *name;
+	uint64_t value, size; // link-time
+	bool global;
+};
+
+struct hd_elf_section {
+	char *name;
+	uint64_t addr, size; // link-time
+	bool nobits;
+};
+
+// Data objects (STT_OBJECT/STT_COMMON with a size) of the ELF file at
+// path, from .symtab if present, else .dynsym, sorted by value; and the
+// allocated sections. Arrays are malloc'd; free with hd_elf_free_*.
+struct hd_error *hd_elf_object_symbols(const char *path,
+				       struct hd_elf_symbol **syms, size_t *n);
+void hd_elf_free_symbols(struct hd_elf_symbol *syms, size_t n);
+struct hd_error *hd_elf_sections(const char *path,
+				 struct hd_elf_section **secs, size_t *n);
+void hd_elf_free_sections(struct hd_elf_section *secs, size_t n);
+
 #endif

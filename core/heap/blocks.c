@@ -27,6 +27,7 @@ void hd_heap_destroy(struct hd_heap *h)
 	free(h->flags);
 	free(h->arena);
 	free(h->arenas);
+	free(h->segments);
 	for (size_t i = 0; i < h->num_problems; i++)
 		free(h->problems[i].message);
 	free(h->problems);
@@ -141,6 +142,17 @@ int64_t hd_heap_find_exact(const struct hd_heap *h, uint64_t addr)
 {
 	int64_t i = hd_heap_find(h, addr - 16);
 	return i >= 0 && h->addr[i] == addr ? i : -1;
+}
+
+size_t hd_heap_num_segments(const struct hd_heap *h)
+{
+	return h->num_segments;
+}
+
+const struct hd_heap_segment *hd_heap_segment(const struct hd_heap *h,
+					      size_t i)
+{
+	return i < h->num_segments ? &h->segments[i] : NULL;
 }
 
 size_t hd_heap_table_bytes(const struct hd_heap *h)

@@ -183,6 +183,7 @@ static struct hd_error *main_heap(struct glibc_walk *w, uint16_t idx)
 		start = m->start;
 	}
 	struct glibc_segment s = {
+		.map_start = start,
 		.start = align_chunk(start),
 		.end = a->top + (top_size & ~7ULL),
 		.arena = idx,
@@ -224,6 +225,7 @@ static struct hd_error *arena_heaps(struct glibc_walk *w, uint16_t idx)
 		}
 		struct glibc_segment s = {
 			.arena = idx,
+			.map_start = h,
 			.end = h + size,
 			.start = h == first
 				? align_chunk(a->addr + lay->state_size)

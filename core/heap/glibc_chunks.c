@@ -114,6 +114,7 @@ struct hd_error *glibc_find_mmapped(struct glibc_walk *w)
 				hd_view_deinit(&v);
 			}
 			struct glibc_segment s = {
+				.map_start = p,
 				.start = p + lead,
 				.end = p + size,
 				.arena = HD_ARENA_NONE,

@@ -125,6 +125,7 @@ struct hd_error *glibc_layout_from_debuginfo(struct glibc_walk *w,
 			hd_debuginfo_find_symbol(w->di, NULL, "mp_", &off, NULL);
 		lay->mp_known = !mp_err;
 		lay->mp_addr = off;
+		lay->mp_size = l[3].size;
 		hd_error_destroy(mp_err);
 	}
 	*main_arena = addr;

@@ -78,6 +78,8 @@ struct hd_error *hd_heap_walk(struct hd_target *t, struct hd_debuginfo *di,
 	if (err)
 		goto fail;
 	w.h->info.main_arena = main_arena;
+	w.h->info.main_arena_size = w.lay.state_size;
+	w.h->info.mp_size = w.lay.mp_size;
 	w.h->info.mp = w.lay.mp_known ? w.lay.mp_addr : 0;
 	err = glibc_collect_arenas(&w, main_arena);
 	if (!err)
@@ -89,6 +91,21 @@ struct hd_error *hd_heap_walk(struct hd_target *t, struct hd_debuginfo *di,
 	if (err)
 		goto fail;
 	check_mmaps(&w);
+	w.h->segments = calloc(w.num_segs ? w.num_segs : 1, sizeof(*w.h->segments));
+	if (!w.h->segments) {
+		err = &hd_error_no_memory;
+		goto fail;
+	}
+	for (size_t i = 0; i < w.num_segs; i++) {
+		const struct glibc_segment *s = &w.segs[i];
+		w.h->segments[i] = (struct hd_heap_segment){
+			.start = s->map_start,
+			.end = s->end,
+			.arena = s->arena == HD_ARENA_NONE ? HD_NO_ARENA : s->arena,
+			.mmapped = s->mmapped,
+		};
+	}
+	w.h->num_segments = w.num_segs;
 	*ret = w.h;
 	w.h = NULL;
 fail:

@@ -21,6 +21,8 @@ struct hd_heap {
 
 	struct hd_arena *arenas;
 	size_t num_arenas, cap_arenas;
+	struct hd_heap_segment *segments;
+	size_t num_segments;
 	struct hd_heap_problem *problems;
 	size_t num_problems, cap_problems;
 	size_t dropped_problems; // beyond the cap, counted only
@@ -81,12 +83,13 @@ struct glibc_layout {
 	uint64_t tcache_struct_chunk; // chunk size of tcache_perthread_struct
 	// mp_ (only with debug info)
 	bool mp_known;
-	uint64_t mp_addr;
+	uint64_t mp_addr, mp_size;
 	uint64_t mp_off_sbrk_base, mp_off_n_mmaps, mp_off_mmap_threshold;
 };
 
 struct glibc_segment {
 	uint64_t start, end; // chunks lie in [start, end)
+	uint64_t map_start;  // where the allocator's memory begins
 	uint16_t arena;      // HD_ARENA_NONE for mmapped chunks
 	uint64_t top;        // the arena's top chunk if it lies here, else 0
 	bool mmapped;

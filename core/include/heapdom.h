@@ -299,6 +299,14 @@ struct hd_arena {
 	size_t num_heaps;     // heap segments (1 for the main arena)
 };
 
+// A range of memory the allocator owns: a heap of an arena (from its
+// heap_info or brk start to its end) or one mmapped chunk's mapping.
+struct hd_heap_segment {
+	uint64_t start, end;
+	uint32_t arena; // HD_NO_ARENA for an mmapped chunk
+	bool mmapped;
+};
+
 // A problem found in the heap metadata; the walk continues around it.
 struct hd_heap_problem {
 	uint64_t address;
@@ -329,6 +337,10 @@ HD_EXPORT void hd_heap_block(const struct hd_heap *h, size_t id,
 // Id of the block whose chunk [addr-16, addr-16+chunk) contains p, or -1.
 HD_EXPORT int64_t hd_heap_find(const struct hd_heap *h, uint64_t p);
 
+HD_EXPORT size_t hd_heap_num_segments(const struct hd_heap *h);
+HD_EXPORT const struct hd_heap_segment *
+hd_heap_segment(const struct hd_heap *h, size_t i);
+
 // Bytes allocated for the block table (for benchmarks).
 HD_EXPORT size_t hd_heap_table_bytes(const struct hd_heap *h);
 
@@ -347,7 +359,9 @@ struct hd_heap_info {
 	bool safe_linking;
 	bool has_tcache;
 	uint64_t main_arena;
+	uint64_t main_arena_size; // sizeof(struct malloc_state)
 	uint64_t mp;          // address of mp_, 0 if unknown
+	uint64_t mp_size;
 	uint64_t n_mmaps;     // mp_.n_mmaps, if mp known
 	uint64_t mmap_threshold; // mp_.mmap_threshold, if mp known
 	size_t num_tcaches;
@@ -355,25 +369,154 @@ struct hd_heap_info {
 HD_EXPORT void hd_heap_get_info(const struct hd_heap *h,
 				struct hd_heap_info *ret);
 
-// ---------------------------------------------------------------- report
+// ----------------------------------------------------------------- graph
 
-enum hd_output_format { HD_FORMAT_TEXT, HD_FORMAT_JSON };
+// What holds memory: every root is named so a user knows what it is.
+enum hd_root_kind {
+	HD_ROOT_GLOBAL,    // a global or static variable: "module:variable"
+	HD_ROOT_REGION,    // writable memory with no symbol: "module:.bss+0x40"
+	HD_ROOT_REGISTERS, // a thread's registers: "thread 1234 registers"
+	HD_ROOT_STACK,     // a thread's live stack: "thread 1234 stack"
+	HD_ROOT_FRAME,     // one stack frame, when frames are known
+	HD_ROOT_TLS,       // a thread's TLS block and thread descriptor
+};
+HD_EXPORT const char *hd_root_kind_name(enum hd_root_kind k);
+
+struct hd_root {
+	char *name;
+	enum hd_root_kind kind;
+	uint64_t start, end; // scanned range (empty for registers)
+	int tid;             // thread roots, else 0
+};
+
+// The object graph: vertex 0 is a virtual super-root, vertices 1..R the
+// named roots, then one vertex per block (block id + R + 1). Edges go from
+// a root or used block to the used blocks its aligned words point into.
+struct hd_graph;
+
+HD_EXPORT struct hd_error *hd_graph_build(struct hd_target *t,
+					  struct hd_debuginfo *di,
+					  const struct hd_heap *h,
+					  struct hd_graph **ret);
+HD_EXPORT void hd_graph_destroy(struct hd_graph *g);
+
+HD_EXPORT size_t hd_graph_num_roots(const struct hd_graph *g);
+HD_EXPORT const struct hd_root *hd_graph_root(const struct hd_graph *g,
+					      size_t i);
+HD_EXPORT uint32_t hd_graph_num_vertices(const struct hd_graph *g);
+HD_EXPORT uint64_t hd_graph_num_edges(const struct hd_graph *g);
+// Vertex of root i / of block id, and back (-1 if not that kind).
+HD_EXPORT uint32_t hd_graph_root_vertex(const struct hd_graph *g, size_t i);
+HD_EXPORT uint32_t hd_graph_block_vertex(const struct hd_graph *g, size_t id);
+HD_EXPORT int64_t hd_graph_vertex_root(const struct hd_graph *g, uint32_t v);
+HD_EXPORT int64_t hd_graph_vertex_block(const struct hd_graph *g, uint32_t v);
+// Successors of v: targets[i] & HD_GRAPH_INTERIOR marks a pointer into the
+// middle of the target block.
+#define HD_GRAPH_INTERIOR 0x80000000u
+HD_EXPORT void hd_graph_successors(const struct hd_graph *g, uint32_t v,
+				   const uint32_t **targets, size_t *n);
+HD_EXPORT void hd_graph_predecessors(const struct hd_graph *g, uint32_t v,
+				     const uint32_t **sources, size_t *n);
+// Edge counts of the conservative scan, and bytes the graph uses.
+struct hd_graph_info {
+	uint64_t words_scanned;
+	uint64_t edges;
+	uint64_t interior_edges;
+	size_t unreadable_roots; // roots whose memory the target lacks
+	size_t bytes;
+};
+HD_EXPORT void hd_graph_get_info(const struct hd_graph *g,
+				 struct hd_graph_info *ret);
+
+// ------------------------------------------------------------ dominators
+
+// The dominator ("keep-alive") tree over the graph's vertices: v's
+// immediate dominator is the vertex every path from the super-root to v
+// passes through last. Retained size of v = chunk bytes of every block v
+// dominates, v included.
+struct hd_dom;
+
+HD_EXPORT struct hd_error *hd_dom_compute(const struct hd_graph *g,
+					  const struct hd_heap *h,
+					  struct hd_dom **ret);
+HD_EXPORT void hd_dom_destroy(struct hd_dom *d);
+// Immediate dominator of v, HD_DOM_NONE if v is unreachable (a leak).
+#define HD_DOM_NONE UINT32_MAX
+HD_EXPORT uint32_t hd_dom_idom(const struct hd_dom *d, uint32_t v);
+HD_EXPORT uint64_t hd_dom_retained(const struct hd_dom *d, uint32_t v);
+HD_EXPORT uint32_t hd_dom_retained_blocks(const struct hd_dom *d, uint32_t v);
+// Children of v in the dominator tree, largest retained first.
+HD_EXPORT void hd_dom_children(const struct hd_dom *d, uint32_t v,
+			       const uint32_t **children, size_t *n);
+// Leaked blocks (used, unreachable from every root) form their own forest:
+// these give a leaked block's dominator and retained size within it.
+HD_EXPORT uint32_t hd_dom_leak_idom(const struct hd_dom *d, uint32_t v);
+HD_EXPORT uint64_t hd_dom_leak_retained(const struct hd_dom *d, uint32_t v);
+HD_EXPORT uint32_t hd_dom_leak_retained_blocks(const struct hd_dom *d,
+					       uint32_t v);
+HD_EXPORT size_t hd_dom_bytes(const struct hd_dom *d);
+
+// --------------------------------------------------------------- session
+
+// One analysis of one stop or one core: owns the stages' results, computes
+// each on first use, so repeated commands at one stop are free.
+struct hd_session;
+
+struct hd_session_options {
+	struct hd_debuginfo_options debug;
+	bool no_libc_debuginfo; // find the heap from the data alone
+};
+
+// Takes ownership of t.
+HD_EXPORT struct hd_error *
+hd_session_create(struct hd_target *t, const struct hd_session_options *o,
+		  struct hd_session **ret);
+HD_EXPORT void hd_session_destroy(struct hd_session *s);
+HD_EXPORT struct hd_target *hd_session_target(struct hd_session *s);
+HD_EXPORT struct hd_error *hd_session_heap(struct hd_session *s,
+					   const struct hd_heap **ret);
+HD_EXPORT struct hd_error *hd_session_graph(struct hd_session *s,
+					    const struct hd_graph **ret);
+HD_EXPORT struct hd_error *hd_session_dom(struct hd_session *s,
+					  const struct hd_dom **ret);
+// Seconds spent in each stage so far (0 if not run): walk, graph, dom.
+HD_EXPORT void hd_session_times(const struct hd_session *s, double *walk,
+				double *graph, double *dom);
+
+// ---------------------------------------------------------------- report
+//
+// The one renderer: the CLI, gdb and lldb all print through these, so their
+// outputs are identical. Text for people, JSON for scripts
+// (docs/json-format.md), DOT for the graph.
+
+enum hd_output_format { HD_FORMAT_TEXT, HD_FORMAT_JSON, HD_FORMAT_DOT };
 
 struct hd_render_options {
 	enum hd_output_format format;
-	bool color;
-	// blocks: filter by state; -1 for all.
-	int state_filter;
+	bool color;         // ANSI colour (only on a terminal)
+	int state_filter;   // blocks: -1 for all, else an hd_block_state
+	size_t top;         // dominators: holders listed (0: 20)
+	unsigned depth;     // dominators: levels of children; graph: BFS depth
+	uint64_t min_size;  // dominators: hide retained below this
+	bool all;           // dominators --json: every used block
+	bool has_address;   // why: address; graph: --from
+	uint64_t address;
 };
 
-// Heap statistics: per arena and in total, by state and list, size classes.
-HD_EXPORT struct hd_error *hd_render_stats(FILE *out, struct hd_target *t,
-					   const struct hd_heap *h,
+HD_EXPORT struct hd_error *hd_render_stats(FILE *out, struct hd_session *s,
 					   const struct hd_render_options *o);
-// The block list.
-HD_EXPORT struct hd_error *hd_render_blocks(FILE *out, struct hd_target *t,
-					    const struct hd_heap *h,
+HD_EXPORT struct hd_error *hd_render_blocks(FILE *out, struct hd_session *s,
 					    const struct hd_render_options *o);
+HD_EXPORT struct hd_error *
+hd_render_dominators(FILE *out, struct hd_session *s,
+		     const struct hd_render_options *o);
+// The shortest chain from a named root to the block holding o->address.
+HD_EXPORT struct hd_error *hd_render_why(FILE *out, struct hd_session *s,
+					 const struct hd_render_options *o);
+HD_EXPORT struct hd_error *hd_render_leaks(FILE *out, struct hd_session *s,
+					   const struct hd_render_options *o);
+HD_EXPORT struct hd_error *hd_render_graph(FILE *out, struct hd_session *s,
+					   const struct hd_render_options *o);
 // Formats n bytes the way people read them ("1.5 MiB", "512 B").
 HD_EXPORT void hd_format_size(uint64_t n, char *buf, size_t len);
 

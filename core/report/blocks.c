@@ -13,10 +13,14 @@ static void block_arena(const struct hd_heap *h, const struct hd_block *b,
 		snprintf(buf, len, "0x%" PRIx64, hd_heap_arena(h, b->arena)->addr);
 }
 
-struct hd_error *hd_render_blocks(FILE *out, struct hd_target *t,
-				  const struct hd_heap *h,
+struct hd_error *hd_render_blocks(FILE *out, struct hd_session *session,
 				  const struct hd_render_options *o)
 {
+	const struct hd_heap *h;
+	struct hd_error *err = hd_session_heap(session, &h);
+	if (err)
+		return err;
+	struct hd_target *t = hd_session_target(session);
 	size_t n = hd_heap_num_blocks(h);
 	bool json = o->format == HD_FORMAT_JSON;
 	if (json) {

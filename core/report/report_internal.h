@@ -11,4 +11,22 @@ void hd_json_heap_header(FILE *out, struct hd_target *t,
 // Problems as text lines on out, prefixed "warning: ".
 void hd_text_problems(FILE *out, const struct hd_heap *h);
 
+
+
+// The graph and dominators of a session, with the heap they stand on.
+struct hd_analysis {
+	struct hd_target *t;
+	const struct hd_heap *h;
+	const struct hd_graph *g;
+	const struct hd_dom *d;
+	uint64_t used_bytes;  // chunk bytes of used blocks
+	uint64_t used_blocks;
+};
+struct hd_error *hd_analysis_get(struct hd_session *s, struct hd_analysis *a);
+
+// "root:NAME", "root:*" or "0x<addr>" for the dominator of v.
+void hd_idom_label(const struct hd_analysis *a, uint32_t idom, char *buf,
+		   size_t len);
+// Percentage of the used heap.
+double hd_percent(const struct hd_analysis *a, uint64_t bytes);
 #endif

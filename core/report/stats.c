@@ -217,12 +217,16 @@ static void render_text(FILE *out, struct hd_target *t, const struct hd_heap *h,
 	}
 }
 
-struct hd_error *hd_render_stats(FILE *out, struct hd_target *t,
-				 const struct hd_heap *h,
+struct hd_error *hd_render_stats(FILE *out, struct hd_session *session,
 				 const struct hd_render_options *o)
 {
+	const struct hd_heap *h;
+	struct hd_error *err = hd_session_heap(session, &h);
+	if (err)
+		return err;
+	struct hd_target *t = hd_session_target(session);
 	struct stats s;
-	struct hd_error *err = compute(h, &s);
+	err = compute(h, &s);
 	if (err)
 		return err;
 	if (o->format == HD_FORMAT_JSON)

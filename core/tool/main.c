@@ -1,6 +1,7 @@
 // heapdom: the command-line front-end. Parses arguments, opens the target,
-// runs the analysis and hands the result to the shared renderer.
+// and hands a session to the shared renderer.
 #include <getopt.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,12 +12,16 @@
 #include "heapdom.h"
 
 static const char usage[] =
-	"usage: heapdom COMMAND CORE [options]\n"
-	"       heapdom COMMAND --pid PID [options]\n"
+	"usage: heapdom COMMAND CORE [ARGS] [options]\n"
+	"       heapdom COMMAND --pid PID [ARGS] [options]\n"
 	"\n"
 	"commands:\n"
-	"  stats     heap totals per arena, free lists, size classes\n"
-	"  blocks    every heap block: address, size, state, free list, arena\n"
+	"  stats            heap totals per arena, free lists, size classes\n"
+	"  blocks           every heap block: address, size, state, list, arena\n"
+	"  dominators       what keeps memory alive: top holders by retained size\n"
+	"  why ADDR         the shortest chain from a root to the block at ADDR\n"
+	"  leaks            used blocks no root reaches, grouped by size\n"
+	"  graph            export the object graph (--format dot|json)\n"
 	"\n"
 	"options:\n"
 	"  --pid PID         analyse a running process (stopped while analysed)\n"
@@ -25,28 +30,209 @@ static const char usage[] =
 	"  --debug-dir DIR   where separate debug files are (default\n"
 	"                    /usr/lib/debug); an empty directory disables them\n"
 	"  --state STATE     blocks: only used, free or internal blocks\n"
-	"  --json            machine-readable output (see docs/json-format.md)\n"
+	"  --top N           dominators: holders (and children) shown (20)\n"
+	"  --depth D         dominators: levels of children; graph: BFS depth\n"
+	"  --min-size SIZE   dominators: hide holders retaining less (e.g. 64K)\n"
+	"  --all             dominators --json: every used block\n"
+	"  --from ADDR       graph: only what ADDR's block reaches in --depth steps\n"
+	"  --format FMT      text, json, or dot (graph)\n"
+	"  --json            same as --format json (see docs/json-format.md)\n"
 	"  --output FILE     write the report to FILE\n"
 	"  --profile         print phase times and memory use to stderr\n"
 	"  -h, --help        this text\n"
 	"  --version         print the version\n";
 
+enum command { CMD_STATS, CMD_BLOCKS, CMD_DOMINATORS, CMD_WHY, CMD_LEAKS,
+	       CMD_GRAPH };
+static const char *const command_names[] = {
+	"stats", "blocks", "dominators", "why", "leaks", "graph",
+};
+
 struct args {
-	const char *command;
+	enum command command;
 	const char *core;
 	int pid;
 	struct hd_target_options target;
-	struct hd_debuginfo_options debug;
+	struct hd_session_options session;
 	struct hd_render_options render;
 	const char *output;
 	bool profile;
+	bool format_set;
 };
+
+static int fail(const char *fmt, const char *arg)
+{
+	fputs("heapdom: ", stderr);
+	fprintf(stderr, fmt, arg);
+	fputc('\n', stderr);
+	return 2;
+}
+
+static bool parse_u64(const char *s, uint64_t *ret, bool suffixes)
+{
+	char *end;
+	if (!*s || *s == '-')
+		return false;
+	unsigned long long v = strtoull(s, &end, 0);
+	uint64_t mult = 1;
+	if (suffixes && *end) {
+		switch (*end++) {
+		case 'k': case 'K': mult = 1ULL << 10; break;
+		case 'm': case 'M': mult = 1ULL << 20; break;
+		case 'g': case 'G': mult = 1ULL << 30; break;
+		default: return false;
+		}
+		if (*end == 'i')
+			end++;
+		if (*end == 'B' || *end == 'b')
+			end++;
+	}
+	if (*end)
+		return false;
+	*ret = v * mult;
+	return true;
+}
+
+static int parse_args(int argc, char **argv, struct args *a)
+{
+	enum { OPT_PID = 256, OPT_EXE, OPT_SYSROOT, OPT_DEBUG_DIR, OPT_STATE,
+	       OPT_JSON, OPT_OUTPUT, OPT_VERSION, OPT_PROFILE, OPT_TOP,
+	       OPT_DEPTH, OPT_MIN_SIZE, OPT_ALL, OPT_FROM, OPT_FORMAT };
+	static const struct option opts[] = {
+		{"pid", required_argument, NULL, OPT_PID},
+		{"exe", required_argument, NULL, OPT_EXE},
+		{"sysroot", required_argument, NULL, OPT_SYSROOT},
+		{"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},
+		{"state", required_argument, NULL, OPT_STATE},
+		{"json", no_argument, NULL, OPT_JSON},
+		{"output", required_argument, NULL, OPT_OUTPUT},
+		{"profile", no_argument, NULL, OPT_PROFILE},
+		{"top", required_argument, NULL, OPT_TOP},
+		{"depth", required_argument, NULL, OPT_DEPTH},
+		{"min-size", required_argument, NULL, OPT_MIN_SIZE},
+		{"all", no_argument, NULL, OPT_ALL},
+		{"from", required_argument, NULL, OPT_FROM},
+		{"format", required_argument, NULL, OPT_FORMAT},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, OPT_VERSION},
+		{0},
+	};
+	memset(a, 0, sizeof(*a));
+	a->pid = -1;
+	a->render.state_filter = -1;
+	int c;
+	uint64_t v;
+	// GNU getopt moves the positional arguments after the options.
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_PID:
+			if (!parse_u64(optarg, &v, false) || v == 0 || v > INT32_MAX)
+				return fail("--pid takes a process id, not '%s'", optarg);
+			a->pid = (int)v;
+			break;
+		case OPT_EXE: a->target.exe = optarg; break;
+		case OPT_SYSROOT: a->target.sysroot = optarg; break;
+		case OPT_DEBUG_DIR: a->session.debug.debug_dir = optarg; break;
+		case OPT_STATE:
+			if (strcmp(optarg, "used") == 0)
+				a->render.state_filter = HD_STATE_USED;
+			else if (strcmp(optarg, "free") == 0)
+				a->render.state_filter = HD_STATE_FREE;
+			else if (strcmp(optarg, "internal") == 0)
+				a->render.state_filter = HD_STATE_INTERNAL;
+			else
+				return fail("--state takes used, free or internal, not '%s'", optarg);
+			break;
+		case OPT_JSON:
+			a->render.format = HD_FORMAT_JSON;
+			a->format_set = true;
+			break;
+		case OPT_FORMAT:
+			if (strcmp(optarg, "json") == 0)
+				a->render.format = HD_FORMAT_JSON;
+			else if (strcmp(optarg, "dot") == 0)
+				a->render.format = HD_FORMAT_DOT;
+			else if (strcmp(optarg, "text") == 0)
+				a->render.format = HD_FORMAT_TEXT;
+			else
+				return fail("--format takes text, json or dot, not '%s'", optarg);
+			a->format_set = true;
+			break;
+		case OPT_OUTPUT: a->output = optarg; break;
+		case OPT_PROFILE: a->profile = true; break;
+		case OPT_TOP:
+			if (!parse_u64(optarg, &v, false) || v == 0)
+				return fail("--top takes a positive number, not '%s'", optarg);
+			a->render.top = (size_t)v;
+			break;
+		case OPT_DEPTH:
+			if (!parse_u64(optarg, &v, false) || v > 1000000)
+				return fail("--depth takes a number, not '%s'", optarg);
+			a->render.depth = (unsigned)v;
+			break;
+		case OPT_MIN_SIZE:
+			if (!parse_u64(optarg, &v, true))
+				return fail("--min-size takes bytes (e.g. 4096, 64K, 1M), not '%s'", optarg);
+			a->render.min_size = v;
+			break;
+		case OPT_ALL: a->render.all = true; break;
+		case OPT_FROM:
+			if (!parse_u64(optarg, &a->render.address, false))
+				return fail("--from takes an address, not '%s'", optarg);
+			a->render.has_address = true;
+			break;
+		case 'h': fputs(usage, stdout); exit(0);
+		case OPT_VERSION: puts("heapdom 0.1.0"); exit(0);
+		default: fputs(usage, stderr); return 2;
+		}
+	}
+	if (optind >= argc) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	const char *cmd = argv[optind++];
+	size_t ncmd = sizeof(command_names) / sizeof(command_names[0]);
+	a->command = ncmd;
+	for (size_t i = 0; i < ncmd; i++)
+		if (strcmp(cmd, command_names[i]) == 0)
+			a->command = (enum command)i;
+	if (a->command == ncmd)
+		return fail("unknown command '%s' (try --help)", cmd);
+	if (a->pid < 0) {
+		if (optind >= argc)
+			return fail("%s: give a core file or --pid PID", cmd);
+		a->core = argv[optind++];
+	}
+	if (a->command == CMD_WHY) {
+		if (optind >= argc)
+			return fail("%s needs the address of a block (heapdom why CORE ADDR)", cmd);
+		if (!parse_u64(argv[optind], &a->render.address, false))
+			return fail("not an address: '%s'", argv[optind]);
+		a->render.has_address = true;
+		optind++;
+	}
+	if (optind < argc)
+		return fail("unexpected argument '%s' (try --help)", argv[optind]);
+	if (a->command == CMD_GRAPH && !a->format_set)
+		a->render.format = HD_FORMAT_JSON;
+	if (a->render.format == HD_FORMAT_DOT && a->command != CMD_GRAPH)
+		return fail("--format dot is for the graph command only%s", "");
+	return 0;
+}
+
+static void on_signal(int sig)
+{
+	// Never leave the process stopped: detach before dying.
+	hd_live_release_all();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
 
 static double now(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 // Anonymous resident memory: what the analysis allocated, without the
@@ -64,102 +250,43 @@ static long rss_anon_kib(void)
 	return kib;
 }
 
-static int fail(const char *msg)
+static void print_profile(struct hd_session *s, double open, double total)
 {
-	fprintf(stderr, "heapdom: %s\n", msg);
-	return 2;
-}
-
-static int parse_state(const char *s)
-{
-	if (strcmp(s, "used") == 0)
-		return HD_STATE_USED;
-	if (strcmp(s, "free") == 0)
-		return HD_STATE_FREE;
-	if (strcmp(s, "internal") == 0)
-		return HD_STATE_INTERNAL;
-	return -2;
-}
-
-static int parse_args(int argc, char **argv, struct args *a)
-{
-	enum { OPT_PID = 256, OPT_EXE, OPT_SYSROOT, OPT_DEBUG_DIR, OPT_STATE,
-	       OPT_JSON, OPT_OUTPUT, OPT_VERSION, OPT_PROFILE };
-	static const struct option opts[] = {
-		{"pid", required_argument, NULL, OPT_PID},
-		{"exe", required_argument, NULL, OPT_EXE},
-		{"sysroot", required_argument, NULL, OPT_SYSROOT},
-		{"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},
-		{"state", required_argument, NULL, OPT_STATE},
-		{"json", no_argument, NULL, OPT_JSON},
-		{"output", required_argument, NULL, OPT_OUTPUT},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, OPT_VERSION},
-		{"profile", no_argument, NULL, OPT_PROFILE},
-		{0},
-	};
-	memset(a, 0, sizeof(*a));
-	a->pid = -1;
-	a->render.state_filter = -1;
-	int c;
-	// GNU getopt moves the command and core after the options.
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		char *end;
-		switch (c) {
-		case OPT_PID:
-			a->pid = (int)strtol(optarg, &end, 10);
-			if (*end || a->pid <= 0)
-				return fail("--pid takes a process id");
-			break;
-		case OPT_EXE: a->target.exe = optarg; break;
-		case OPT_SYSROOT: a->target.sysroot = optarg; break;
-		case OPT_DEBUG_DIR: a->debug.debug_dir = optarg; break;
-		case OPT_STATE:
-			a->render.state_filter = parse_state(optarg);
-			if (a->render.state_filter == -2)
-				return fail("--state takes used, free or internal");
-			break;
-		case OPT_JSON: a->render.format = HD_FORMAT_JSON; break;
-		case OPT_OUTPUT: a->output = optarg; break;
-		case OPT_PROFILE: a->profile = true; break;
-		case 'h': fputs(usage, stdout); exit(0);
-		case OPT_VERSION: puts("heapdom 0.1.0"); exit(0);
-		default: fputs(usage, stderr); return 2;
-		}
+	double walk, graph, dom;
+	hd_session_times(s, &walk, &graph, &dom);
+	const struct hd_heap *h;
+	const struct hd_graph *g = NULL;
+	const struct hd_dom *d = NULL;
+	if (hd_session_heap(s, &h))
+		return;
+	size_t n = hd_heap_num_blocks(h);
+	size_t table = hd_heap_table_bytes(h), gbytes = 0, dbytes = 0;
+	fprintf(stderr, "profile: open %.3f s, walk %.3f s", open, walk);
+	if (graph > 0 && !hd_session_graph(s, &g)) {
+		struct hd_graph_info gi;
+		hd_graph_get_info(g, &gi);
+		gbytes = gi.bytes;
+		fprintf(stderr, ", graph %.3f s (%" PRIu64 " words, %" PRIu64 " edges)",
+			graph, gi.words_scanned, gi.edges);
 	}
-	if (optind < argc)
-		a->command = argv[optind++];
-	if (optind < argc)
-		a->core = argv[optind++];
-	if (optind < argc)
-		return fail("too many arguments (try --help)");
-	if (!a->command) {
-		fputs(usage, stderr);
-		return 2;
+	if (dom > 0 && !hd_session_dom(s, &d)) {
+		dbytes = hd_dom_bytes(d);
+		fprintf(stderr, ", dominators %.3f s", dom);
 	}
-	if (strcmp(a->command, "stats") != 0 && strcmp(a->command, "blocks") != 0) {
-		fprintf(stderr, "heapdom: unknown command '%s' (try --help)\n",
-			a->command);
-		return 2;
+	fprintf(stderr, ", report %.3f s; total %.3f s\n", total - open - walk - graph - dom,
+		total);
+	fprintf(stderr,
+		"profile: %zu blocks, %.1f M blocks/s walked; block table %.1f bytes/block",
+		n, walk > 0 ? n / walk / 1e6 : 0.0, n ? (double)table / n : 0.0);
+	if (g) {
+		struct hd_graph_info gi;
+		hd_graph_get_info(g, &gi);
+		fprintf(stderr, ", graph+index %zu bytes, dominators %zu bytes: %.1f bytes/block + %.1f bytes/edge",
+			gbytes, dbytes,
+			n ? (double)(table + dbytes + gbytes - 8 * gi.edges) / n : 0.0,
+			8.0);
 	}
-	if ((a->core != NULL) == (a->pid > 0))
-		return fail("give either a core file or --pid PID");
-	return 0;
-}
-
-static void on_signal(int sig)
-{
-	// Never leave the process stopped: detach before dying.
-	hd_live_release_all();
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
-
-static int report(struct hd_error *err)
-{
-	fprintf(stderr, "heapdom: %s\n", err->message);
-	hd_error_destroy(err);
-	return 1;
+	fprintf(stderr, "; anonymous RSS %ld KiB\n", rss_anon_kib());
 }
 
 int main(int argc, char **argv)
@@ -170,7 +297,7 @@ int main(int argc, char **argv)
 		return r;
 	FILE *out = stdout;
 	if (a.output && !(out = fopen(a.output, "w"))) {
-		perror(a.output);
+		fprintf(stderr, "heapdom: %s: cannot write: %m\n", a.output);
 		return 1;
 	}
 	a.render.color = false;
@@ -179,39 +306,42 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 
-	struct hd_target *t = NULL;
-	struct hd_debuginfo *di = NULL;
-	struct hd_heap *h = NULL;
 	double t0 = now();
+	struct hd_target *t = NULL;
+	struct hd_session *s = NULL;
 	struct hd_error *err = a.core ? hd_target_open_core(a.core, &a.target, &t)
 				      : hd_target_attach_pid(a.pid, &a.target, &t);
 	if (!err)
-		err = hd_debuginfo_create(t, &a.debug, &di);
+		err = hd_session_create(t, &a.session, &s);
+	else
+		t = NULL;
+	if (err)
+		hd_target_destroy(t);
 	double t1 = now();
 	if (!err) {
-		struct hd_heap_options ho = {.use_debuginfo = true};
-		err = hd_heap_walk(t, di, &ho, &h);
+		static struct hd_error *(*const render[])(
+			FILE *, struct hd_session *,
+			const struct hd_render_options *) = {
+			[CMD_STATS] = hd_render_stats,
+			[CMD_BLOCKS] = hd_render_blocks,
+			[CMD_DOMINATORS] = hd_render_dominators,
+			[CMD_WHY] = hd_render_why,
+			[CMD_LEAKS] = hd_render_leaks,
+			[CMD_GRAPH] = hd_render_graph,
+		};
+		err = render[a.command](out, s, &a.render);
 	}
-	double t2 = now();
-	if (!err && strcmp(a.command, "stats") == 0)
-		err = hd_render_stats(out, t, h, &a.render);
-	else if (!err)
-		err = hd_render_blocks(out, t, h, &a.render);
-	if (a.profile && h) {
-		size_t n = hd_heap_num_blocks(h);
-		fprintf(stderr,
-			"profile: open %.3f s, walk %.3f s, report %.3f s; %zu blocks, %.1f M blocks/s; block table %zu bytes (%.1f bytes/block); anonymous RSS %ld KiB\n",
-			t1 - t0, t2 - t1, now() - t2, n,
-			n / (t2 - t1) / 1e6, hd_heap_table_bytes(h),
-			n ? (double)hd_heap_table_bytes(h) / n : 0.0,
-			rss_anon_kib());
-	}
-	hd_heap_destroy(h);
-	hd_debuginfo_destroy(di);
-	hd_target_destroy(t);
+	if (a.profile && s)
+		print_profile(s, t1 - t0, now() - t0);
+	hd_session_destroy(s);
 	if (out != stdout && fclose(out) != 0 && !err) {
-		perror(a.output);
+		fprintf(stderr, "heapdom: %s: cannot write: %m\n", a.output);
 		return 1;
 	}
-	return err ? report(err) : 0;
+	if (err) {
+		fprintf(stderr, "heapdom: %s\n", err->message);
+		hd_error_destroy(err);
+		return 1;
+	}
+	return 0;
 }

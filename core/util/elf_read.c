@@ -115,6 +115,10 @@ struct hd_error *hd_elf_read_info(const char *path, struct hd_elf_info *ret)
 			for (size_t i = 0; i < eh.e_phnum; i++) {
 				if (ph[i].p_type == PT_LOAD && ph[i].p_vaddr < min)
 					min = ph[i].p_vaddr;
+				if (ph[i].p_type == PT_TLS) {
+					ret->tls_memsz = ph[i].p_memsz;
+					ret->tls_align = ph[i].p_align;
+				}
 				if (ph[i].p_type == PT_NOTE && !ret->build_id_len &&
 				    ph[i].p_filesz < (1 << 20)) {
 					uint8_t *notes = malloc(ph[i].p_filesz);

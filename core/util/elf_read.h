@@ -11,6 +11,7 @@ struct hd_elf_info {
 	uint64_t min_vaddr; // lowest PT_LOAD p_vaddr, page aligned
 	uint8_t build_id[64];
 	size_t build_id_len;
+	uint64_t tls_memsz, tls_align; // PT_TLS, 0 if none
 	char debuglink[256]; // .gnu_debuglink file name, "" if none
 	uint32_t debuglink_crc;
 };

@@ -1,0 +1,20 @@
+// Debug info services for later pipeline stages.
+#ifndef HD_DEBUGINFO_INTERNAL_H
+#define HD_DEBUGINFO_INTERNAL_H
+
+#include "debuginfo/elf_symbols.h"
+#include "heapdom.h"
+
+// Data symbols of a module: from its debug file's .symtab, else its own
+// .symtab, else .dynsym. Values are link-time.
+struct hd_error *hd_debuginfo_module_objects(struct hd_debuginfo *di,
+					     const struct hd_module *m,
+					     struct hd_elf_symbol **syms,
+					     size_t *n);
+// Allocated sections of a module (its own file, else its debug file).
+struct hd_error *hd_debuginfo_module_sections(struct hd_debuginfo *di,
+					      const struct hd_module *m,
+					      struct hd_elf_section **secs,
+					      size_t *n);
+
+#endif

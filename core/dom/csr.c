@@ -1,0 +1,79 @@
+// Reverse of a CSR graph by counting sort on the edge targets.
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "heapdom.h"
+#include "dom/dom.h"
+
+// Counts in-degrees into offsets[t + 2] so that, after the prefix sum,
+// offsets[t + 1] is where t's predecessors start: the fill pass can then
+// use offsets[t + 1] as its cursor and leaves it at t's end, which is
+// t + 1's start. No separate cursor array, and offsets[0] stays 0.
+static struct hd_error *count_in_degrees(const struct hd_csr *g,
+					 uint64_t *offsets)
+{
+	uint64_t m = g->offsets[g->n];
+	for (uint64_t e = 0; e < m; e++) {
+		uint32_t t = HD_EDGE_TARGET(g->targets[e]);
+		if (t >= g->n) {
+			return hd_error_create(HD_ERROR_INVALID,
+					       "edge %" PRIu64 " targets vertex %" PRIu32
+					       " of a graph of %" PRIu32,
+					       e, t, g->n);
+		}
+		offsets[t + 2]++;
+	}
+	for (uint64_t v = 2; v <= (uint64_t)g->n + 1; v++)
+		offsets[v] += offsets[v - 1];
+	return NULL;
+}
+
+static void fill_predecessors(const struct hd_csr *g, uint64_t *offsets,
+			      uint32_t *targets)
+{
+	for (uint32_t v = 0; v < g->n; v++) {
+		for (uint64_t e = g->offsets[v]; e < g->offsets[v + 1]; e++) {
+			uint32_t t = HD_EDGE_TARGET(g->targets[e]);
+			targets[offsets[t + 1]++] = v;
+		}
+	}
+}
+
+struct hd_error *hd_csr_reverse(const struct hd_csr *g, struct hd_csr *rev)
+{
+	if (g->n > INT32_MAX) {
+		return hd_error_create(HD_ERROR_INVALID,
+				       "graph of %" PRIu32 " vertices is too large",
+				       g->n);
+	}
+	uint64_t m = g->offsets[g->n];
+	// One spare entry for the shifted counts (see count_in_degrees).
+	uint64_t *offsets = calloc((size_t)g->n + 2, sizeof(*offsets));
+	// malloc(0) may return NULL, which is not a failure.
+	uint32_t *targets = malloc(m ? m * sizeof(*targets) : 1);
+	if (!offsets || !targets) {
+		free(offsets);
+		free(targets);
+		return &hd_error_no_memory;
+	}
+	struct hd_error *err = count_in_degrees(g, offsets);
+	if (err) {
+		free(offsets);
+		free(targets);
+		return err;
+	}
+	fill_predecessors(g, offsets, targets);
+	rev->n = g->n;
+	rev->offsets = offsets;
+	rev->targets = targets;
+	return NULL;
+}
+
+void hd_csr_free_owned(struct hd_csr *g)
+{
+	free((void *)g->offsets);
+	free((void *)g->targets);
+	g->offsets = NULL;
+	g->targets = NULL;
+	g->n = 0;
+}

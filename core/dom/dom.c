@@ -1,0 +1,287 @@
+// Dominator tree by semi-NCA (Georgiadis): Lengauer-Tarjan semidominators
+// with simple linking, then each immediate dominator as the nearest common
+// ancestor found by walking up the partial dominator tree.
+//
+// Everything is iterative, since a heap can hold a linked list of millions
+// of nodes, and works on preorder numbers so that the hot loops touch
+// dense arrays; vertex ids come back only at the end.
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "heapdom.h"
+#include "dom/dom.h"
+
+// The link-eval forest, by preorder number. A vertex is linked to its DFS
+// parent once its semidominator is known; as those are computed in
+// decreasing preorder, "linked" is simply "number > the current vertex",
+// so the forest needs no flags and ancestor starts out as the DFS parent.
+struct link_node {
+	uint32_t ancestor;
+	// Smallest semidominator on the compressed path up to (not including)
+	// the forest root. Storing the value rather than the vertex that has
+	// it saves a lookup in EVAL.
+	uint32_t label;
+};
+
+// By preorder number. The DFS needs a 64-bit edge cursor per vertex on its
+// path; semi and idom are only needed afterwards, so they share the space.
+union semi_node {
+	uint64_t cursor;
+	struct {
+		uint32_t semi;
+		uint32_t idom;
+	};
+};
+
+struct dom_state {
+	const struct hd_csr *g;
+	const struct hd_csr *rev;
+	// Vertex id -> preorder number, HD_NO_VERTEX if not reached. This is
+	// the idom output buffer: the numbers are dead by the time the
+	// immediate dominators are written over them.
+	uint32_t *num;
+	uint32_t *preorder; // preorder number -> vertex id
+	struct link_node *link;
+	union semi_node *sn;
+	uint32_t count; // vertices reached
+};
+
+static struct hd_error *dom_state_init(struct dom_state *st,
+				       const struct hd_csr *g,
+				       const struct hd_csr *rev)
+{
+	size_t n = g->n;
+	*st = (struct dom_state){ .g = g, .rev = rev };
+	st->num = malloc(n * sizeof(*st->num));
+	st->preorder = malloc(n * sizeof(*st->preorder));
+	st->link = malloc(n * sizeof(*st->link));
+	st->sn = malloc(n * sizeof(*st->sn));
+	if (!st->num || !st->preorder || !st->link || !st->sn)
+		return &hd_error_no_memory;
+	memset(st->num, 0xff, n * sizeof(*st->num));
+	return NULL;
+}
+
+static void dom_state_free_scratch(struct dom_state *st)
+{
+	free(st->link);
+	free(st->sn);
+	st->link = NULL;
+	st->sn = NULL;
+}
+
+static void dom_state_free(struct dom_state *st)
+{
+	dom_state_free_scratch(st);
+	free(st->num);
+	free(st->preorder);
+}
+
+static inline uint32_t visit(struct dom_state *st, uint32_t v, uint32_t parent)
+{
+	uint32_t i = st->count++;
+	st->num[v] = i;
+	st->preorder[i] = v;
+	st->link[i].ancestor = parent;
+	st->link[i].label = i;
+	st->sn[i].cursor = st->g->offsets[v];
+	return i;
+}
+
+// Depth-first search from root. The DFS path is the parent chain, so the
+// only stack is the per-vertex edge cursor, which never needs more room
+// than the graph has vertices however deep the path goes.
+static void dfs(struct dom_state *st, uint32_t root)
+{
+	const uint64_t *offsets = st->g->offsets;
+	const uint32_t *targets = st->g->targets;
+	uint32_t *num = st->num;
+	uint32_t i = visit(st, root, 0);
+	for (;;) {
+		uint64_t e = st->sn[i].cursor;
+		uint64_t end = offsets[st->preorder[i] + 1];
+		uint32_t t = HD_NO_VERTEX;
+		while (e < end) {
+			uint32_t u = HD_EDGE_TARGET(targets[e++]);
+			if (num[u] == HD_NO_VERTEX) {
+				t = u;
+				break;
+			}
+		}
+		if (t != HD_NO_VERTEX) {
+			st->sn[i].cursor = e;
+			i = visit(st, t, i);
+		} else if (i == 0) {
+			return;
+		} else {
+			i = st->link[i].ancestor;
+		}
+	}
+}
+
+// Compresses the forest path from v, whose ancestor is linked, given that
+// w is being processed. Instead of recursing (or keeping a stack as deep
+// as the path), the first pass reverses the ancestor pointers on the way
+// up and the second follows them back down, carrying the minimum label
+// from the top and pointing every vertex at the forest root.
+static uint32_t compress(struct link_node *link, uint32_t v, uint32_t w)
+{
+	uint32_t prev = v;
+	uint32_t u = link[v].ancestor;
+	uint32_t root;
+	while ((root = link[u].ancestor) > w) {
+		link[u].ancestor = prev;
+		prev = u;
+		u = root;
+	}
+	uint32_t min = link[u].label;
+	for (;;) {
+		uint32_t x = prev;
+		if (link[x].label > min)
+			link[x].label = min;
+		else
+			min = link[x].label;
+		prev = link[x].ancestor;
+		link[x].ancestor = root;
+		if (x == v)
+			return min;
+	}
+}
+
+// The smallest semidominator on the forest path from linked vertex v.
+static inline uint32_t eval(struct link_node *link, uint32_t v, uint32_t w)
+{
+	if (link[v].ancestor <= w)
+		return link[v].label;
+	return compress(link, v, w);
+}
+
+// Semidominators in reverse preorder; also records each DFS parent as the
+// first guess for the immediate dominator before compression overwrites
+// it.
+static void semidominators(struct dom_state *st)
+{
+	const uint64_t *offsets = st->rev->offsets;
+	const uint32_t *preds = st->rev->targets;
+	const uint32_t *num = st->num;
+	struct link_node *link = st->link;
+	union semi_node *sn = st->sn;
+	for (uint32_t w = st->count - 1; w > 0; w--) {
+		uint32_t v = st->preorder[w];
+		uint32_t parent = link[w].ancestor;
+		uint32_t semi = parent;
+		for (uint64_t e = offsets[v]; e < offsets[v + 1]; e++) {
+			uint32_t p = num[preds[e]];
+			uint32_t s;
+			// An unlinked vertex is its own semidominator so far,
+			// and HD_NO_VERTEX (unreachable) is never smaller.
+			if (p <= w)
+				s = p;
+			else if (p == HD_NO_VERTEX)
+				continue;
+			else
+				s = eval(link, p, w);
+			if (s < semi)
+				semi = s;
+		}
+		link[w].label = semi;
+		sn[w].semi = semi;
+		sn[w].idom = parent;
+	}
+	sn[0].semi = 0;
+	sn[0].idom = 0;
+}
+
+// In preorder, a vertex's ancestors already have their immediate
+// dominators, so the NCA of parent and semidominator is reached by
+// climbing the dominator tree from the parent.
+static void nearest_common_ancestors(struct dom_state *st)
+{
+	union semi_node *sn = st->sn;
+	for (uint32_t w = 1; w < st->count; w++) {
+		uint32_t d = sn[w].idom;
+		uint32_t semi = sn[w].semi;
+		while (d > semi)
+			d = sn[d].idom;
+		sn[w].idom = d;
+	}
+}
+
+static void to_vertex_ids(struct dom_state *st)
+{
+	uint32_t *idom = st->num;
+	const uint32_t *preorder = st->preorder;
+	for (uint32_t i = 0; i < st->count; i++)
+		idom[preorder[i]] = preorder[st->sn[i].idom];
+}
+
+struct hd_error *hd_dominators(const struct hd_csr *g, const struct hd_csr *rev,
+			       uint32_t root, struct hd_domtree *ret)
+{
+	*ret = (struct hd_domtree){ 0 };
+	if (g->n > INT32_MAX || rev->n != g->n) {
+		return hd_error_create(HD_ERROR_INVALID,
+				       "bad graph for dominators (%" PRIu32
+				       " vertices, reverse has %" PRIu32 ")",
+				       g->n, rev->n);
+	}
+	if (root >= g->n) {
+		return hd_error_create(HD_ERROR_INVALID,
+				       "dominator root %" PRIu32
+				       " is not a vertex of a graph of %" PRIu32,
+				       root, g->n);
+	}
+	struct dom_state st;
+	struct hd_error *err = dom_state_init(&st, g, rev);
+	if (err) {
+		dom_state_free(&st);
+		return err;
+	}
+	dfs(&st, root);
+	semidominators(&st);
+	nearest_common_ancestors(&st);
+	to_vertex_ids(&st);
+	dom_state_free_scratch(&st);
+	// Give back the tail for the unreachable part; keeping the larger
+	// block is fine if that fails.
+	uint32_t *preorder = realloc(st.preorder, st.count * sizeof(*preorder));
+	if (preorder)
+		st.preorder = preorder;
+	ret->n = g->n;
+	ret->root = root;
+	ret->idom = st.num;
+	ret->preorder = st.preorder;
+	ret->num_reachable = st.count;
+	return NULL;
+}
+
+void hd_domtree_deinit(struct hd_domtree *t)
+{
+	free(t->idom);
+	free(t->preorder);
+	*t = (struct hd_domtree){ 0 };
+}
+
+// A vertex's dominator precedes it in preorder (it is a DFS ancestor), so
+// by the time the reverse sweep reaches v everything v dominates has been
+// added in.
+void hd_retained(const struct hd_domtree *t, const uint64_t *size,
+		 uint64_t *retained, uint32_t *count)
+{
+	memset(retained, 0, t->n * sizeof(*retained));
+	if (count)
+		memset(count, 0, t->n * sizeof(*count));
+	for (uint32_t i = t->num_reachable; i-- > 0;) {
+		uint32_t v = t->preorder[i];
+		retained[v] += size[v];
+		if (count)
+			count[v]++;
+		if (i == 0)
+			break;
+		uint32_t d = t->idom[v];
+		retained[d] += retained[v];
+		if (count)
+			count[d] += count[v];
+	}
+}

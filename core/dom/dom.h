@@ -1,0 +1,53 @@
+// Dominator tree and retained sizes over a graph in CSR form.
+#ifndef HD_DOM_H
+#define HD_DOM_H
+
+#include "heapdom.h"
+
+// Edge targets may carry this flag (the referencing word points into the
+// middle of the target); algorithms mask it off.
+#define HD_EDGE_INTERIOR 0x80000000u
+#define HD_EDGE_TARGET(e) ((e) & ~HD_EDGE_INTERIOR)
+#define HD_NO_VERTEX UINT32_MAX
+
+// A directed graph over vertices 0..n-1 in compressed sparse row form:
+// the successors of v are targets[offsets[v] .. offsets[v+1]).
+// n < 2^31. Duplicate edges and self-loops are allowed.
+struct hd_csr {
+	uint32_t n;
+	const uint64_t *offsets; // n + 1 entries
+	const uint32_t *targets; // offsets[n] entries, HD_EDGE_INTERIOR allowed
+};
+
+// Builds the reverse graph of g (predecessors). rev->offsets and
+// rev->targets are malloc'd; free them with hd_csr_free_owned(). Flags are
+// dropped from the reverse targets. O(n + m), two passes, no recursion.
+struct hd_error *hd_csr_reverse(const struct hd_csr *g, struct hd_csr *rev);
+void hd_csr_free_owned(struct hd_csr *g);
+
+// Result of hd_dominators.
+struct hd_domtree {
+	uint32_t n;
+	uint32_t root;
+	uint32_t *idom;      // n entries: immediate dominator, idom[root] = root,
+			     // HD_NO_VERTEX for vertices unreachable from root
+	uint32_t *preorder;  // the reachable vertices in DFS preorder from root
+	uint32_t num_reachable;
+};
+
+// Computes the dominator tree of g from root with the semi-NCA algorithm
+// (iterative DFS and path compression: a 10M-long list must work), using
+// rev = hd_csr_reverse(g). Memory: about 6 uint32 per vertex beyond the
+// output. Edges into or from unreachable vertices are ignored.
+struct hd_error *hd_dominators(const struct hd_csr *g, const struct hd_csr *rev,
+			       uint32_t root, struct hd_domtree *ret);
+void hd_domtree_deinit(struct hd_domtree *t);
+
+// Retained sizes: for every reachable v, retained[v] = sum of size[u] over
+// all u dominated by v (v included), count[v] = number of such u. One sweep
+// in reverse preorder. Unreachable vertices get 0. retained and count have
+// n entries (count may be NULL).
+void hd_retained(const struct hd_domtree *t, const uint64_t *size,
+		 uint64_t *retained, uint32_t *count);
+
+#endif

@@ -1,0 +1,102 @@
+// hd_graph_build: index the blocks, name the roots, scan.
+#include <stdlib.h>
+
+#include "graph/graph_internal.h"
+
+struct hd_error *hd_graph_build(struct hd_target *t, struct hd_debuginfo *di,
+				const struct hd_heap *h, struct hd_graph **ret)
+{
+	struct hd_graph *g = calloc(1, sizeof(*g));
+	if (!g)
+		return &hd_error_no_memory;
+	struct hd_index ix;
+	struct hd_error *err = hd_index_init(&ix, h);
+	if (err) {
+		free(g);
+		return err;
+	}
+	err = hd_roots_collect(g, t, di, h);
+	if (!err)
+		err = hd_graph_scan(g, t, h, &ix);
+	size_t index_bytes = ix.bytes;
+	hd_index_deinit(&ix);
+	if (err) {
+		hd_graph_destroy(g);
+		return err;
+	}
+	g->info.bytes = index_bytes +
+			2 * ((size_t)g->num_vertices + 1) * sizeof(uint64_t) +
+			2 * g->info.edges * sizeof(uint32_t);
+	*ret = g;
+	return NULL;
+}
+
+void hd_graph_destroy(struct hd_graph *g)
+{
+	if (!g)
+		return;
+	for (size_t i = 0; i < g->num_roots; i++)
+		free(g->roots[i].name);
+	free(g->roots);
+	free(g->reg_roots);
+	free((void *)g->fwd.offsets);
+	free((void *)g->fwd.targets);
+	hd_csr_free_owned(&g->rev);
+	free(g);
+}
+
+size_t hd_graph_num_roots(const struct hd_graph *g) { return g->num_roots; }
+
+const struct hd_root *hd_graph_root(const struct hd_graph *g, size_t i)
+{
+	return i < g->num_roots ? &g->roots[i] : NULL;
+}
+
+uint32_t hd_graph_num_vertices(const struct hd_graph *g)
+{
+	return g->num_vertices;
+}
+
+uint64_t hd_graph_num_edges(const struct hd_graph *g) { return g->info.edges; }
+
+uint32_t hd_graph_root_vertex(const struct hd_graph *g, size_t i)
+{
+	(void)g;
+	return 1 + (uint32_t)i;
+}
+
+uint32_t hd_graph_block_vertex(const struct hd_graph *g, size_t id)
+{
+	return 1 + (uint32_t)g->num_roots + (uint32_t)id;
+}
+
+int64_t hd_graph_vertex_root(const struct hd_graph *g, uint32_t v)
+{
+	return v >= 1 && v <= g->num_roots ? (int64_t)v - 1 : -1;
+}
+
+int64_t hd_graph_vertex_block(const struct hd_graph *g, uint32_t v)
+{
+	return v > g->num_roots && v < g->num_vertices
+		       ? (int64_t)(v - 1 - g->num_roots)
+		       : -1;
+}
+
+void hd_graph_successors(const struct hd_graph *g, uint32_t v,
+			 const uint32_t **targets, size_t *n)
+{
+	*targets = g->fwd.targets + g->fwd.offsets[v];
+	*n = g->fwd.offsets[v + 1] - g->fwd.offsets[v];
+}
+
+void hd_graph_predecessors(const struct hd_graph *g, uint32_t v,
+			   const uint32_t **sources, size_t *n)
+{
+	*sources = g->rev.targets + g->rev.offsets[v];
+	*n = g->rev.offsets[v + 1] - g->rev.offsets[v];
+}
+
+void hd_graph_get_info(const struct hd_graph *g, struct hd_graph_info *ret)
+{
+	*ret = g->info;
+}

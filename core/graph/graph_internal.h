@@ -1,0 +1,79 @@
+// The object graph's internals: address index, roots, scanner.
+#ifndef HD_GRAPH_INTERNAL_H
+#define HD_GRAPH_INTERNAL_H
+
+#include "dom/dom.h"
+#include "heapdom.h"
+
+// Address -> block id in O(1): ranges of contiguous blocks, each with a
+// table of the first block overlapping every 128-byte granule (blocks are
+// at least 32 bytes, so a lookup walks at most 4 blocks from there).
+#define HD_GRANULE_SHIFT 7
+
+struct hd_index_range {
+	uint64_t lo, hi;       // [lo, hi): chunk bytes covered
+	uint32_t first_block;  // block id of the chunk at lo
+	uint32_t *granules;    // (hi - lo) >> HD_GRANULE_SHIFT (+1) entries
+};
+
+struct hd_index {
+	const struct hd_heap *h;
+	const uint64_t *addr;    // the heap's user addresses
+	const uint32_t *chunk16;
+	struct hd_index_range *ranges;
+	size_t num_ranges, cap_ranges;
+	uint64_t lo, hi;         // span of all ranges, for a quick reject
+	size_t bytes;
+};
+
+struct hd_error *hd_index_init(struct hd_index *ix, const struct hd_heap *h);
+void hd_index_deinit(struct hd_index *ix);
+
+// Block id whose chunk contains p, or -1.
+static inline int64_t hd_index_lookup(const struct hd_index *ix, uint64_t p)
+{
+	if (p - ix->lo >= ix->hi - ix->lo)
+		return -1;
+	size_t lo = 0, hi = ix->num_ranges;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (ix->ranges[mid].hi <= p)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == ix->num_ranges || p < ix->ranges[lo].lo)
+		return -1;
+	const struct hd_index_range *r = &ix->ranges[lo];
+	uint32_t id = r->granules[(p - r->lo) >> HD_GRANULE_SHIFT];
+	while (ix->addr[id] - 16 + ((uint64_t)ix->chunk16[id] << 4) <= p)
+		id++;
+	return id;
+}
+
+struct hd_graph {
+	struct hd_root *roots;
+	size_t num_roots, cap_roots;
+	// Register values of the registers roots.
+	struct hd_reg_root {
+		size_t root;
+		struct hd_regs regs;
+	} *reg_roots;
+	size_t num_reg_roots, cap_reg_roots;
+	uint32_t num_vertices;
+	struct hd_csr fwd; // owned
+	struct hd_csr rev; // owned
+	size_t num_blocks;
+	struct hd_graph_info info;
+};
+
+// Collects the named roots of the target.
+struct hd_error *hd_roots_collect(struct hd_graph *g, struct hd_target *t,
+				  struct hd_debuginfo *di,
+				  const struct hd_heap *h);
+// Scans roots and used blocks and builds g->fwd and g->rev.
+struct hd_error *hd_graph_scan(struct hd_graph *g, struct hd_target *t,
+			       const struct hd_heap *h,
+			       const struct hd_index *ix);
+
+#endif

@@ -1,0 +1,72 @@
+// The address index: built once per heap, 4 bytes per 128 heap bytes.
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/graph_internal.h"
+#include "heap/heap_internal.h"
+#include "util/vec.h"
+
+static struct hd_error *add_range(struct hd_index *ix, size_t first,
+				  size_t last)
+{
+	const struct hd_heap *h = ix->h;
+	struct hd_index_range r = {
+		.lo = h->addr[first] - 16,
+		.hi = h->addr[last] - 16 + ((uint64_t)h->chunk16[last] << 4),
+		.first_block = (uint32_t)first,
+	};
+	size_t n = ((r.hi - r.lo) >> HD_GRANULE_SHIFT) + 1;
+	r.granules = malloc(n * sizeof(*r.granules));
+	if (!r.granules)
+		return &hd_error_no_memory;
+	size_t id = first;
+	for (size_t g = 0; g < n; g++) {
+		uint64_t p = r.lo + ((uint64_t)g << HD_GRANULE_SHIFT);
+		while (id < last &&
+		       h->addr[id] - 16 + ((uint64_t)h->chunk16[id] << 4) <= p)
+			id++;
+		r.granules[g] = (uint32_t)id;
+	}
+	if (!HD_VEC_PUSH(ix->ranges, ix->num_ranges, ix->cap_ranges, r)) {
+		free(r.granules);
+		return &hd_error_no_memory;
+	}
+	ix->bytes += n * sizeof(*r.granules);
+	return NULL;
+}
+
+struct hd_error *hd_index_init(struct hd_index *ix, const struct hd_heap *h)
+{
+	memset(ix, 0, sizeof(*ix));
+	ix->h = h;
+	ix->addr = h->addr;
+	ix->chunk16 = h->chunk16;
+	size_t n = h->num_blocks;
+	size_t start = 0;
+	for (size_t i = 1; i <= n && n; i++) {
+		// A range ends where the next chunk does not follow directly.
+		if (i < n && h->addr[i - 1] + ((uint64_t)h->chunk16[i - 1] << 4) ==
+				     h->addr[i])
+			continue;
+		struct hd_error *err = add_range(ix, start, i - 1);
+		if (err) {
+			hd_index_deinit(ix);
+			return err;
+		}
+		start = i;
+	}
+	if (ix->num_ranges) {
+		ix->lo = ix->ranges[0].lo;
+		ix->hi = ix->ranges[ix->num_ranges - 1].hi;
+	}
+	ix->bytes += ix->num_ranges * sizeof(*ix->ranges);
+	return NULL;
+}
+
+void hd_index_deinit(struct hd_index *ix)
+{
+	for (size_t i = 0; i < ix->num_ranges; i++)
+		free(ix->ranges[i].granules);
+	free(ix->ranges);
+	memset(ix, 0, sizeof(*ix));
+}

@@ -1,0 +1,242 @@
+// The conservative scanner: every aligned word of a root or a used block
+// that points into a used block is an edge. Vertices are visited in order
+// (super-root, roots, blocks), so the forward CSR is written in one pass.
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/graph_internal.h"
+#include "heap/heap_internal.h"
+
+struct builder {
+	struct hd_graph *g;
+	const struct hd_heap *h;
+	const struct hd_index *ix;
+	uint64_t *offsets;
+	uint32_t *targets;
+	uint64_t n, cap;
+	uint32_t first_block_vertex;
+};
+
+static bool reserve(struct builder *b, uint64_t more)
+{
+	if (b->n + more <= b->cap)
+		return true;
+	uint64_t cap = b->cap ? b->cap : 1 << 16;
+	while (cap < b->n + more)
+		cap += cap / 2;
+	uint32_t *p = realloc(b->targets, cap * sizeof(*p));
+	if (!p)
+		return false;
+	b->targets = p;
+	b->cap = cap;
+	return true;
+}
+
+static int u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+// Sorts and deduplicates one vertex's edges. The interior flag is the high
+// bit, so flagged edges sort after all plain ones; an exact pointer wins
+// over an interior one to the same block.
+static uint64_t dedupe(uint32_t *t, uint64_t n)
+{
+	if (n < 2)
+		return n;
+	if (n <= 16) {
+		for (uint64_t i = 1; i < n; i++) {
+			uint32_t v = t[i];
+			uint64_t j = i;
+			for (; j > 0 && t[j - 1] > v; j--)
+				t[j] = t[j - 1];
+			t[j] = v;
+		}
+	} else {
+		qsort(t, n, sizeof(*t), u32_cmp);
+	}
+	uint64_t plain = 0;
+	while (plain < n && !(t[plain] & HD_EDGE_INTERIOR))
+		plain++;
+	uint64_t out = 0;
+	for (uint64_t i = 0; i < plain; i++)
+		if (out == 0 || t[out - 1] != t[i])
+			t[out++] = t[i];
+	uint64_t nplain = out, k = 0;
+	for (uint64_t i = plain; i < n; i++) {
+		uint32_t id = HD_EDGE_TARGET(t[i]);
+		if (i > plain && t[i] == t[i - 1])
+			continue;
+		while (k < nplain && t[k] < id)
+			k++;
+		if (k < nplain && t[k] == id)
+			continue;
+		t[out++] = t[i];
+	}
+	return out;
+}
+
+static inline void add_word(struct builder *b, uint64_t w, int64_t self)
+{
+	int64_t id = hd_index_lookup(b->ix, w);
+	if (id < 0)
+		return;
+	const struct hd_heap *h = b->h;
+	if (w < h->addr[id]) {
+		// A word in the chunk header: the first 8 bytes (and the address
+		// just past them) are the previous in-use block's last bytes and
+		// its one-past-the-end; the size field belongs to no block.
+		uint64_t c = h->addr[id] - 16;
+		if (w > c + 8 || id == 0 || (h->flags[id - 1] & HD_FLAG_MMAPPED) ||
+		    h->addr[id - 1] - 16 + ((uint64_t)h->chunk16[id - 1] << 4) != c)
+			return;
+		id--;
+	}
+	if (id == self || hd_heap_state(h, (size_t)id) != HD_STATE_USED)
+		return;
+	uint32_t t = b->first_block_vertex + (uint32_t)id;
+	if (w != b->h->addr[id])
+		t |= HD_EDGE_INTERIOR;
+	b->targets[b->n++] = t;
+}
+
+// Scans len bytes (whole words) for the vertex being built.
+static bool scan_words(struct builder *b, const uint8_t *d, uint64_t len,
+		       int64_t self)
+{
+	uint64_t words = len / 8;
+	uint64_t start = b->n;
+	// Reserve per stretch: a large root region holds few pointers.
+	for (uint64_t i = 0; i < words;) {
+		uint64_t end = words - i > 65536 ? i + 65536 : words;
+		if (!reserve(b, end - i))
+			return false;
+		for (; i < end; i++) {
+			uint64_t w;
+			memcpy(&w, d + 8 * i, 8);
+			add_word(b, w, self);
+		}
+	}
+	b->g->info.words_scanned += words;
+	b->n = start + dedupe(b->targets + start, b->n - start);
+	return true;
+}
+
+static struct hd_error *scan_roots(struct builder *b, struct hd_target *t)
+{
+	struct hd_graph *g = b->g;
+	size_t reg = 0;
+	for (size_t i = 0; i < g->num_roots; i++) {
+		b->offsets[1 + i] = b->n;
+		const struct hd_root *r = &g->roots[i];
+		if (r->kind == HD_ROOT_REGISTERS) {
+			while (reg < g->num_reg_roots && g->reg_roots[reg].root < i)
+				reg++;
+			if (reg < g->num_reg_roots && g->reg_roots[reg].root == i &&
+			    !scan_words(b, (const uint8_t *)&g->reg_roots[reg].regs,
+					sizeof(struct hd_regs), -1))
+				return &hd_error_no_memory;
+			continue;
+		}
+		struct hd_view v;
+		struct hd_error *err = hd_target_view(t, r->start, r->end - r->start, &v);
+		if (err) {
+			// A root whose memory is missing holds nothing we can see.
+			if (err->code == HD_ERROR_NO_MEMORY)
+				return err;
+			hd_error_destroy(err);
+			g->info.unreadable_roots++;
+			continue;
+		}
+		bool ok = scan_words(b, v.data, v.len, -1);
+		hd_view_deinit(&v);
+		if (!ok)
+			return &hd_error_no_memory;
+	}
+	return NULL;
+}
+
+static struct hd_error *scan_blocks(struct builder *b, struct hd_target *t)
+{
+	const struct hd_heap *h = b->h;
+	size_t id = 0, n = h->num_blocks;
+	uint32_t v0 = b->first_block_vertex;
+	for (size_t s = 0; s < hd_heap_num_segments(h) && id < n; s++) {
+		const struct hd_heap_segment *seg = hd_heap_segment(h, s);
+		// Blocks before this segment (none normally) get no edges.
+		while (id < n && h->addr[id] - 16 < seg->start)
+			b->offsets[v0 + id++] = b->n;
+		struct hd_view v = {0};
+		struct hd_error *err =
+			hd_target_view(t, seg->start, seg->end - seg->start, &v);
+		if (err) {
+			if (err->code == HD_ERROR_NO_MEMORY)
+				return err;
+			hd_error_destroy(err);
+			v.data = NULL;
+		}
+		for (; id < n && h->addr[id] - 16 < seg->end; id++) {
+			b->offsets[v0 + id] = b->n;
+			if (!v.data || hd_heap_state(h, id) != HD_STATE_USED)
+				continue;
+			struct hd_block blk;
+			hd_heap_block(h, id, &blk);
+			if (blk.addr + blk.usable > seg->end)
+				continue;
+			if (!scan_words(b, v.data + (blk.addr - seg->start),
+					blk.usable, (int64_t)id)) {
+				hd_view_deinit(&v);
+				return &hd_error_no_memory;
+			}
+		}
+		hd_view_deinit(&v);
+	}
+	while (id < n)
+		b->offsets[v0 + id++] = b->n;
+	return NULL;
+}
+
+struct hd_error *hd_graph_scan(struct hd_graph *g, struct hd_target *t,
+			       const struct hd_heap *h,
+			       const struct hd_index *ix)
+{
+	struct builder b = {.g = g, .h = h, .ix = ix};
+	g->num_blocks = h->num_blocks;
+	uint64_t nv = 1 + (uint64_t)g->num_roots + h->num_blocks;
+	if (nv >= HD_EDGE_INTERIOR)
+		return hd_error_create(HD_ERROR_UNSUPPORTED,
+				       "%llu blocks and roots: more than the graph's 2^31 vertices",
+				       (unsigned long long)nv);
+	g->num_vertices = (uint32_t)nv;
+	b.first_block_vertex = 1 + (uint32_t)g->num_roots;
+	b.offsets = malloc((nv + 1) * sizeof(*b.offsets));
+	if (!b.offsets || !reserve(&b, g->num_roots + 1024)) {
+		free(b.offsets);
+		free(b.targets);
+		return &hd_error_no_memory;
+	}
+	// The super-root points at every root.
+	b.offsets[0] = 0;
+	for (size_t i = 0; i < g->num_roots; i++)
+		b.targets[b.n++] = 1 + (uint32_t)i;
+	struct hd_error *err = scan_roots(&b, t);
+	if (!err)
+		err = scan_blocks(&b, t);
+	if (err) {
+		free(b.offsets);
+		free(b.targets);
+		return err;
+	}
+	b.offsets[nv] = b.n;
+	// Give back the slack of the geometric growth.
+	uint32_t *shrunk = realloc(b.targets, (b.n ? b.n : 1) * sizeof(*b.targets));
+	if (shrunk)
+		b.targets = shrunk;
+	g->fwd = (struct hd_csr){.n = (uint32_t)nv, .offsets = b.offsets,
+				 .targets = b.targets};
+	for (uint64_t i = 0; i < b.n; i++)
+		g->info.interior_edges += (b.targets[i] & HD_EDGE_INTERIOR) != 0;
+	g->info.edges = b.n;
+	return hd_csr_reverse(&g->fwd, &g->rev);
+}

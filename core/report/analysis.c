@@ -1,0 +1,49 @@
+// Helpers shared by the renderers of graph-based reports.
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "report/report_internal.h"
+
+struct hd_error *hd_analysis_get(struct hd_session *s, struct hd_analysis *a)
+{
+	struct hd_error *err = hd_session_heap(s, &a->h);
+	if (!err)
+		err = hd_session_graph(s, &a->g);
+	if (!err)
+		err = hd_session_dom(s, &a->d);
+	if (err)
+		return err;
+	a->t = hd_session_target(s);
+	a->used_bytes = a->used_blocks = 0;
+	for (size_t i = 0; i < hd_heap_num_blocks(a->h); i++) {
+		struct hd_block b;
+		hd_heap_block(a->h, i, &b);
+		if (b.state == HD_STATE_USED) {
+			a->used_bytes += b.chunk;
+			a->used_blocks++;
+		}
+	}
+	return NULL;
+}
+
+void hd_idom_label(const struct hd_analysis *a, uint32_t idom, char *buf,
+		   size_t len)
+{
+	int64_t r = hd_graph_vertex_root(a->g, idom);
+	int64_t b = hd_graph_vertex_block(a->g, idom);
+	if (idom == 0)
+		snprintf(buf, len, "root:*");
+	else if (r >= 0)
+		snprintf(buf, len, "root:%s", hd_graph_root(a->g, (size_t)r)->name);
+	else if (b >= 0) {
+		struct hd_block blk;
+		hd_heap_block(a->h, (size_t)b, &blk);
+		snprintf(buf, len, "0x%" PRIx64, blk.addr);
+	} else
+		snprintf(buf, len, "-");
+}
+
+double hd_percent(const struct hd_analysis *a, uint64_t bytes)
+{
+	return a->used_bytes ? 100.0 * (double)bytes / (double)a->used_bytes : 0;
+}

@@ -1,0 +1,168 @@
+// Leaks: used blocks no root reaches, split into those nothing points at
+// and those only other leaked blocks point at, grouped by size.
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "report/report_internal.h"
+
+struct group {
+	uint64_t chunk, count, bytes, unreferenced;
+};
+
+static int group_cmp(const void *x, const void *y)
+{
+	const struct group *a = x, *b = y;
+	if (a->bytes != b->bytes)
+		return a->bytes > b->bytes ? -1 : 1;
+	return a->chunk < b->chunk ? -1 : a->chunk > b->chunk;
+}
+
+static int u64_cmp(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+	return a < b ? -1 : a > b;
+}
+
+static bool leaked(const struct hd_analysis *a, size_t id)
+{
+	struct hd_block b;
+	hd_heap_block(a->h, id, &b);
+	return b.state == HD_STATE_USED &&
+	       hd_dom_idom(a->d, hd_graph_block_vertex(a->g, id)) == HD_DOM_NONE;
+}
+
+static bool unreferenced(const struct hd_analysis *a, uint32_t v)
+{
+	const uint32_t *p;
+	size_t k;
+	hd_graph_predecessors(a->g, v, &p, &k);
+	return k == 0;
+}
+
+struct hd_error *hd_render_leaks(FILE *out, struct hd_session *s,
+				 const struct hd_render_options *o)
+{
+	struct hd_analysis a;
+	struct hd_error *err = hd_analysis_get(s, &a);
+	if (err)
+		return err;
+	size_t n = hd_heap_num_blocks(a.h);
+	uint64_t nleak = 0, bytes = 0, nunref = 0;
+	uint64_t *sizes = NULL;
+	size_t nsizes = 0;
+	for (size_t i = 0; i < n; i++)
+		nleak += leaked(&a, i);
+	sizes = malloc((nleak ? nleak : 1) * sizeof(*sizes));
+	if (!sizes)
+		return &hd_error_no_memory;
+	for (size_t i = 0; i < n; i++) {
+		if (!leaked(&a, i))
+			continue;
+		struct hd_block b;
+		hd_heap_block(a.h, i, &b);
+		sizes[nsizes++] = b.chunk;
+		bytes += b.chunk;
+		nunref += unreferenced(&a, hd_graph_block_vertex(a.g, i));
+	}
+	qsort(sizes, nsizes, sizeof(*sizes), u64_cmp);
+	struct group *groups = calloc(nsizes ? nsizes : 1, sizeof(*groups));
+	size_t ng = 0;
+	if (!groups) {
+		free(sizes);
+		return &hd_error_no_memory;
+	}
+	for (size_t i = 0; i < nsizes; i++) {
+		if (!ng || groups[ng - 1].chunk != sizes[i])
+			groups[ng++].chunk = sizes[i];
+		groups[ng - 1].count++;
+		groups[ng - 1].bytes += sizes[i];
+	}
+	free(sizes);
+	// Unreferenced counts per group.
+	for (size_t i = 0; i < n; i++) {
+		if (!leaked(&a, i) || !unreferenced(&a, hd_graph_block_vertex(a.g, i)))
+			continue;
+		struct hd_block b;
+		hd_heap_block(a.h, i, &b);
+		size_t lo = 0, hi = ng;
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			if (groups[mid].chunk < b.chunk)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		groups[lo].unreferenced++;
+	}
+	qsort(groups, ng, sizeof(*groups), group_cmp);
+	bool json = o->format == HD_FORMAT_JSON;
+	if (json) {
+		fputc('{', out);
+		hd_json_heap_header(out, a.t, a.h);
+		fprintf(out, ", \"leaked_blocks\": %" PRIu64 ", \"leaked_bytes\": %" PRIu64
+			", \"unreferenced_blocks\": %" PRIu64 ", \"groups\": [",
+			nleak, bytes, nunref);
+		for (size_t i = 0; i < ng; i++)
+			fprintf(out, "%s{\"chunk\": %" PRIu64 ", \"size\": %" PRIu64
+				", \"type\": null, \"count\": %" PRIu64 ", \"bytes\": %" PRIu64
+				", \"unreferenced\": %" PRIu64 "}",
+				i ? ", " : "", groups[i].chunk, groups[i].chunk - 8,
+				groups[i].count, groups[i].bytes, groups[i].unreferenced);
+		fputs("], \"leaks\": [", out);
+	} else {
+		char b[32];
+		hd_format_size(bytes, b, sizeof(b));
+		hd_text_problems(out, a.h);
+		fprintf(out, "%" PRIu64 " leaked blocks, %s: %" PRIu64
+			" unreferenced, %" PRIu64 " referenced only by leaked blocks\n",
+			nleak, b, nunref, nleak - nunref);
+		if (ng)
+			fprintf(out, "\nBy size\n  %12s %10s %12s %14s\n", "chunk", "blocks",
+				"bytes", "unreferenced");
+		for (size_t i = 0; i < ng; i++) {
+			hd_format_size(groups[i].bytes, b, sizeof(b));
+			fprintf(out, "  %12" PRIu64 " %10" PRIu64 " %12s %14" PRIu64 "\n",
+				groups[i].chunk, groups[i].count, b, groups[i].unreferenced);
+		}
+		if (nleak)
+			fprintf(out, "\nLeaked blocks (unreferenced first, by retained size)\n"
+				"  %-16s %10s %12s  %s\n", "address", "size",
+				"retained", "state");
+	}
+	free(groups);
+	// Every leaked block: the unreferenced ones (leak roots) first.
+	bool first = true;
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < n; i++) {
+			if (!leaked(&a, i))
+				continue;
+			uint32_t v = hd_graph_block_vertex(a.g, i);
+			bool unref = unreferenced(&a, v);
+			if (unref != (pass == 0))
+				continue;
+			struct hd_block b;
+			hd_heap_block(a.h, i, &b);
+			uint64_t ret = hd_dom_leak_retained(a.d, v);
+			if (json) {
+				fprintf(out, "%s\n{\"addr\": \"0x%" PRIx64 "\", \"size\": %" PRIu64
+					", \"chunk\": %" PRIu64 ", \"type\": null, \"unreferenced\": %s"
+					", \"retained\": %" PRIu64 ", \"retained_blocks\": %" PRIu32 "}",
+					first ? "" : ",", b.addr, b.usable, b.chunk,
+					unref ? "true" : "false", ret,
+					hd_dom_leak_retained_blocks(a.d, v));
+				first = false;
+			} else {
+				char sz[32], rs[32];
+				hd_format_size(b.usable, sz, sizeof(sz));
+				hd_format_size(ret, rs, sizeof(rs));
+				fprintf(out, "  0x%-14" PRIx64 " %10s %12s  %s\n", b.addr, sz, rs,
+					unref ? "unreferenced" : "referenced by leaked blocks");
+			}
+		}
+	}
+	if (json)
+		fputs("\n]}\n", out);
+	if (ferror(out))
+		return hd_error_create(HD_ERROR_OS, "cannot write output");
+	return NULL;
+}

@@ -1,0 +1,274 @@
+// Why is a block alive: the shortest chain of references from a named
+// root, found by a breadth-first search backwards over the graph.
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/report_internal.h"
+
+static const char *const reg_names[] = {
+	"r15", "r14", "r13", "r12", "rbp", "rbx", "r11", "r10", "r9", "r8",
+	"rax", "rcx", "rdx", "rsi", "rdi", "orig_rax", "rip", "cs", "eflags",
+	"rsp", "ss", "fs_base", "gs_base", "ds", "es", "fs", "gs",
+};
+
+// Memory of a vertex: a root's range or a used block's usable bytes.
+static void vertex_range(const struct hd_analysis *a, uint32_t v,
+			 uint64_t *lo, uint64_t *hi)
+{
+	int64_t r = hd_graph_vertex_root(a->g, v);
+	if (r >= 0) {
+		const struct hd_root *root = hd_graph_root(a->g, (size_t)r);
+		*lo = root->start;
+		*hi = root->end;
+		return;
+	}
+	struct hd_block b;
+	hd_heap_block(a->h, (size_t)hd_graph_vertex_block(a->g, v), &b);
+	*lo = b.addr;
+	*hi = b.addr + b.usable;
+}
+
+// Finds the first word of src that points into dst's chunk: its offset and
+// value. Registers roots report the register's index.
+static bool find_reference(const struct hd_analysis *a, uint32_t src,
+			   uint32_t dst, uint64_t *offset, uint64_t *value,
+			   int *reg)
+{
+	struct hd_block b;
+	hd_heap_block(a->h, (size_t)hd_graph_vertex_block(a->g, dst), &b);
+	// The usable bytes and one past them, as the scanner counts them.
+	uint64_t lo = b.addr, hi = b.addr + b.usable + 1;
+	*reg = -1;
+	int64_t r = hd_graph_vertex_root(a->g, src);
+	if (r >= 0 && hd_graph_root(a->g, (size_t)r)->kind == HD_ROOT_REGISTERS) {
+		const struct hd_root *root = hd_graph_root(a->g, (size_t)r);
+		for (size_t i = 0; i < hd_target_num_threads(a->t); i++) {
+			const struct hd_thread *th = hd_target_thread(a->t, i);
+			if (th->tid != root->tid)
+				continue;
+			const uint64_t *w = (const uint64_t *)&th->regs;
+			for (int k = 0; k < 27; k++) {
+				if (w[k] >= lo && w[k] < hi) {
+					*reg = k;
+					*value = w[k];
+					*offset = 0;
+					return true;
+				}
+			}
+		}
+		return false;
+	}
+	uint64_t s_lo, s_hi;
+	vertex_range(a, src, &s_lo, &s_hi);
+	struct hd_view v;
+	s_lo = (s_lo + 7) & ~7ULL;
+	if (s_hi <= s_lo || hd_target_view(a->t, s_lo, s_hi - s_lo, &v))
+		return false;
+	bool found = false;
+	for (uint64_t off = 0; off + 8 <= v.len; off += 8) {
+		uint64_t w;
+		memcpy(&w, v.data + off, 8);
+		if (w >= lo && w < hi) {
+			*offset = s_lo + off - (hd_graph_vertex_root(a->g, src) >= 0
+						? hd_graph_root(a->g, (size_t)r)->start
+						: s_lo);
+			*value = w;
+			found = true;
+			break;
+		}
+	}
+	hd_view_deinit(&v);
+	return found;
+}
+
+// BFS backwards from v to the nearest root (or, for a leaked block, to a
+// block nothing points at). Returns the path from its start to v.
+static struct hd_error *shortest_chain(const struct hd_analysis *a, uint32_t v,
+				       bool to_root, uint32_t **path,
+				       size_t *len)
+{
+	uint32_t n = hd_graph_num_vertices(a->g);
+	uint32_t *next = malloc((size_t)n * sizeof(*next));
+	uint32_t *queue = malloc((size_t)n * sizeof(*queue));
+	if (!next || !queue) {
+		free(next);
+		free(queue);
+		return &hd_error_no_memory;
+	}
+	memset(next, 0xff, (size_t)n * sizeof(*next));
+	size_t head = 0, tail = 0;
+	queue[tail++] = v;
+	next[v] = v;
+	uint32_t found = UINT32_MAX, last = v;
+	while (head < tail && found == UINT32_MAX) {
+		uint32_t u = queue[head++];
+		last = u;
+		const uint32_t *p;
+		size_t k;
+		hd_graph_predecessors(a->g, u, &p, &k);
+		if (!to_root && k == 0) {
+			found = u;
+			break;
+		}
+		for (size_t i = 0; i < k; i++) {
+			uint32_t w = p[i];
+			if (w == 0 || next[w] != UINT32_MAX)
+				continue;
+			next[w] = u;
+			if (to_root && hd_graph_vertex_root(a->g, w) >= 0) {
+				found = w;
+				break;
+			}
+			queue[tail++] = w;
+		}
+	}
+	// A leaked cycle: start at the last vertex reached.
+	if (found == UINT32_MAX)
+		found = last;
+	size_t cnt = 1;
+	for (uint32_t u = found; u != v; u = next[u])
+		cnt++;
+	*path = malloc(cnt * sizeof(**path));
+	if (!*path) {
+		free(next);
+		free(queue);
+		return &hd_error_no_memory;
+	}
+	size_t i = 0;
+	for (uint32_t u = found;; u = next[u]) {
+		(*path)[i++] = u;
+		if (u == v)
+			break;
+	}
+	*len = cnt;
+	free(next);
+	free(queue);
+	return NULL;
+}
+
+static void describe_block(FILE *out, const struct hd_analysis *a, uint32_t v,
+			   bool json)
+{
+	struct hd_block b;
+	hd_heap_block(a->h, (size_t)hd_graph_vertex_block(a->g, v), &b);
+	if (json) {
+		fprintf(out, "\"addr\": \"0x%" PRIx64 "\", \"size\": %" PRIu64
+			", \"chunk\": %" PRIu64 ", \"retained\": %" PRIu64
+			", \"type\": null",
+			b.addr, b.usable, b.chunk, hd_dom_retained(a->d, v));
+	} else {
+		char sz[32], ret[32];
+		hd_format_size(b.usable, sz, sizeof(sz));
+		hd_format_size(hd_dom_retained(a->d, v), ret, sizeof(ret));
+		fprintf(out, "0x%" PRIx64 " (%s block, retains %s)", b.addr, sz, ret);
+	}
+}
+
+struct hd_error *hd_render_why(FILE *out, struct hd_session *s,
+			       const struct hd_render_options *o)
+{
+	struct hd_analysis a;
+	struct hd_error *err = hd_analysis_get(s, &a);
+	if (err)
+		return err;
+	int64_t id = hd_heap_find(a.h, o->address);
+	if (id < 0)
+		return hd_error_at(HD_ERROR_NOT_FOUND, o->address,
+				   "0x%" PRIx64 " is not inside any heap block", o->address);
+	struct hd_block b;
+	hd_heap_block(a.h, (size_t)id, &b);
+	if (b.state != HD_STATE_USED)
+		return hd_error_at(HD_ERROR_NOT_FOUND, o->address,
+				   "0x%" PRIx64 " is in the %s block 0x%" PRIx64 "%s%s: the allocator holds it, nothing keeps it alive",
+				   o->address, hd_block_state_name(b.state), b.addr,
+				   b.state == HD_STATE_FREE ? " on the free list " : "",
+				   b.state == HD_STATE_FREE ? hd_free_list_name(b.list) : "");
+	uint32_t v = hd_graph_block_vertex(a.g, (size_t)id);
+	bool reachable = hd_dom_idom(a.d, v) != HD_DOM_NONE;
+	uint32_t *path;
+	size_t len;
+	err = shortest_chain(&a, v, reachable, &path, &len);
+	if (err)
+		return err;
+	bool json = o->format == HD_FORMAT_JSON;
+	if (json) {
+		fprintf(out, "{\"target\": ");
+		hd_json_string(out, hd_target_name(a.t));
+		fprintf(out, ", \"query\": \"0x%" PRIx64 "\", \"block\": {", o->address);
+		describe_block(out, &a, v, true);
+		fprintf(out, "}, \"reachable\": %s, \"path\": [",
+			reachable ? "true" : "false");
+	} else if (reachable) {
+		fprintf(out, "0x%" PRIx64 " is in ", o->address);
+		describe_block(out, &a, v, false);
+		fprintf(out, ", kept alive by this chain (%zu steps):\n", len - 1);
+	} else {
+		fprintf(out, "0x%" PRIx64 " is in ", o->address);
+		describe_block(out, &a, v, false);
+		fprintf(out, ", which is LEAKED: no root reaches it. Chain from a leaked block nothing points at:\n");
+	}
+	for (size_t i = 0; i < len; i++) {
+		uint32_t u = path[i];
+		int64_t r = hd_graph_vertex_root(a.g, u);
+		uint64_t off = 0, val = 0;
+		int reg = -1;
+		bool ref = i + 1 < len &&
+			   find_reference(&a, u, path[i + 1], &off, &val, &reg);
+		if (json) {
+			fputs(i ? ", {" : "{", out);
+			if (r >= 0) {
+				const struct hd_root *root = hd_graph_root(a.g, (size_t)r);
+				fputs("\"root\": ", out);
+				hd_json_string(out, root->name);
+				fprintf(out, ", \"kind\": \"%s\", \"start\": \"0x%" PRIx64 "\"",
+					hd_root_kind_name(root->kind), root->start);
+			} else {
+				describe_block(out, &a, u, true);
+			}
+			if (ref) {
+				if (reg >= 0)
+					fprintf(out, ", \"register\": \"%s\"", reg_names[reg]);
+				else
+					fprintf(out, ", \"offset\": %" PRIu64, off);
+				struct hd_block nb;
+				hd_heap_block(a.h, (size_t)hd_graph_vertex_block(a.g, path[i + 1]), &nb);
+				fprintf(out, ", \"pointer\": \"0x%" PRIx64 "\", \"interior\": %s",
+					val, val != nb.addr ? "true" : "false");
+			}
+			fputc('}', out);
+			continue;
+		}
+		fprintf(out, "  %*s", (int)(2 * i), "");
+		if (r >= 0) {
+			const struct hd_root *root = hd_graph_root(a.g, (size_t)r);
+			fprintf(out, "%s (%s", root->name, hd_root_kind_name(root->kind));
+			if (root->kind != HD_ROOT_REGISTERS)
+				fprintf(out, " at 0x%" PRIx64, root->start);
+			fputc(')', out);
+		} else {
+			describe_block(out, &a, u, false);
+		}
+		if (ref) {
+			struct hd_block nb;
+			hd_heap_block(a.h, (size_t)hd_graph_vertex_block(a.g, path[i + 1]), &nb);
+			if (reg >= 0)
+				fprintf(out, "\n  %*s  %%%s = 0x%" PRIx64, (int)(2 * i), "",
+					reg_names[reg], val);
+			else
+				fprintf(out, "\n  %*s  +0x%" PRIx64 " = 0x%" PRIx64, (int)(2 * i),
+					"", off, val);
+			if (val != nb.addr)
+				fprintf(out, " (interior: +0x%" PRIx64 " into the block)",
+					val - nb.addr);
+			fputs(" ->", out);
+		}
+		fputc('\n', out);
+	}
+	if (json)
+		fputs("]}\n", out);
+	free(path);
+	if (ferror(out))
+		return hd_error_create(HD_ERROR_OS, "cannot write output");
+	return NULL;
+}

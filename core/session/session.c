@@ -1,0 +1,117 @@
+// One analysis object per stop or core: each stage runs on first use and
+// its result is kept, so front-ends ask for what they need.
+#include <stdlib.h>
+#include <time.h>
+
+#include "heapdom.h"
+
+struct hd_session {
+	struct hd_target *t;
+	struct hd_session_options opts;
+	struct hd_debuginfo *di;
+	struct hd_heap *h;
+	struct hd_graph *g;
+	struct hd_dom *d;
+	double t_walk, t_graph, t_dom;
+};
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+struct hd_error *hd_session_create(struct hd_target *t,
+				   const struct hd_session_options *o,
+				   struct hd_session **ret)
+{
+	struct hd_session *s = calloc(1, sizeof(*s));
+	if (!s)
+		return &hd_error_no_memory;
+	if (o)
+		s->opts = *o;
+	s->t = t;
+	struct hd_error *err = hd_debuginfo_create(t, &s->opts.debug, &s->di);
+	if (err) {
+		s->t = NULL;
+		hd_session_destroy(s);
+		return err;
+	}
+	*ret = s;
+	return NULL;
+}
+
+void hd_session_destroy(struct hd_session *s)
+{
+	if (!s)
+		return;
+	hd_dom_destroy(s->d);
+	hd_graph_destroy(s->g);
+	hd_heap_destroy(s->h);
+	hd_debuginfo_destroy(s->di);
+	hd_target_destroy(s->t);
+	free(s);
+}
+
+struct hd_target *hd_session_target(struct hd_session *s) { return s->t; }
+
+struct hd_error *hd_session_heap(struct hd_session *s,
+				 const struct hd_heap **ret)
+{
+	if (!s->h) {
+		double t0 = now();
+		struct hd_heap_options ho = {
+			.use_debuginfo = !s->opts.no_libc_debuginfo,
+		};
+		struct hd_error *err = hd_heap_walk(s->t, s->di, &ho, &s->h);
+		if (err)
+			return err;
+		s->t_walk = now() - t0;
+	}
+	*ret = s->h;
+	return NULL;
+}
+
+struct hd_error *hd_session_graph(struct hd_session *s,
+				  const struct hd_graph **ret)
+{
+	if (!s->g) {
+		const struct hd_heap *h;
+		struct hd_error *err = hd_session_heap(s, &h);
+		if (err)
+			return err;
+		double t0 = now();
+		err = hd_graph_build(s->t, s->di, h, &s->g);
+		if (err)
+			return err;
+		s->t_graph = now() - t0;
+	}
+	*ret = s->g;
+	return NULL;
+}
+
+struct hd_error *hd_session_dom(struct hd_session *s, const struct hd_dom **ret)
+{
+	if (!s->d) {
+		const struct hd_graph *g;
+		struct hd_error *err = hd_session_graph(s, &g);
+		if (err)
+			return err;
+		double t0 = now();
+		err = hd_dom_compute(g, s->h, &s->d);
+		if (err)
+			return err;
+		s->t_dom = now() - t0;
+	}
+	*ret = s->d;
+	return NULL;
+}
+
+void hd_session_times(const struct hd_session *s, double *walk, double *graph,
+		      double *dom)
+{
+	*walk = s->t_walk;
+	*graph = s->t_graph;
+	*dom = s->t_dom;
+}
