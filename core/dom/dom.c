@@ -12,6 +12,11 @@
 #include "heapdom.h"
 #include "dom/dom.h"
 
+// How far ahead the sequential passes prefetch (in vertices), and how many
+// edges of a vertex they prefetch.
+#define PREFETCH_AHEAD 16
+#define PREFETCH_EDGES 8
+
 // The link-eval forest, by preorder number. A vertex is linked to its DFS
 // parent once its semidominator is known; as those are computed in
 // decreasing preorder, "linked" is simply "number > the current vertex",
@@ -78,46 +83,66 @@ static void dom_state_free(struct dom_state *st)
 	free(st->preorder);
 }
 
-static inline uint32_t visit(struct dom_state *st, uint32_t v, uint32_t parent)
+// Depth-first search from root. The DFS path is the parent chain, but
+// climbing it back through vertices whose edges are all used would double
+// the work on lists and trees; so the search keeps a stack of only the
+// vertices with edges left, each with its cursor in sn. The stack lives in
+// link[].label: a label is first read only after the semidominator pass
+// has set it, and the stack never holds more entries than vertices found.
+// Vertex ids follow addresses, not structure, so on a real heap each
+// successor is a cache miss. Asking for the first few of a new vertex at
+// once overlaps them (and their edge offsets) instead of paying one after
+// another.
+static inline void prefetch_successors(const struct dom_state *st,
+				       uint64_t e, uint64_t end)
 {
-	uint32_t i = st->count++;
-	st->num[v] = i;
-	st->preorder[i] = v;
-	st->link[i].ancestor = parent;
-	st->link[i].label = i;
-	st->sn[i].cursor = st->g->offsets[v];
-	return i;
+	if (end - e > PREFETCH_EDGES)
+		end = e + PREFETCH_EDGES;
+	for (; e < end; e++) {
+		uint32_t t = HD_EDGE_TARGET(st->g->targets[e]);
+		__builtin_prefetch(&st->num[t]);
+		__builtin_prefetch(&st->g->offsets[t]);
+	}
 }
 
-// Depth-first search from root. The DFS path is the parent chain, so the
-// only stack is the per-vertex edge cursor, which never needs more room
-// than the graph has vertices however deep the path goes.
 static void dfs(struct dom_state *st, uint32_t root)
 {
 	const uint64_t *offsets = st->g->offsets;
 	const uint32_t *targets = st->g->targets;
 	uint32_t *num = st->num;
-	uint32_t i = visit(st, root, 0);
+	uint32_t *preorder = st->preorder;
+	struct link_node *link = st->link;
+	union semi_node *sn = st->sn;
+	uint32_t count = 1, depth = 0, i = 0;
+	num[root] = 0;
+	preorder[0] = root;
+	link[0].ancestor = 0;
+	uint64_t e = offsets[root], end = offsets[root + 1];
+	prefetch_successors(st, e, end);
 	for (;;) {
-		uint64_t e = st->sn[i].cursor;
-		uint64_t end = offsets[st->preorder[i] + 1];
-		uint32_t t = HD_NO_VERTEX;
 		while (e < end) {
 			uint32_t u = HD_EDGE_TARGET(targets[e++]);
-			if (num[u] == HD_NO_VERTEX) {
-				t = u;
-				break;
+			if (num[u] != HD_NO_VERTEX)
+				continue;
+			if (e < end) {
+				sn[i].cursor = e;
+				link[depth++].label = i;
 			}
+			num[u] = count;
+			preorder[count] = u;
+			link[count].ancestor = i;
+			i = count++;
+			e = offsets[u];
+			end = offsets[u + 1];
+			prefetch_successors(st, e, end);
 		}
-		if (t != HD_NO_VERTEX) {
-			st->sn[i].cursor = e;
-			i = visit(st, t, i);
-		} else if (i == 0) {
-			return;
-		} else {
-			i = st->link[i].ancestor;
-		}
+		if (depth == 0)
+			break;
+		i = link[--depth].label;
+		e = sn[i].cursor;
+		end = offsets[preorder[i] + 1];
 	}
+	st->count = count;
 }
 
 // Compresses the forest path from v, whose ancestor is linked, given that
@@ -157,6 +182,41 @@ static inline uint32_t eval(struct link_node *link, uint32_t v, uint32_t w)
 	return compress(link, v, w);
 }
 
+// The semidominator pass visits vertices in preorder, which is scattered
+// over vertex ids: prefetch in stages, each waiting on the previous one's
+// data, the reverse offsets of a vertex far ahead, its predecessor list
+// nearer, and their preorder numbers nearer still.
+static inline void prefetch_preds(const struct dom_state *st, uint32_t w)
+{
+	const uint64_t *offsets = st->rev->offsets;
+	const uint32_t *preds = st->rev->targets;
+	if (w > 4 * PREFETCH_AHEAD)
+		__builtin_prefetch(&offsets[st->preorder[w - 4 * PREFETCH_AHEAD]]);
+	if (w > 3 * PREFETCH_AHEAD) {
+		uint32_t v = st->preorder[w - 3 * PREFETCH_AHEAD];
+		__builtin_prefetch(&preds[offsets[v]]);
+	}
+	if (w > 2 * PREFETCH_AHEAD) {
+		uint32_t v = st->preorder[w - 2 * PREFETCH_AHEAD];
+		uint64_t e = offsets[v], end = offsets[v + 1];
+		if (end - e > PREFETCH_EDGES)
+			end = e + PREFETCH_EDGES;
+		for (; e < end; e++)
+			__builtin_prefetch(&st->num[preds[e]]);
+	}
+	if (w > PREFETCH_AHEAD) {
+		uint32_t v = st->preorder[w - PREFETCH_AHEAD];
+		uint64_t e = offsets[v], end = offsets[v + 1];
+		if (end - e > PREFETCH_EDGES)
+			end = e + PREFETCH_EDGES;
+		for (; e < end; e++) {
+			uint32_t p = st->num[preds[e]];
+			if (p != HD_NO_VERTEX)
+				__builtin_prefetch(&st->link[p]);
+		}
+	}
+}
+
 // Semidominators in reverse preorder; also records each DFS parent as the
 // first guess for the immediate dominator before compression overwrites
 // it.
@@ -168,6 +228,7 @@ static void semidominators(struct dom_state *st)
 	struct link_node *link = st->link;
 	union semi_node *sn = st->sn;
 	for (uint32_t w = st->count - 1; w > 0; w--) {
+		prefetch_preds(st, w);
 		uint32_t v = st->preorder[w];
 		uint32_t parent = link[w].ancestor;
 		uint32_t semi = parent;
@@ -195,25 +256,25 @@ static void semidominators(struct dom_state *st)
 
 // In preorder, a vertex's ancestors already have their immediate
 // dominators, so the NCA of parent and semidominator is reached by
-// climbing the dominator tree from the parent.
+// climbing the dominator tree from the parent. The same pass writes the
+// answer in vertex ids over the vertex -> number map, which is dead by now:
+// one trip through memory instead of two.
 static void nearest_common_ancestors(struct dom_state *st)
 {
 	union semi_node *sn = st->sn;
+	const uint32_t *preorder = st->preorder;
+	uint32_t *idom = st->num;
+	idom[preorder[0]] = preorder[0];
 	for (uint32_t w = 1; w < st->count; w++) {
 		uint32_t d = sn[w].idom;
 		uint32_t semi = sn[w].semi;
 		while (d > semi)
 			d = sn[d].idom;
 		sn[w].idom = d;
+		if (w + PREFETCH_AHEAD < st->count)
+			__builtin_prefetch(&idom[preorder[w + PREFETCH_AHEAD]], 1);
+		idom[preorder[w]] = preorder[d];
 	}
-}
-
-static void to_vertex_ids(struct dom_state *st)
-{
-	uint32_t *idom = st->num;
-	const uint32_t *preorder = st->preorder;
-	for (uint32_t i = 0; i < st->count; i++)
-		idom[preorder[i]] = preorder[st->sn[i].idom];
 }
 
 struct hd_error *hd_dominators(const struct hd_csr *g, const struct hd_csr *rev,
@@ -241,7 +302,6 @@ struct hd_error *hd_dominators(const struct hd_csr *g, const struct hd_csr *rev,
 	dfs(&st, root);
 	semidominators(&st);
 	nearest_common_ancestors(&st);
-	to_vertex_ids(&st);
 	dom_state_free_scratch(&st);
 	// Give back the tail for the unreachable part; keeping the larger
 	// block is fine if that fails.

@@ -148,7 +148,8 @@ static void json_roots(FILE *out, const struct hd_analysis *a, bool all)
 		fprintf(out, ", \"kind\": \"%s\", \"retained\": %" PRIu64
 			", \"retained_blocks\": %" PRIu32 "}",
 			hd_root_kind_name(root->kind), r,
-			hd_dom_retained_blocks(a->d, v));
+			// The count includes the root vertex itself.
+			hd_dom_retained_blocks(a->d, v) - 1);
 		first = false;
 	}
 	fputs("]", out);
@@ -177,7 +178,7 @@ static void text_roots(FILE *out, const struct hd_analysis *a, size_t top)
 		uint64_t b = hd_dom_retained(a->d, v[i]);
 		hd_format_size(b, ret, sizeof(ret));
 		fprintf(out, "  %-12s %6.2f%% %10" PRIu32 "  %s (%s)\n", ret,
-			hd_percent(a, b), hd_dom_retained_blocks(a->d, v[i]),
+			hd_percent(a, b), hd_dom_retained_blocks(a->d, v[i]) - 1,
 			r->name, hd_root_kind_name(r->kind));
 	}
 	if (k > top)
