@@ -29,8 +29,9 @@ struct link_node {
 	uint32_t label;
 };
 
-// By preorder number. The DFS needs a 64-bit edge cursor per vertex on its
-// path; semi and idom are only needed afterwards, so they share the space.
+// By preorder number. The DFS keeps a 64-bit edge cursor for each vertex it
+// will come back to; semi and idom are only needed afterwards, so they
+// share the space.
 union semi_node {
 	uint64_t cursor;
 	struct {
@@ -83,12 +84,6 @@ static void dom_state_free(struct dom_state *st)
 	free(st->preorder);
 }
 
-// Depth-first search from root. The DFS path is the parent chain, but
-// climbing it back through vertices whose edges are all used would double
-// the work on lists and trees; so the search keeps a stack of only the
-// vertices with edges left, each with its cursor in sn. The stack lives in
-// link[].label: a label is first read only after the semidominator pass
-// has set it, and the stack never holds more entries than vertices found.
 // Vertex ids follow addresses, not structure, so on a real heap each
 // successor is a cache miss. Asking for the first few of a new vertex at
 // once overlaps them (and their edge offsets) instead of paying one after
@@ -105,6 +100,12 @@ static inline void prefetch_successors(const struct dom_state *st,
 	}
 }
 
+// Depth-first search from root. The DFS path is the parent chain, but
+// climbing it back through vertices whose edges are all used would double
+// the work on lists and trees; so the search keeps a stack of only the
+// vertices with edges left, each with its cursor in sn. The stack lives in
+// link[].label: a label is first read only after the semidominator pass
+// has set it, and the stack never holds more entries than vertices found.
 static void dfs(struct dom_state *st, uint32_t root)
 {
 	const uint64_t *offsets = st->g->offsets;
