@@ -126,6 +126,29 @@ static uint64_t static_tls_size(struct hd_target *t)
 	return (total + 63) & ~63ULL;
 }
 
+// Frames the front-end knows split the live stack: each frame is a root
+// named after its function; what no frame covers stays "thread N stack".
+static struct hd_error *frame_roots(struct hd_graph *g, struct claims *c,
+				    struct hd_target *t, int tid, uint64_t lo,
+				    uint64_t hi)
+{
+	for (size_t i = 0; i < hd_target_num_frames(t); i++) {
+		const struct hd_frame *f = hd_target_frame(t, i);
+		if (f->tid != tid)
+			continue;
+		uint64_t a = f->sp < lo ? lo : f->sp;
+		uint64_t b = f->caller_sp > hi ? hi : f->caller_sp;
+		if (a >= b)
+			continue;
+		char name[600];
+		snprintf(name, sizeof(name), "thread %d %s", tid, f->name);
+		struct hd_error *err = add_unclaimed(g, c, name, HD_ROOT_FRAME, a, b, tid);
+		if (err)
+			return err;
+	}
+	return NULL;
+}
+
 static struct hd_error *thread_roots(struct hd_graph *g, struct claims *c,
 				     struct hd_target *t)
 {
@@ -164,6 +187,9 @@ static struct hd_error *thread_roots(struct hd_graph *g, struct claims *c,
 		// A thread's TLS and descriptor sit above its stack.
 		if (tm == sm && fs > sp && fs - tls > lo)
 			hi = fs - tls;
+		err = frame_roots(g, c, t, th->tid, lo, hi);
+		if (err)
+			return err;
 		snprintf(name, sizeof(name), "thread %d stack", th->tid);
 		err = add_unclaimed(g, c, name, HD_ROOT_STACK, lo, hi, th->tid);
 		if (err)

@@ -100,6 +100,15 @@ struct hd_thread {
 	struct hd_regs regs;
 };
 
+// A stack frame a debugger knows: its stack bytes are [sp, caller_sp).
+// name says which frame it is ("#1 worker (fixture.c:42)").
+struct hd_frame {
+	int tid;
+	unsigned level;
+	uint64_t sp, caller_sp;
+	char *name;
+};
+
 // A loaded ELF object (executable or shared library).
 struct hd_module {
 	char *name;        // path as the target knows it
@@ -144,6 +153,13 @@ HD_EXPORT struct hd_error *hd_target_add_mapping(struct hd_target *t,
 						 const struct hd_mapping *m);
 HD_EXPORT struct hd_error *hd_target_add_thread(struct hd_target *t,
 						const struct hd_thread *th);
+// Adds a stack frame of a thread (front-ends that know frames): the stack
+// root of that thread is then split per frame. Strings are copied.
+HD_EXPORT struct hd_error *hd_target_add_frame(struct hd_target *t,
+					       const struct hd_frame *f);
+HD_EXPORT size_t hd_target_num_frames(const struct hd_target *t);
+HD_EXPORT const struct hd_frame *hd_target_frame(const struct hd_target *t,
+						 size_t i);
 // Adds a module; bias, start and end are required, file may be NULL (then
 // name is used), build_id_len may be 0 (then it is read from the file).
 HD_EXPORT struct hd_error *hd_target_add_module(struct hd_target *t,
@@ -497,6 +513,7 @@ struct hd_render_options {
 	int state_filter;   // blocks: -1 for all, else an hd_block_state
 	size_t top;         // dominators: holders listed (0: 20)
 	unsigned depth;     // dominators: levels of children; graph: BFS depth
+	bool depth_set;     // depth was given (graph --from defaults to 3)
 	uint64_t min_size;  // dominators: hide retained below this
 	bool all;           // dominators --json: every used block
 	bool has_address;   // why: address; graph: --from

@@ -33,6 +33,14 @@ static struct hd_error *select_vertices(const struct hd_analysis *a,
 		return hd_error_at(HD_ERROR_NOT_FOUND, o->address,
 				   "0x%" PRIx64 " is not inside any heap block", o->address);
 	}
+	struct hd_block blk;
+	hd_heap_block(a->h, (size_t)id, &blk);
+	if (blk.state != HD_STATE_USED) {
+		free(sel);
+		return hd_error_at(HD_ERROR_NOT_FOUND, o->address,
+				   "0x%" PRIx64 " is in the %s block 0x%" PRIx64 ", which is no graph node (only roots and used blocks are)",
+				   o->address, hd_block_state_name(blk.state), blk.addr);
+	}
 	uint32_t *queue = malloc((size_t)n * sizeof(*queue));
 	unsigned *depth = malloc((size_t)n * sizeof(*depth));
 	if (!queue || !depth) {
@@ -46,7 +54,7 @@ static struct hd_error *select_vertices(const struct hd_analysis *a,
 	queue[tail++] = start;
 	depth[start] = 0;
 	sel[start] = 1;
-	unsigned max = o->depth ? o->depth : 3;
+	unsigned max = o->depth_set ? o->depth : 3;
 	while (head < tail) {
 		uint32_t u = queue[head++];
 		if (depth[u] >= max)

@@ -6,7 +6,7 @@
 #include "report/report_internal.h"
 
 struct group {
-	uint64_t chunk, count, bytes, unreferenced;
+	uint64_t chunk, usable, count, bytes, unreferenced;
 };
 
 static int group_cmp(const void *x, const void *y)
@@ -17,9 +17,31 @@ static int group_cmp(const void *x, const void *y)
 	return a->chunk < b->chunk ? -1 : a->chunk > b->chunk;
 }
 
-static int u64_cmp(const void *x, const void *y)
+// Groups are keyed by chunk and usable size: an mmapped chunk has 8
+// usable bytes less than an arena chunk of the same size.
+static int key_cmp(const void *x, const void *y)
 {
-	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+	const struct group *a = x, *b = y;
+	if (a->chunk != b->chunk)
+		return a->chunk < b->chunk ? -1 : 1;
+	return a->usable < b->usable ? -1 : a->usable > b->usable;
+}
+
+static const struct hd_analysis *g_an;
+// Unreferenced leaks first, then by retained size, then by address.
+static int leak_cmp(const void *x, const void *y)
+{
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+	const uint32_t *p;
+	size_t ka, kb;
+	hd_graph_predecessors(g_an->g, a, &p, &ka);
+	hd_graph_predecessors(g_an->g, b, &p, &kb);
+	if ((ka == 0) != (kb == 0))
+		return ka == 0 ? -1 : 1;
+	uint64_t ra = hd_dom_leak_retained(g_an->d, a);
+	uint64_t rb = hd_dom_leak_retained(g_an->d, b);
+	if (ra != rb)
+		return ra > rb ? -1 : 1;
 	return a < b ? -1 : a > b;
 }
 
@@ -48,53 +70,47 @@ struct hd_error *hd_render_leaks(FILE *out, struct hd_session *s,
 		return err;
 	size_t n = hd_heap_num_blocks(a.h);
 	uint64_t nleak = 0, bytes = 0, nunref = 0;
-	uint64_t *sizes = NULL;
-	size_t nsizes = 0;
 	for (size_t i = 0; i < n; i++)
 		nleak += leaked(&a, i);
-	sizes = malloc((nleak ? nleak : 1) * sizeof(*sizes));
-	if (!sizes)
+	// One entry per leaked block, merged into groups after sorting.
+	struct group *groups = calloc(nleak ? nleak : 1, sizeof(*groups));
+	uint32_t *list = malloc((nleak ? nleak : 1) * sizeof(*list));
+	size_t ng = 0, nl = 0;
+	if (!groups || !list) {
+		free(groups);
+		free(list);
 		return &hd_error_no_memory;
+	}
 	for (size_t i = 0; i < n; i++) {
 		if (!leaked(&a, i))
 			continue;
 		struct hd_block b;
 		hd_heap_block(a.h, i, &b);
-		sizes[nsizes++] = b.chunk;
+		uint32_t v = hd_graph_block_vertex(a.g, i);
+		bool unref = unreferenced(&a, v);
+		groups[ng++] = (struct group){
+			.chunk = b.chunk, .usable = b.usable, .count = 1,
+			.bytes = b.chunk, .unreferenced = unref,
+		};
+		list[nl++] = v;
 		bytes += b.chunk;
-		nunref += unreferenced(&a, hd_graph_block_vertex(a.g, i));
+		nunref += unref;
 	}
-	qsort(sizes, nsizes, sizeof(*sizes), u64_cmp);
-	struct group *groups = calloc(nsizes ? nsizes : 1, sizeof(*groups));
-	size_t ng = 0;
-	if (!groups) {
-		free(sizes);
-		return &hd_error_no_memory;
-	}
-	for (size_t i = 0; i < nsizes; i++) {
-		if (!ng || groups[ng - 1].chunk != sizes[i])
-			groups[ng++].chunk = sizes[i];
-		groups[ng - 1].count++;
-		groups[ng - 1].bytes += sizes[i];
-	}
-	free(sizes);
-	// Unreferenced counts per group.
-	for (size_t i = 0; i < n; i++) {
-		if (!leaked(&a, i) || !unreferenced(&a, hd_graph_block_vertex(a.g, i)))
-			continue;
-		struct hd_block b;
-		hd_heap_block(a.h, i, &b);
-		size_t lo = 0, hi = ng;
-		while (lo < hi) {
-			size_t mid = (lo + hi) / 2;
-			if (groups[mid].chunk < b.chunk)
-				lo = mid + 1;
-			else
-				hi = mid;
+	qsort(groups, ng, sizeof(*groups), key_cmp);
+	size_t out_n = 0;
+	for (size_t i = 0; i < ng; i++) {
+		if (out_n && key_cmp(&groups[out_n - 1], &groups[i]) == 0) {
+			groups[out_n - 1].count++;
+			groups[out_n - 1].bytes += groups[i].bytes;
+			groups[out_n - 1].unreferenced += groups[i].unreferenced;
+		} else {
+			groups[out_n++] = groups[i];
 		}
-		groups[lo].unreferenced++;
 	}
+	ng = out_n;
 	qsort(groups, ng, sizeof(*groups), group_cmp);
+	g_an = &a;
+	qsort(list, nl, sizeof(*list), leak_cmp);
 	bool json = o->format == HD_FORMAT_JSON;
 	if (json) {
 		fputc('{', out);
@@ -106,7 +122,7 @@ struct hd_error *hd_render_leaks(FILE *out, struct hd_session *s,
 			fprintf(out, "%s{\"chunk\": %" PRIu64 ", \"size\": %" PRIu64
 				", \"type\": null, \"count\": %" PRIu64 ", \"bytes\": %" PRIu64
 				", \"unreferenced\": %" PRIu64 "}",
-				i ? ", " : "", groups[i].chunk, groups[i].chunk - 8,
+				i ? ", " : "", groups[i].chunk, groups[i].usable,
 				groups[i].count, groups[i].bytes, groups[i].unreferenced);
 		fputs("], \"leaks\": [", out);
 	} else {
@@ -117,12 +133,13 @@ struct hd_error *hd_render_leaks(FILE *out, struct hd_session *s,
 			" unreferenced, %" PRIu64 " referenced only by leaked blocks\n",
 			nleak, b, nunref, nleak - nunref);
 		if (ng)
-			fprintf(out, "\nBy size\n  %12s %10s %12s %14s\n", "chunk", "blocks",
-				"bytes", "unreferenced");
+			fprintf(out, "\nBy size\n  %12s %12s %10s %12s %14s\n", "chunk",
+				"usable", "blocks", "bytes", "unreferenced");
 		for (size_t i = 0; i < ng; i++) {
 			hd_format_size(groups[i].bytes, b, sizeof(b));
-			fprintf(out, "  %12" PRIu64 " %10" PRIu64 " %12s %14" PRIu64 "\n",
-				groups[i].chunk, groups[i].count, b, groups[i].unreferenced);
+			fprintf(out, "  %12" PRIu64 " %12" PRIu64 " %10" PRIu64 " %12s %14" PRIu64 "\n",
+				groups[i].chunk, groups[i].usable, groups[i].count, b,
+				groups[i].unreferenced);
 		}
 		if (nleak)
 			fprintf(out, "\nLeaked blocks (unreferenced first, by retained size)\n"
@@ -131,35 +148,28 @@ struct hd_error *hd_render_leaks(FILE *out, struct hd_session *s,
 	}
 	free(groups);
 	// Every leaked block: the unreferenced ones (leak roots) first.
-	bool first = true;
-	for (int pass = 0; pass < 2; pass++) {
-		for (size_t i = 0; i < n; i++) {
-			if (!leaked(&a, i))
-				continue;
-			uint32_t v = hd_graph_block_vertex(a.g, i);
-			bool unref = unreferenced(&a, v);
-			if (unref != (pass == 0))
-				continue;
-			struct hd_block b;
-			hd_heap_block(a.h, i, &b);
-			uint64_t ret = hd_dom_leak_retained(a.d, v);
-			if (json) {
-				fprintf(out, "%s\n{\"addr\": \"0x%" PRIx64 "\", \"size\": %" PRIu64
-					", \"chunk\": %" PRIu64 ", \"type\": null, \"unreferenced\": %s"
-					", \"retained\": %" PRIu64 ", \"retained_blocks\": %" PRIu32 "}",
-					first ? "" : ",", b.addr, b.usable, b.chunk,
-					unref ? "true" : "false", ret,
-					hd_dom_leak_retained_blocks(a.d, v));
-				first = false;
-			} else {
-				char sz[32], rs[32];
-				hd_format_size(b.usable, sz, sizeof(sz));
-				hd_format_size(ret, rs, sizeof(rs));
-				fprintf(out, "  0x%-14" PRIx64 " %10s %12s  %s\n", b.addr, sz, rs,
-					unref ? "unreferenced" : "referenced by leaked blocks");
-			}
+	for (size_t j = 0; j < nl; j++) {
+		uint32_t v = list[j];
+		bool unref = unreferenced(&a, v);
+		struct hd_block b;
+		hd_heap_block(a.h, (size_t)hd_graph_vertex_block(a.g, v), &b);
+		uint64_t ret = hd_dom_leak_retained(a.d, v);
+		if (json) {
+			fprintf(out, "%s\n{\"addr\": \"0x%" PRIx64 "\", \"size\": %" PRIu64
+				", \"chunk\": %" PRIu64 ", \"type\": null, \"unreferenced\": %s"
+				", \"retained\": %" PRIu64 ", \"retained_blocks\": %" PRIu32 "}",
+				j ? "," : "", b.addr, b.usable, b.chunk,
+				unref ? "true" : "false", ret,
+				hd_dom_leak_retained_blocks(a.d, v));
+		} else {
+			char sz[32], rs[32];
+			hd_format_size(b.usable, sz, sizeof(sz));
+			hd_format_size(ret, rs, sizeof(rs));
+			fprintf(out, "  0x%-14" PRIx64 " %10s %12s  %s\n", b.addr, sz, rs,
+				unref ? "unreferenced" : "referenced by leaked blocks");
 		}
 	}
+	free(list);
 	if (json)
 		fputs("\n]}\n", out);
 	if (ferror(out))

@@ -82,6 +82,9 @@ void hd_target_destroy(struct hd_target *t)
 		free(t->mappings[i].path);
 	free(t->mappings);
 	free(t->threads);
+	for (size_t i = 0; i < t->num_frames; i++)
+		free(t->frames[i].name);
+	free(t->frames);
 	for (size_t i = 0; i < t->num_modules; i++) {
 		free(t->modules[i].name);
 		free(t->modules[i].file);
@@ -151,6 +154,34 @@ size_t hd_target_num_threads(const struct hd_target *t)
 const struct hd_thread *hd_target_thread(const struct hd_target *t, size_t i)
 {
 	return i < t->num_threads ? &t->threads[i] : NULL;
+}
+
+struct hd_error *hd_target_add_frame(struct hd_target *t,
+				     const struct hd_frame *f)
+{
+	if (f->caller_sp < f->sp)
+		return hd_error_create(HD_ERROR_INVALID,
+				       "frame #%u of thread %d: caller's stack pointer 0x%llx lies below its own 0x%llx",
+				       f->level, f->tid,
+				       (unsigned long long)f->caller_sp,
+				       (unsigned long long)f->sp);
+	struct hd_frame copy = *f;
+	copy.name = strdup(f->name ? f->name : "?");
+	if (!copy.name || !HD_VEC_PUSH(t->frames, t->num_frames, t->cap_frames, copy)) {
+		free(copy.name);
+		return &hd_error_no_memory;
+	}
+	return NULL;
+}
+
+size_t hd_target_num_frames(const struct hd_target *t)
+{
+	return t->num_frames;
+}
+
+const struct hd_frame *hd_target_frame(const struct hd_target *t, size_t i)
+{
+	return i < t->num_frames ? &t->frames[i] : NULL;
 }
 
 size_t hd_target_num_modules(const struct hd_target *t)

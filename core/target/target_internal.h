@@ -28,6 +28,8 @@ struct hd_target {
 	size_t num_mappings, cap_mappings;
 	struct hd_thread *threads;
 	size_t num_threads, cap_threads;
+	struct hd_frame *frames;
+	size_t num_frames, cap_frames;
 	struct hd_module *modules;
 	size_t num_modules, cap_modules;
 	uint64_t *auxv; // (type, value) pairs

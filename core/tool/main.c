@@ -169,6 +169,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 			if (!parse_u64(optarg, &v, false) || v > 1000000)
 				return fail("--depth takes a number, not '%s'", optarg);
 			a->render.depth = (unsigned)v;
+			a->render.depth_set = true;
 			break;
 		case OPT_MIN_SIZE:
 			if (!parse_u64(optarg, &v, true))
