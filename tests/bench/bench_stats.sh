@@ -55,7 +55,7 @@ CORE_BYTES=$(stat -c %s "$CORE")
 # run `heapdom stats CORE`: wall seconds and peak RSS (KiB)
 if [ -x /usr/bin/time ] && /usr/bin/time -v true >/dev/null 2>&1; then
     TOOL="/usr/bin/time -v"
-    /usr/bin/time -v -o "$TMP/time.txt" "$HEAPDOM" stats "$CORE" >"$TMP/stats.out" 2>"$TMP/stats.err" \
+    /usr/bin/time -v -o "$TMP/time.txt" "$HEAPDOM" stats --profile "$CORE" >"$TMP/stats.out" 2>"$TMP/stats.err" \
         && RC=0 || RC=$?
     WALL=$(awk -F': ' '/Elapsed \(wall clock\)/ { n = split($2, p, ":"); s = 0;
               for (i = 1; i <= n; i++) s = s * 60 + p[i]; print s }' "$TMP/time.txt")
@@ -66,7 +66,7 @@ else
 import resource, subprocess, sys, time
 t0 = time.monotonic()
 with open(sys.argv[3], "wb") as out, open(sys.argv[4], "wb") as err:
-    rc = subprocess.call([sys.argv[1], "stats", sys.argv[2]], stdout=out, stderr=err)
+    rc = subprocess.call([sys.argv[1], "stats", "--profile", sys.argv[2]], stdout=out, stderr=err)
 wall = time.monotonic() - t0
 print(rc, "%.3f" % wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 EOF
@@ -89,3 +89,21 @@ awk -v n="$N" -v blocks="$BLOCKS" -v core="$CORE_BYTES" -v wall="$WALL" -v rss="
     printf "blocks per second        %.0f\n", (wall > 0 ? blocks / wall : 0)
     printf "peak bytes per block     %.1f\n", rss * 1024 / blocks
 }'
+# heapdom's own account: phase times, block-table bytes per block, and the
+# anonymous memory (the core file's mapped pages are page cache, not ours).
+grep '^profile:' "$TMP/stats.err" || true
+
+# The same core through the whole pipeline: walk, index + roots + scan,
+# dominators, report.
+if [ -x /usr/bin/time ] && /usr/bin/time -v true >/dev/null 2>&1; then
+    /usr/bin/time -v -o "$TMP/time-dom.txt" "$HEAPDOM" dominators --profile --top 5 "$CORE" \
+        >"$TMP/dom.out" 2>"$TMP/dom.err" || { cat "$TMP/dom.err" >&2; exit 1; }
+    DWALL=$(awk -F': ' '/Elapsed \(wall clock\)/ { n = split($2, p, ":"); s = 0;
+              for (i = 1; i <= n; i++) s = s * 60 + p[i]; print s }' "$TMP/time-dom.txt")
+    DRSS=$(awk -F': ' '/Maximum resident set size/ { print $2 }' "$TMP/time-dom.txt")
+    echo "heapdom dominators wall time  $DWALL s, peak RSS $DRSS KiB (with the core's mapped pages)"
+else
+    "$HEAPDOM" dominators --profile --top 5 "$CORE" >"$TMP/dom.out" 2>"$TMP/dom.err" \
+        || { cat "$TMP/dom.err" >&2; exit 1; }
+fi
+grep '^profile:' "$TMP/dom.err" | sed 's/^/dominators /'
