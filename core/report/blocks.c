@@ -28,7 +28,7 @@ struct hd_error *hd_render_blocks(FILE *out, struct hd_session *session,
 		hd_json_heap_header(out, t, h);
 		fputs(", \"blocks\": [", out);
 	} else {
-		hd_text_problems(out, h);
+		hd_text_problems(out, h, o->color);
 		fprintf(out, "%-18s %12s %12s  %-8s %-8s %s\n", "address", "size",
 			"chunk", "state", "list", "arena");
 	}

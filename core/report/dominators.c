@@ -156,7 +156,8 @@ static void json_roots(FILE *out, const struct hd_analysis *a, bool all)
 }
 
 // Roots sorted by retained, for the text summary.
-static void text_roots(FILE *out, const struct hd_analysis *a, size_t top)
+static void text_roots(FILE *out, const struct hd_analysis *a, size_t top,
+		       bool color)
 {
 	size_t n = hd_graph_num_roots(a->g), k = 0;
 	uint32_t *v = malloc((n ? n : 1) * sizeof(*v));
@@ -169,8 +170,8 @@ static void text_roots(FILE *out, const struct hd_analysis *a, size_t top)
 	}
 	g_dom = a->d;
 	qsort(v, k, sizeof(*v), by_retained);
-	fprintf(out, "Roots holding the most memory (alone)\n  %-12s %7s %10s  %s\n",
-		"retained", "%", "blocks", "root");
+	hd_heading(out, color, "Roots holding the most memory (alone)");
+	fprintf(out, "  %-12s %7s %10s  %s\n", "retained", "%", "blocks", "root");
 	for (size_t i = 0; i < k && i < top; i++) {
 		const struct hd_root *r =
 			hd_graph_root(a->g, (size_t)hd_graph_vertex_root(a->g, v[i]));
@@ -305,13 +306,14 @@ struct hd_error *hd_render_dominators(FILE *out, struct hd_session *s,
 		char used[32], lk[32];
 		hd_format_size(a.used_bytes, used, sizeof(used));
 		hd_format_size(leak, lk, sizeof(lk));
-		hd_text_problems(out, a.h);
+		hd_text_problems(out, a.h, o->color);
 		fprintf(out, "heap of %s: %" PRIu64 " used blocks, %s; %zu roots; %" PRIu64
 			" leaked blocks, %s (heapdom leaks)\n\n",
 			hd_target_name(a.t), a.used_blocks, used,
 			hd_graph_num_roots(a.g), nleak, lk);
-		text_roots(out, &a, o->top ? o->top : 10);
-		fprintf(out, "\nBlocks holding the most memory\n  %-12s %7s %10s %10s  %-16s  %s\n",
+		text_roots(out, &a, o->top ? o->top : 10, o->color);
+		hd_heading(out, o->color, "\nBlocks holding the most memory");
+		fprintf(out, "  %-12s %7s %10s %10s  %-16s  %s\n",
 			"retained", "%", "blocks", "size", "address", "held by");
 		err = render_tree(out, &a, o, top, ntop, false);
 	}

@@ -1,5 +1,6 @@
 // Formatting helpers shared by every renderer.
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 
 #include "report/report_internal.h"
@@ -65,14 +66,29 @@ void hd_json_heap_header(FILE *out, struct hd_target *t,
 	fputc(']', out);
 }
 
-void hd_text_problems(FILE *out, const struct hd_heap *h)
+void hd_text_problems(FILE *out, const struct hd_heap *h, bool color)
 {
+	const char *on = color ? "\033[33m" : "", *off = color ? "\033[0m" : "";
 	size_t n = hd_heap_num_problems(h);
 	for (size_t i = 0; i < n; i++)
-		fprintf(out, "warning: 0x%" PRIx64 ": %s\n",
+		fprintf(out, "%swarning:%s 0x%" PRIx64 ": %s\n", on, off,
 			hd_heap_problem(h, i)->address,
 			hd_heap_problem(h, i)->message);
 	if (hd_heap_partial(h))
 		fprintf(out,
-			"warning: the heap is damaged or inconsistent; these results are partial\n");
+			"%swarning:%s the heap is damaged or inconsistent; these results are partial\n",
+			on, off);
+}
+
+void hd_heading(FILE *out, bool color, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	if (color)
+		fputs("\033[1m", out);
+	vfprintf(out, fmt, ap);
+	if (color)
+		fputs("\033[0m", out);
+	fputc('\n', out);
+	va_end(ap);
 }

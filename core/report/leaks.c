@@ -128,12 +128,14 @@ struct hd_error *hd_render_leaks(FILE *out, struct hd_session *s,
 	} else {
 		char b[32];
 		hd_format_size(bytes, b, sizeof(b));
-		hd_text_problems(out, a.h);
+		hd_text_problems(out, a.h, o->color);
 		fprintf(out, "%" PRIu64 " leaked blocks, %s: %" PRIu64
 			" unreferenced, %" PRIu64 " referenced only by leaked blocks\n",
 			nleak, b, nunref, nleak - nunref);
 		if (ng)
-			fprintf(out, "\nBy size\n  %12s %12s %10s %12s %14s\n", "chunk",
+			hd_heading(out, o->color, "\nBy size");
+		if (ng)
+			fprintf(out, "  %12s %12s %10s %12s %14s\n", "chunk",
 				"usable", "blocks", "bytes", "unreferenced");
 		for (size_t i = 0; i < ng; i++) {
 			hd_format_size(groups[i].bytes, b, sizeof(b));
@@ -142,8 +144,9 @@ struct hd_error *hd_render_leaks(FILE *out, struct hd_session *s,
 				groups[i].unreferenced);
 		}
 		if (nleak)
-			fprintf(out, "\nLeaked blocks (unreferenced first, by retained size)\n"
-				"  %-16s %10s %12s  %s\n", "address", "size",
+			hd_heading(out, o->color, "\nLeaked blocks (unreferenced first, by retained size)");
+		if (nleak)
+			fprintf(out, "  %-16s %10s %12s  %s\n", "address", "size",
 				"retained", "state");
 	}
 	free(groups);

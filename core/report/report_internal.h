@@ -8,8 +8,11 @@ void hd_json_string(FILE *out, const char *s);
 // "target", "method", "partial", "problems", "arenas" members (no braces).
 void hd_json_heap_header(FILE *out, struct hd_target *t,
 			 const struct hd_heap *h);
-// Problems as text lines on out, prefixed "warning: ".
-void hd_text_problems(FILE *out, const struct hd_heap *h);
+// Problems as text lines on out, prefixed "warning: " (yellow in colour).
+void hd_text_problems(FILE *out, const struct hd_heap *h, bool color);
+// A section title, bold in colour, followed by a newline.
+void hd_heading(FILE *out, bool color, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 
 

@@ -174,7 +174,7 @@ static void text_tally(FILE *out, const struct tally *t)
 }
 
 static void render_text(FILE *out, struct hd_target *t, const struct hd_heap *h,
-			const struct stats *s)
+			const struct stats *s, bool color)
 {
 	struct hd_heap_info info;
 	hd_heap_get_info(h, &info);
@@ -182,30 +182,31 @@ static void render_text(FILE *out, struct hd_target *t, const struct hd_heap *h,
 	hd_format_size(s->total.used.bytes + s->total.mmapped.bytes, used,
 		       sizeof(used));
 	hd_format_size(free_bytes(&s->total), freeb, sizeof(freeb));
-	hd_text_problems(out, h);
+	hd_text_problems(out, h, color);
 	fprintf(out,
 		"heap of %s: %" PRIu64 " used blocks (%s), %" PRIu64 " free (%s), %zu arena%s; found via %s%s\n\n",
 		hd_target_name(t), s->total.used.blocks + s->total.mmapped.blocks,
 		used, free_blocks(&s->total), freeb, hd_heap_num_arenas(h),
 		hd_heap_num_arenas(h) == 1 ? "" : "s", info.method,
 		info.safe_linking ? ", safe-linking" : "");
-	fprintf(out, "Total\n  %-20s %12s %12s\n", "", "blocks", "bytes");
+	hd_heading(out, color, "Total");
+	fprintf(out, "  %-20s %12s %12s\n", "", "blocks", "bytes");
 	text_tally(out, &s->total);
 	for (size_t i = 0; i < hd_heap_num_arenas(h); i++) {
 		const struct hd_arena *a = hd_heap_arena(h, i);
 		char sys[32];
 		hd_format_size(a->system_mem, sys, sizeof(sys));
-		fprintf(out, "\nArena 0x%" PRIx64 " (%s): %zu heap%s, system_mem %s\n",
+		hd_heading(out, color, "\nArena 0x%" PRIx64 " (%s): %zu heap%s, system_mem %s",
 			a->addr, a->is_main ? "main" : "thread", a->num_heaps,
 			a->num_heaps == 1 ? "" : "s", sys);
 		text_tally(out, &s->arenas[i]);
 	}
 	if (s->mmapped_only.mmapped.blocks) {
-		fprintf(out, "\nMmapped chunks (no arena)\n");
+		hd_heading(out, color, "\nMmapped chunks (no arena)");
 		text_row(out, "used (mmapped)", &s->mmapped_only.mmapped);
 	}
-	fprintf(out, "\nUsed blocks by size class (usable bytes)\n  %-20s %12s %12s\n",
-		"size", "blocks", "bytes");
+	hd_heading(out, color, "\nUsed blocks by size class (usable bytes)");
+	fprintf(out, "  %-20s %12s %12s\n", "size", "blocks", "bytes");
 	for (unsigned k = 0; k < NCLASSES; k++) {
 		if (!s->classes[k].blocks)
 			continue;
@@ -232,7 +233,7 @@ struct hd_error *hd_render_stats(FILE *out, struct hd_session *session,
 	if (o->format == HD_FORMAT_JSON)
 		render_json(out, t, h, &s);
 	else
-		render_text(out, t, h, &s);
+		render_text(out, t, h, &s, o->color);
 	free(s.arenas);
 	if (ferror(out))
 		return hd_error_create(HD_ERROR_OS, "cannot write output");

@@ -301,7 +301,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "heapdom: %s: cannot write: %m\n", a.output);
 		return 1;
 	}
-	a.render.color = false;
+	// Colour only for a person at a terminal.
+	const char *term = getenv("TERM");
+	a.render.color = isatty(fileno(out)) && !getenv("NO_COLOR") && term &&
+			 strcmp(term, "dumb") != 0;
 	struct sigaction sa = {.sa_handler = on_signal};
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
