@@ -14,5 +14,10 @@ gdb -q -batch -ex 'break demo_checkpoint' -ex run -ex "gcore $core" -ex kill \
 echo "== heapdom stats $core"
 build/core/heapdom stats "$core"
 echo
-echo "== heapdom blocks $core --state free (first 15)"
-build/core/heapdom blocks "$core" --state free | head -16
+echo "== heapdom dominators $core --top 5 --depth 1"
+build/core/heapdom dominators "$core" --top 5 --depth 1
+echo
+echo "== heapdom why $core <a block two levels below the top holder>"
+addr=$(build/core/heapdom dominators "$core" --json --top 1 --depth 2 |
+	python3 -c 'import json,sys; n=json.load(sys.stdin)["nodes"]; print(n[-1]["addr"])')
+build/core/heapdom why "$core" "$addr"

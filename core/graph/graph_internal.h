@@ -51,7 +51,14 @@ static inline int64_t hd_index_lookup(const struct hd_index *ix, uint64_t p)
 	return id;
 }
 
+// Precise scanning (for typed blocks): a bitmap of the block's words that
+// hold pointers, bit i for word i, or NULL to scan the block conservatively.
+typedef const uint8_t *(*hd_pointer_map_fn)(void *arg, size_t block_id,
+					    size_t nwords);
+
 struct hd_graph {
+	hd_pointer_map_fn pointer_map;
+	void *pointer_map_arg;
 	struct hd_root *roots;
 	size_t num_roots, cap_roots;
 	// Register values of the registers roots.

@@ -101,9 +101,10 @@ static inline void add_word(struct builder *b, uint64_t w, int64_t self)
 	b->targets[b->n++] = t;
 }
 
-// Scans len bytes (whole words) for the vertex being built.
+// Scans len bytes (whole words) for the vertex being built; with a pointer
+// map only the words whose bit is set.
 static bool scan_words(struct builder *b, const uint8_t *d, uint64_t len,
-		       int64_t self)
+		       int64_t self, const uint8_t *map)
 {
 	uint64_t words = len / 8;
 	uint64_t start = b->n;
@@ -113,6 +114,8 @@ static bool scan_words(struct builder *b, const uint8_t *d, uint64_t len,
 		if (!reserve(b, end - i))
 			return false;
 		for (; i < end; i++) {
+			if (map && !(map[i / 8] & (1u << (i % 8))))
+				continue;
 			uint64_t w;
 			memcpy(&w, d + 8 * i, 8);
 			add_word(b, w, self);
@@ -135,7 +138,7 @@ static struct hd_error *scan_roots(struct builder *b, struct hd_target *t)
 				reg++;
 			if (reg < g->num_reg_roots && g->reg_roots[reg].root == i &&
 			    !scan_words(b, (const uint8_t *)&g->reg_roots[reg].regs,
-					sizeof(struct hd_regs), -1))
+					sizeof(struct hd_regs), -1, NULL))
 				return &hd_error_no_memory;
 			continue;
 		}
@@ -149,7 +152,7 @@ static struct hd_error *scan_roots(struct builder *b, struct hd_target *t)
 			g->info.unreadable_roots++;
 			continue;
 		}
-		bool ok = scan_words(b, v.data, v.len, -1);
+		bool ok = scan_words(b, v.data, v.len, -1, NULL);
 		hd_view_deinit(&v);
 		if (!ok)
 			return &hd_error_no_memory;
@@ -184,8 +187,12 @@ static struct hd_error *scan_blocks(struct builder *b, struct hd_target *t)
 			hd_heap_block(h, id, &blk);
 			if (blk.addr + blk.usable > seg->end)
 				continue;
+			const uint8_t *map = b->g->pointer_map
+				? b->g->pointer_map(b->g->pointer_map_arg, id,
+						    blk.usable / 8)
+				: NULL;
 			if (!scan_words(b, v.data + (blk.addr - seg->start),
-					blk.usable, (int64_t)id)) {
+					blk.usable, (int64_t)id, map)) {
 				hd_view_deinit(&v);
 				return &hd_error_no_memory;
 			}

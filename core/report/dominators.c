@@ -80,10 +80,15 @@ static void holder_name(const struct hd_analysis *a, uint32_t v, char *buf,
 			shown++;
 		}
 	}
-	size_t blocks = k - total;
-	if ((total > shown || blocks) && used < len)
+	size_t blocks = k - total, more = total - shown;
+	if (more && blocks && used < len)
 		snprintf(buf + used, len - used, " (+%zu more root%s, %zu block%s)",
-			 total - shown, total - shown == 1 ? "" : "s", blocks,
+			 more, more == 1 ? "" : "s", blocks, blocks == 1 ? "" : "s");
+	else if (more && used < len)
+		snprintf(buf + used, len - used, " (+%zu more root%s)", more,
+			 more == 1 ? "" : "s");
+	else if (blocks && used < len)
+		snprintf(buf + used, len - used, " and %zu block%s", blocks,
 			 blocks == 1 ? "" : "s");
 }
 
