@@ -141,8 +141,13 @@ static struct hd_error *frame_roots(struct hd_graph *g, struct claims *c,
 		if (a >= b)
 			continue;
 		char name[600];
-		snprintf(name, sizeof(name), "thread %d %s", tid, f->name);
-		struct hd_error *err = add_unclaimed(g, c, name, HD_ROOT_FRAME, a, b, tid);
+		if (f->local)
+			snprintf(name, sizeof(name), "%s", f->name);
+		else
+			snprintf(name, sizeof(name), "thread %d %s", tid, f->name);
+		struct hd_error *err = add_unclaimed(g, c, name,
+						     f->local ? HD_ROOT_LOCAL : HD_ROOT_FRAME,
+						     a, b, tid);
 		if (err)
 			return err;
 	}
@@ -363,6 +368,7 @@ const char *hd_root_kind_name(enum hd_root_kind k)
 	case HD_ROOT_STACK: return "stack";
 	case HD_ROOT_FRAME: return "frame";
 	case HD_ROOT_TLS: return "tls";
+	case HD_ROOT_LOCAL: return "local";
 	}
 	return "?";
 }

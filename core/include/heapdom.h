@@ -54,6 +54,10 @@ HD_EXPORT extern struct hd_error hd_error_no_memory;
 HD_EXPORT struct hd_error *hd_error_create(enum hd_error_code code,
 					   const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+// Creates an error with a fixed message (for bindings that cannot call
+// variadic functions); has_address is set when address is not 0.
+HD_EXPORT struct hd_error *hd_error_new(enum hd_error_code code,
+					uint64_t address, const char *message);
 // Creates an HD_ERROR_OS error: "PATH: MESSAGE: strerror(errnum)".
 HD_EXPORT struct hd_error *hd_error_os(int errnum, const char *path,
 				       const char *fmt, ...)
@@ -101,12 +105,16 @@ struct hd_thread {
 };
 
 // A stack frame a debugger knows: its stack bytes are [sp, caller_sp).
-// name says which frame it is ("#1 worker (fixture.c:42)").
+// name says which frame it is ("#1 worker (fixture.c:42)"). A local
+// variable is given the same way with local set, [sp, caller_sp) being the
+// variable's bytes and name its full root name ("main: cache"); locals are
+// added before frames so they take their bytes first.
 struct hd_frame {
 	int tid;
 	unsigned level;
 	uint64_t sp, caller_sp;
 	char *name;
+	bool local;
 };
 
 // A loaded ELF object (executable or shared library).
@@ -144,6 +152,14 @@ hd_target_attach_pid(int pid, const struct hd_target_options *opts,
 typedef struct hd_error *(*hd_read_fn)(void *arg, uint64_t addr, void *buf,
 				       size_t len);
 
+// Opens a process that a debugger has already stopped (no ptrace here):
+// mappings, auxiliary vector and modules from /proc/PID, memory from
+// /proc/PID/mem (read-only). Threads come from the debugger through
+// hd_target_add_thread.
+HD_EXPORT struct hd_error *
+hd_target_open_proc(int pid, const struct hd_target_options *opts,
+		    struct hd_target **ret);
+
 // Creates a target whose memory comes from read(arg, ...). The embedder
 // then describes the address space with hd_target_add_mapping/thread/module.
 HD_EXPORT struct hd_error *hd_target_create_callback(hd_read_fn read,
@@ -160,6 +176,9 @@ HD_EXPORT struct hd_error *hd_target_add_frame(struct hd_target *t,
 HD_EXPORT size_t hd_target_num_frames(const struct hd_target *t);
 HD_EXPORT const struct hd_frame *hd_target_frame(const struct hd_target *t,
 						 size_t i);
+// Finds the modules (ELF files mapped at offset 0) of the mappings added so
+// far, with their load bias and build-id.
+HD_EXPORT struct hd_error *hd_target_discover_modules(struct hd_target *t);
 // Adds a module; bias, start and end are required, file may be NULL (then
 // name is used), build_id_len may be 0 (then it is read from the file).
 HD_EXPORT struct hd_error *hd_target_add_module(struct hd_target *t,
@@ -395,6 +414,7 @@ enum hd_root_kind {
 	HD_ROOT_STACK,     // a thread's live stack: "thread 1234 stack"
 	HD_ROOT_FRAME,     // one stack frame, when frames are known
 	HD_ROOT_TLS,       // a thread's TLS block and thread descriptor
+	HD_ROOT_LOCAL,     // a local variable a debugger knows: "main: cache"
 };
 HD_EXPORT const char *hd_root_kind_name(enum hd_root_kind k);
 
@@ -534,6 +554,32 @@ HD_EXPORT struct hd_error *hd_render_leaks(FILE *out, struct hd_session *s,
 					   const struct hd_render_options *o);
 HD_EXPORT struct hd_error *hd_render_graph(FILE *out, struct hd_session *s,
 					   const struct hd_render_options *o);
+// A report and its options, parsed from words the way the CLI takes them:
+// argv[0] is the report ("stats", "blocks", "dominators", "why", "leaks",
+// "graph"), then options (--top N, --depth D, --min-size SIZE, --all,
+// --json, --format FMT, --state STATE, --from ADDR, --output FILE, --color,
+// --no-color) and, for why, the address. Front-ends share this parser so
+// every option means the same everywhere.
+enum hd_report { HD_REPORT_STATS, HD_REPORT_BLOCKS, HD_REPORT_DOMINATORS,
+		 HD_REPORT_WHY, HD_REPORT_LEAKS, HD_REPORT_GRAPH };
+struct hd_command {
+	enum hd_report report;
+	struct hd_render_options render;
+	const char *output; // points into argv, or NULL
+};
+HD_EXPORT struct hd_error *hd_command_parse(int argc, char *const *argv,
+					    struct hd_command *ret);
+// Renders the command's report to out (or to its --output file).
+HD_EXPORT struct hd_error *hd_command_run(struct hd_session *s,
+					  const struct hd_command *c,
+					  FILE *out);
+// Parses and runs; the text (empty with --output) is returned in *text,
+// to be released with hd_free().
+HD_EXPORT struct hd_error *hd_command_run_string(struct hd_session *s,
+						 int argc, char *const *argv,
+						 char **text);
+HD_EXPORT void hd_free(void *p);
+
 // Formats n bytes the way people read them ("1.5 MiB", "512 B").
 HD_EXPORT void hd_format_size(uint64_t n, char *buf, size_t len);
 

@@ -113,6 +113,8 @@ struct hd_error *hd_target_add_mapping(struct hd_target *t,
 struct hd_error *hd_target_add_thread(struct hd_target *t,
 				      const struct hd_thread *th)
 {
+	if (t && th && t->frontend_threads)
+		return hd_target_push_thread(t, th);
 	struct hd_error *err = check_callback(t, th, __func__);
 	if (err)
 		return err;

@@ -740,3 +740,87 @@ fail:
 	hd_target_destroy(t);
 	return err;
 }
+
+// A process stopped by a debugger: everything but the threads, which the
+// debugger supplies. Nothing here stops or resumes anything.
+static void proc_destroy(struct hd_target *t)
+{
+	struct live_target *lt = t->impl;
+	if (!lt)
+		return;
+	if (lt->mem_fd >= 0)
+		close(lt->mem_fd);
+	free(lt->threads);
+	free(lt);
+	t->impl = NULL;
+}
+
+static const struct hd_target_ops proc_ops = {
+	.read = live_read,
+	.direct = NULL,
+	.destroy = proc_destroy,
+};
+
+struct hd_error *hd_target_open_proc(int pid,
+				     const struct hd_target_options *opts,
+				     struct hd_target **ret)
+{
+	if (pid <= 0)
+		return hd_error_create(HD_ERROR_INVALID, "invalid process id %d",
+				       pid);
+	char name[32];
+	snprintf(name, sizeof(name), "pid %d", pid);
+	struct hd_target *t;
+	struct hd_error *err = hd_target_alloc("live", name, &proc_ops, opts, &t);
+	if (err)
+		return err;
+	struct live_target *lt = calloc(1, sizeof(*lt));
+	if (!lt) {
+		hd_target_destroy(t);
+		return &hd_error_no_memory;
+	}
+	lt->pid = pid;
+	lt->proc_tid = pid;
+	lt->mem_fd = -1;
+	t->impl = lt;
+	t->frontend_threads = true;
+	// The main thread may have exited while others run: use a thread
+	// that still has the process's memory.
+	char path[64];
+	char st = thread_state(pid, pid);
+	if (st == 'Z' || st == 'X') {
+		snprintf(path, sizeof(path), "/proc/%d/task", pid);
+		DIR *dir = opendir(path);
+		struct dirent *ent;
+		while (dir && (ent = readdir(dir))) {
+			long tid = strtol(ent->d_name, NULL, 10);
+			char ts = tid > 0 ? thread_state(pid, (int)tid) : 0;
+			if (ts && ts != 'Z' && ts != 'X') {
+				lt->proc_tid = (int)tid;
+				break;
+			}
+		}
+		if (dir)
+			closedir(dir);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/mem", pid, lt->proc_tid);
+	lt->mem_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (lt->mem_fd < 0) {
+		err = hd_error_os(errno, path, "cannot open process memory");
+		goto fail;
+	}
+	err = read_mappings(t);
+	if (!err)
+		err = read_auxv(t);
+	if (!err) {
+		hd_target_sort_mappings(t);
+		err = hd_target_modules_from_mappings(t);
+	}
+	if (err)
+		goto fail;
+	*ret = t;
+	return NULL;
+fail:
+	hd_target_destroy(t);
+	return err;
+}

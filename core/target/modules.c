@@ -201,3 +201,9 @@ struct hd_error *hd_target_modules_from_mappings(struct hd_target *t)
 	}
 	return NULL;
 }
+
+struct hd_error *hd_target_discover_modules(struct hd_target *t)
+{
+	hd_target_sort_mappings(t);
+	return hd_target_modules_from_mappings(t);
+}

@@ -36,6 +36,8 @@ struct hd_target {
 	size_t auxv_len;
 	char *sysroot;
 	char *exe_override;
+	// Threads come from a debugger front-end (proc targets).
+	bool frontend_threads;
 };
 
 // Allocates a target with no mappings; name is copied.

@@ -1,6 +1,5 @@
 // heapdom: the command-line front-end. Parses arguments, opens the target,
 // and hands a session to the shared renderer.
-#include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -42,22 +41,16 @@ static const char usage[] =
 	"  -h, --help        this text\n"
 	"  --version         print the version\n";
 
-enum command { CMD_STATS, CMD_BLOCKS, CMD_DOMINATORS, CMD_WHY, CMD_LEAKS,
-	       CMD_GRAPH };
-static const char *const command_names[] = {
-	"stats", "blocks", "dominators", "why", "leaks", "graph",
-};
-
 struct args {
-	enum command command;
 	const char *core;
 	int pid;
 	struct hd_target_options target;
 	struct hd_session_options session;
-	struct hd_render_options render;
-	const char *output;
 	bool profile;
-	bool format_set;
+	// The report's words: command first, then its options (parsed by
+	// hd_command_parse, shared with the debugger front-ends).
+	char **words;
+	int nwords;
 };
 
 static int fail(const char *fmt, const char *arg)
@@ -68,156 +61,91 @@ static int fail(const char *fmt, const char *arg)
 	return 2;
 }
 
-static bool parse_u64(const char *s, uint64_t *ret, bool suffixes)
+// Options of the report that take a value, to tell values from the core.
+static bool takes_value(const char *a)
 {
-	char *end;
-	if (!*s || *s == '-')
-		return false;
-	unsigned long long v = strtoull(s, &end, 0);
-	uint64_t mult = 1;
-	if (suffixes && *end) {
-		switch (*end++) {
-		case 'k': case 'K': mult = 1ULL << 10; break;
-		case 'm': case 'M': mult = 1ULL << 20; break;
-		case 'g': case 'G': mult = 1ULL << 30; break;
-		default: return false;
-		}
-		if (*end == 'i')
-			end++;
-		if (*end == 'B' || *end == 'b')
-			end++;
+	static const char *const opts[] = {"--top", "--depth", "--min-size",
+					   "--state", "--format", "--from",
+					   "--output"};
+	for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
+		if (strcmp(a, opts[i]) == 0)
+			return true;
+	return false;
+}
+
+// "--opt value" or "--opt=value" for the target options.
+static const char *target_opt(int argc, char **argv, int *i, const char *opt)
+{
+	size_t n = strlen(opt);
+	if (strncmp(argv[*i], opt, n) != 0)
+		return NULL;
+	if (argv[*i][n] == '=')
+		return argv[*i] + n + 1;
+	if (argv[*i][n] != '\0')
+		return NULL;
+	if (*i + 1 >= argc) {
+		fail("%s needs a value", opt);
+		exit(2);
 	}
-	if (*end)
-		return false;
-	*ret = v * mult;
-	return true;
+	return argv[++*i];
 }
 
 static int parse_args(int argc, char **argv, struct args *a)
 {
-	enum { OPT_PID = 256, OPT_EXE, OPT_SYSROOT, OPT_DEBUG_DIR, OPT_STATE,
-	       OPT_JSON, OPT_OUTPUT, OPT_VERSION, OPT_PROFILE, OPT_TOP,
-	       OPT_DEPTH, OPT_MIN_SIZE, OPT_ALL, OPT_FROM, OPT_FORMAT };
-	static const struct option opts[] = {
-		{"pid", required_argument, NULL, OPT_PID},
-		{"exe", required_argument, NULL, OPT_EXE},
-		{"sysroot", required_argument, NULL, OPT_SYSROOT},
-		{"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},
-		{"state", required_argument, NULL, OPT_STATE},
-		{"json", no_argument, NULL, OPT_JSON},
-		{"output", required_argument, NULL, OPT_OUTPUT},
-		{"profile", no_argument, NULL, OPT_PROFILE},
-		{"top", required_argument, NULL, OPT_TOP},
-		{"depth", required_argument, NULL, OPT_DEPTH},
-		{"min-size", required_argument, NULL, OPT_MIN_SIZE},
-		{"all", no_argument, NULL, OPT_ALL},
-		{"from", required_argument, NULL, OPT_FROM},
-		{"format", required_argument, NULL, OPT_FORMAT},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, OPT_VERSION},
-		{0},
-	};
 	memset(a, 0, sizeof(*a));
 	a->pid = -1;
-	a->render.state_filter = -1;
-	int c;
-	uint64_t v;
-	// GNU getopt moves the positional arguments after the options.
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case OPT_PID:
-			if (!parse_u64(optarg, &v, false) || v == 0 || v > INT32_MAX)
-				return fail("--pid takes a process id, not '%s'", optarg);
-			a->pid = (int)v;
-			break;
-		case OPT_EXE: a->target.exe = optarg; break;
-		case OPT_SYSROOT: a->target.sysroot = optarg; break;
-		case OPT_DEBUG_DIR: a->session.debug.debug_dir = optarg; break;
-		case OPT_STATE:
-			if (strcmp(optarg, "used") == 0)
-				a->render.state_filter = HD_STATE_USED;
-			else if (strcmp(optarg, "free") == 0)
-				a->render.state_filter = HD_STATE_FREE;
-			else if (strcmp(optarg, "internal") == 0)
-				a->render.state_filter = HD_STATE_INTERNAL;
-			else
-				return fail("--state takes used, free or internal, not '%s'", optarg);
-			break;
-		case OPT_JSON:
-			a->render.format = HD_FORMAT_JSON;
-			a->format_set = true;
-			break;
-		case OPT_FORMAT:
-			if (strcmp(optarg, "json") == 0)
-				a->render.format = HD_FORMAT_JSON;
-			else if (strcmp(optarg, "dot") == 0)
-				a->render.format = HD_FORMAT_DOT;
-			else if (strcmp(optarg, "text") == 0)
-				a->render.format = HD_FORMAT_TEXT;
-			else
-				return fail("--format takes text, json or dot, not '%s'", optarg);
-			a->format_set = true;
-			break;
-		case OPT_OUTPUT: a->output = optarg; break;
-		case OPT_PROFILE: a->profile = true; break;
-		case OPT_TOP:
-			if (!parse_u64(optarg, &v, false) || v == 0)
-				return fail("--top takes a positive number, not '%s'", optarg);
-			a->render.top = (size_t)v;
-			break;
-		case OPT_DEPTH:
-			if (!parse_u64(optarg, &v, false) || v > 1000000)
-				return fail("--depth takes a number, not '%s'", optarg);
-			a->render.depth = (unsigned)v;
-			a->render.depth_set = true;
-			break;
-		case OPT_MIN_SIZE:
-			if (!parse_u64(optarg, &v, true))
-				return fail("--min-size takes bytes (e.g. 4096, 64K, 1M), not '%s'", optarg);
-			a->render.min_size = v;
-			break;
-		case OPT_ALL: a->render.all = true; break;
-		case OPT_FROM:
-			if (!parse_u64(optarg, &a->render.address, false))
-				return fail("--from takes an address, not '%s'", optarg);
-			a->render.has_address = true;
-			break;
-		case 'h': fputs(usage, stdout); exit(0);
-		case OPT_VERSION: puts("heapdom 0.1.0"); exit(0);
-		default: fputs(usage, stderr); return 2;
+	a->words = calloc((size_t)argc + 1, sizeof(char *));
+	if (!a->words)
+		return fail("%s", "out of memory");
+	const char *v;
+	for (int i = 1; i < argc; i++) {
+		if ((v = target_opt(argc, argv, &i, "--pid"))) {
+			char *end;
+			long pid = strtol(v, &end, 10);
+			if (*end || pid <= 0 || pid > INT32_MAX)
+				return fail("--pid takes a process id, not '%s'", v);
+			a->pid = (int)pid;
+		} else if ((v = target_opt(argc, argv, &i, "--exe"))) {
+			a->target.exe = v;
+		} else if ((v = target_opt(argc, argv, &i, "--sysroot"))) {
+			a->target.sysroot = v;
+		} else if ((v = target_opt(argc, argv, &i, "--debug-dir"))) {
+			a->session.debug.debug_dir = v;
+		} else if (strcmp(argv[i], "--profile") == 0) {
+			a->profile = true;
+		} else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+			fputs(usage, stdout);
+			exit(0);
+		} else if (strcmp(argv[i], "--version") == 0) {
+			puts("heapdom 0.1.0");
+			exit(0);
+		} else {
+			a->words[a->nwords++] = argv[i];
+			if (takes_value(argv[i]) && i + 1 < argc)
+				a->words[a->nwords++] = argv[++i];
 		}
 	}
-	if (optind >= argc) {
+	if (a->nwords == 0 || a->words[0][0] == '-') {
 		fputs(usage, stderr);
 		return 2;
 	}
-	const char *cmd = argv[optind++];
-	size_t ncmd = sizeof(command_names) / sizeof(command_names[0]);
-	a->command = ncmd;
-	for (size_t i = 0; i < ncmd; i++)
-		if (strcmp(cmd, command_names[i]) == 0)
-			a->command = (enum command)i;
-	if (a->command == ncmd)
-		return fail("unknown command '%s' (try --help)", cmd);
 	if (a->pid < 0) {
-		if (optind >= argc)
-			return fail("%s: give a core file or --pid PID", cmd);
-		a->core = argv[optind++];
+		// The first word after the command that is no option or
+		// option value is the core.
+		for (int i = 1; i < a->nwords; i++) {
+			if (a->words[i][0] == '-') {
+				i += takes_value(a->words[i]);
+				continue;
+			}
+			a->core = a->words[i];
+			memmove(&a->words[i], &a->words[i + 1],
+				(size_t)(a->nwords - i - 1) * sizeof(char *));
+			a->nwords--;
+			break;
+		}
+		if (!a->core)
+			return fail("%s: give a core file or --pid PID", a->words[0]);
 	}
-	if (a->command == CMD_WHY) {
-		if (optind >= argc)
-			return fail("%s needs the address of a block (heapdom why CORE ADDR)", cmd);
-		if (!parse_u64(argv[optind], &a->render.address, false))
-			return fail("not an address: '%s'", argv[optind]);
-		a->render.has_address = true;
-		optind++;
-	}
-	if (optind < argc)
-		return fail("unexpected argument '%s' (try --help)", argv[optind]);
-	if (a->command == CMD_GRAPH && !a->format_set)
-		a->render.format = HD_FORMAT_JSON;
-	if (a->render.format == HD_FORMAT_DOT && a->command != CMD_GRAPH)
-		return fail("--format dot is for the graph command only%s", "");
 	return 0;
 }
 
@@ -296,15 +224,17 @@ int main(int argc, char **argv)
 	int r = parse_args(argc, argv, &a);
 	if (r)
 		return r;
-	FILE *out = stdout;
-	if (a.output && !(out = fopen(a.output, "w"))) {
-		fprintf(stderr, "heapdom: %s: cannot write: %m\n", a.output);
-		return 1;
+	struct hd_command cmd;
+	struct hd_error *err = hd_command_parse(a.nwords, a.words, &cmd);
+	if (err) {
+		fprintf(stderr, "heapdom: %s (try --help)\n", err->message);
+		hd_error_destroy(err);
+		return 2;
 	}
 	// Colour only for a person at a terminal.
 	const char *term = getenv("TERM");
-	a.render.color = isatty(fileno(out)) && !getenv("NO_COLOR") && term &&
-			 strcmp(term, "dumb") != 0;
+	cmd.render.color = !cmd.output && isatty(STDOUT_FILENO) &&
+			   !getenv("NO_COLOR") && term && strcmp(term, "dumb") != 0;
 	struct sigaction sa = {.sa_handler = on_signal};
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -313,33 +243,22 @@ int main(int argc, char **argv)
 	double t0 = now();
 	struct hd_target *t = NULL;
 	struct hd_session *s = NULL;
-	struct hd_error *err = a.core ? hd_target_open_core(a.core, &a.target, &t)
-				      : hd_target_attach_pid(a.pid, &a.target, &t);
-	if (!err)
-		err = hd_session_create(t, &a.session, &s);
-	else
-		t = NULL;
-	if (err)
-		hd_target_destroy(t);
-	double t1 = now();
+	err = a.core ? hd_target_open_core(a.core, &a.target, &t)
+		     : hd_target_attach_pid(a.pid, &a.target, &t);
 	if (!err) {
-		static struct hd_error *(*const render[])(
-			FILE *, struct hd_session *,
-			const struct hd_render_options *) = {
-			[CMD_STATS] = hd_render_stats,
-			[CMD_BLOCKS] = hd_render_blocks,
-			[CMD_DOMINATORS] = hd_render_dominators,
-			[CMD_WHY] = hd_render_why,
-			[CMD_LEAKS] = hd_render_leaks,
-			[CMD_GRAPH] = hd_render_graph,
-		};
-		err = render[a.command](out, s, &a.render);
+		err = hd_session_create(t, &a.session, &s);
+		if (err)
+			hd_target_destroy(t);
 	}
+	double t1 = now();
+	if (!err)
+		err = hd_command_run(s, &cmd, stdout);
 	if (a.profile && s)
 		print_profile(s, t1 - t0, now() - t0);
 	hd_session_destroy(s);
-	if (out != stdout && fclose(out) != 0 && !err) {
-		fprintf(stderr, "heapdom: %s: cannot write: %m\n", a.output);
+	free(a.words);
+	if (fflush(stdout) != 0 && !err) {
+		fprintf(stderr, "heapdom: cannot write the report: %m\n");
 		return 1;
 	}
 	if (err) {

@@ -117,3 +117,20 @@ void hd_error_destroy(struct hd_error *err)
 	free(err->path);
 	free(err);
 }
+
+struct hd_error *hd_error_new(enum hd_error_code code, uint64_t address,
+			      const char *message)
+{
+	struct hd_error *err = calloc(1, sizeof(*err));
+	if (!err)
+		return &hd_error_no_memory;
+	err->code = code;
+	err->message = strdup(message ? message : "unknown error");
+	if (!err->message) {
+		free(err);
+		return &hd_error_no_memory;
+	}
+	err->has_address = address != 0;
+	err->address = address;
+	return err;
+}
