@@ -14,8 +14,6 @@
 // sizeof(struct pthread) in glibc 2.36 on x86-64: the thread descriptor at
 // the thread pointer, which holds pthread_setspecific values.
 #define TCB_SIZE 2368
-// Words below rsp that a leaf function may still use (x86-64 red zone).
-#define RED_ZONE 128
 
 struct interval {
 	uint64_t lo, hi;
@@ -187,7 +185,9 @@ static struct hd_error *thread_roots(struct hd_graph *g, struct claims *c,
 		const struct hd_mapping *sm = hd_target_find_mapping(t, sp);
 		if (!sm || !sm->readable)
 			continue;
-		uint64_t lo = sp - RED_ZONE < sm->start ? sm->start : sp - RED_ZONE;
+		// The live stack runs from the stack pointer to the top; below
+		// it lie dead frames whose stale pointers keep nothing alive.
+		uint64_t lo = sp;
 		uint64_t hi = sm->end;
 		// A thread's TLS and descriptor sit above its stack.
 		if (tm == sm && fs > sp && fs - tls > lo)
@@ -199,8 +199,6 @@ static struct hd_error *thread_roots(struct hd_graph *g, struct claims *c,
 		err = add_unclaimed(g, c, name, HD_ROOT_STACK, lo, hi, th->tid);
 		if (err)
 			return err;
-		// Below the stack pointer lie dead frames: stale pointers there
-		// keep nothing alive.
 		if (!claim(c, sm->start, lo))
 			return &hd_error_no_memory;
 	}

@@ -179,6 +179,10 @@ HD_EXPORT const struct hd_frame *hd_target_frame(const struct hd_target *t,
 // Finds the modules (ELF files mapped at offset 0) of the mappings added so
 // far, with their load bias and build-id.
 HD_EXPORT struct hd_error *hd_target_discover_modules(struct hd_target *t);
+// Points module i at a file the front-end found for it (a debugger's
+// solib-search-path); the file's build-id must match the module's.
+HD_EXPORT struct hd_error *hd_target_set_module_file(struct hd_target *t,
+						     size_t i, const char *file);
 // Adds a module; bias, start and end are required, file may be NULL (then
 // name is used), build_id_len may be 0 (then it is read from the file).
 HD_EXPORT struct hd_error *hd_target_add_module(struct hd_target *t,

@@ -207,3 +207,31 @@ struct hd_error *hd_target_discover_modules(struct hd_target *t)
 	hd_target_sort_mappings(t);
 	return hd_target_modules_from_mappings(t);
 }
+
+struct hd_error *hd_target_set_module_file(struct hd_target *t, size_t i,
+					   const char *file)
+{
+	if (i >= t->num_modules)
+		return hd_error_create(HD_ERROR_INVALID, "no module %zu", i);
+	struct hd_module *m = &t->modules[i];
+	struct hd_elf_info info;
+	struct hd_error *err = hd_elf_read_info(file, &info);
+	if (err)
+		return err;
+	if (m->build_id_len && info.build_id_len &&
+	    (m->build_id_len != info.build_id_len ||
+	     memcmp(m->build_id, info.build_id, m->build_id_len) != 0))
+		return hd_error_file(HD_ERROR_MISMATCH, file,
+				     "build-id differs from %s's in the target",
+				     m->name);
+	char *copy = strdup(file);
+	if (!copy)
+		return &hd_error_no_memory;
+	free(m->file);
+	m->file = copy;
+	if (!m->build_id_len) {
+		memcpy(m->build_id, info.build_id, info.build_id_len);
+		m->build_id_len = info.build_id_len;
+	}
+	return NULL;
+}

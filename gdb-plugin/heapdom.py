@@ -1,0 +1,632 @@
+# heapdom for gdb: `source /path/to/heapdom/gdb-plugin/heapdom.py`
+#
+# A thin layer over libheapdom (through ctypes): it tells the library where
+# the process's memory, threads, frames and local variables are, and prints
+# what the library's renderer wrote. Analysis and formatting live in C, so
+# gdb prints exactly what the `heapdom` command-line tool prints.
+
+import ctypes
+import os
+import re
+
+import gdb
+
+# ------------------------------------------------------------------ library
+
+HD_ERROR_FAULT = 4
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_LIB_CANDIDATES = [
+    os.environ.get("HEAPDOM_LIB", ""),
+    os.path.join(_HERE, "..", "build", "core", "libheapdom.so"),
+    os.path.join(_HERE, "..", "lib", "libheapdom.so"),
+    "libheapdom.so",
+]
+
+
+class _Error(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_int), ("errnum", ctypes.c_int),
+                ("has_address", ctypes.c_bool), ("address", ctypes.c_uint64),
+                ("path", ctypes.c_char_p), ("message", ctypes.c_char_p),
+                ("is_static", ctypes.c_bool)]
+
+
+class _TargetOptions(ctypes.Structure):
+    _fields_ = [("exe", ctypes.c_char_p), ("sysroot", ctypes.c_char_p)]
+
+
+class _SessionOptions(ctypes.Structure):
+    _fields_ = [("debug_dir", ctypes.c_char_p),
+                ("no_libc_debuginfo", ctypes.c_bool)]
+
+
+class _Mapping(ctypes.Structure):
+    _fields_ = [("start", ctypes.c_uint64), ("end", ctypes.c_uint64),
+                ("file_offset", ctypes.c_uint64), ("prot", ctypes.c_uint32),
+                ("path", ctypes.c_char_p), ("readable", ctypes.c_bool)]
+
+
+class _Thread(ctypes.Structure):
+    _fields_ = [("tid", ctypes.c_int), ("has_regs", ctypes.c_bool),
+                ("regs", ctypes.c_uint64 * 27)]
+
+
+class _Frame(ctypes.Structure):
+    _fields_ = [("tid", ctypes.c_int), ("level", ctypes.c_uint),
+                ("sp", ctypes.c_uint64), ("caller_sp", ctypes.c_uint64),
+                ("name", ctypes.c_char_p), ("local", ctypes.c_bool)]
+
+
+class _Module(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("file", ctypes.c_char_p),
+                ("bias", ctypes.c_uint64), ("start", ctypes.c_uint64),
+                ("end", ctypes.c_uint64), ("build_id", ctypes.c_uint8 * 64),
+                ("build_id_len", ctypes.c_size_t), ("is_exe", ctypes.c_bool)]
+
+
+_READ_FN = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64,
+                            ctypes.c_void_p, ctypes.c_size_t)
+_lib = None
+_lib_error = None
+
+
+def _load():
+    global _lib, _lib_error
+    if _lib or _lib_error:
+        return _lib
+    tried = []
+    for path in _LIB_CANDIDATES:
+        if not path:
+            continue
+        try:
+            # gdb itself links elfutils' libdw, whose dwarf_* functions share
+            # their names with libdwarf's: deep binding makes libheapdom and
+            # libdwarf use their own symbols first.
+            lib = ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_LOCAL | os.RTLD_DEEPBIND)
+            break
+        except OSError:
+            tried.append(path)
+    else:
+        _lib_error = ("heapdom: libheapdom.so not found (tried %s); build it with "
+                      "`meson setup build && ninja -C build` in the heapdom "
+                      "source tree, or set HEAPDOM_LIB" % ", ".join(tried))
+        return None
+    err = ctypes.POINTER(_Error)
+    vp = ctypes.c_void_p
+    sigs = {
+        "hd_error_destroy": (None, [err]),
+        "hd_error_new": (vp, [ctypes.c_int, ctypes.c_uint64, ctypes.c_char_p]),
+        "hd_target_open_core": (err, [ctypes.c_char_p, ctypes.POINTER(_TargetOptions),
+                                      ctypes.POINTER(vp)]),
+        "hd_target_open_proc": (err, [ctypes.c_int, ctypes.POINTER(_TargetOptions),
+                                      ctypes.POINTER(vp)]),
+        "hd_target_create_callback": (err, [_READ_FN, vp, ctypes.POINTER(vp)]),
+        "hd_target_add_mapping": (err, [vp, ctypes.POINTER(_Mapping)]),
+        "hd_target_add_thread": (err, [vp, ctypes.POINTER(_Thread)]),
+        "hd_target_add_frame": (err, [vp, ctypes.POINTER(_Frame)]),
+        "hd_target_discover_modules": (err, [vp]),
+        "hd_target_num_modules": (ctypes.c_size_t, [vp]),
+        "hd_target_module": (ctypes.POINTER(_Module), [vp, ctypes.c_size_t]),
+        "hd_target_set_module_file": (err, [vp, ctypes.c_size_t, ctypes.c_char_p]),
+        "hd_target_num_threads": (ctypes.c_size_t, [vp]),
+        "hd_target_destroy": (None, [vp]),
+        "hd_session_create": (err, [vp, ctypes.POINTER(_SessionOptions),
+                                    ctypes.POINTER(vp)]),
+        "hd_session_destroy": (None, [vp]),
+        "hd_command_run_string": (err, [vp, ctypes.c_int,
+                                        ctypes.POINTER(ctypes.c_char_p),
+                                        ctypes.POINTER(vp)]),
+        "hd_free": (None, [vp]),
+    }
+    for name, (res, args) in sigs.items():
+        fn = getattr(lib, name)
+        fn.restype = res
+        fn.argtypes = args
+    _lib = lib
+    return lib
+
+
+def _check(err):
+    """Turns a libheapdom error into a one-line gdb error."""
+    if not err:
+        return
+    msg = err.contents.message.decode(errors="replace")
+    _lib.hd_error_destroy(err)
+    raise gdb.GdbError("heapdom: " + msg)
+
+
+# --------------------------------------------------------------- parameters
+
+class _Prefix(gdb.Command):
+    def __init__(self, name, doc):
+        self.__doc__ = doc
+        super().__init__(name, gdb.COMMAND_DATA, gdb.COMPLETE_NONE, True)
+
+
+_Prefix("set heapdom", "Set heapdom's defaults (top, depth, colour, memory).")
+_Prefix("show heapdom", "Show heapdom's defaults.")
+
+
+class _Param(gdb.Parameter):
+    def __init__(self, name, kind, doc, default, *extra):
+        self.set_doc = "Set " + doc
+        self.show_doc = "Show " + doc
+        self.__doc__ = doc
+        super().__init__("heapdom " + name, gdb.COMMAND_DATA, kind, *extra)
+        self.value = default
+
+    def get_set_string(self):
+        return ""
+
+    def get_show_string(self, svalue):
+        return "%s is %s." % (self.show_doc[5:], svalue)
+
+
+_top = _Param("top", gdb.PARAM_ZUINTEGER,
+              "how many holders heap-dominators lists (0: the library's default, 20).", 0)
+_depth = _Param("depth", gdb.PARAM_ZUINTEGER,
+                "how many levels of children heap-dominators shows.", 0)
+_colour = _Param("colour", gdb.PARAM_AUTO_BOOLEAN,
+                 "whether heapdom colours its output (auto: when gdb styles output).",
+                 None)
+_memory = _Param("memory", gdb.PARAM_ENUM,
+                 "how heapdom reads a live process's memory: auto (/proc/PID/mem, "
+                 "else gdb), proc, or gdb (the debugger's reads, as for gdbserver).",
+                 "auto", ["auto", "proc", "gdb"])
+
+
+# ------------------------------------------------------------------ session
+
+REGS = ["r15", "r14", "r13", "r12", "rbp", "rbx", "r11", "r10", "r9", "r8",
+        "rax", "rcx", "rdx", "rsi", "rdi", "orig_rax", "rip", "cs", "eflags",
+        "rsp", "ss", "fs_base", "gs_base", "ds", "es", "fs", "gs"]
+_MASK = (1 << 64) - 1
+MAX_FRAMES = 4096
+MAX_LOCALS = 20000
+
+
+class _Session:
+    """One analysis per stop: built on first use, dropped when the inferior
+    runs, changes, or goes away."""
+
+    def __init__(self):
+        self.handle = None
+        self.keep = []  # ctypes objects the library points at
+
+    def close(self):
+        if self.handle:
+            _lib.hd_session_destroy(self.handle)
+        self.handle = None
+        self.keep = []
+
+
+_session = _Session()
+
+
+def _invalidate(*_args):
+    _session.close()
+
+
+for _ev in ("cont", "exited", "new_objfile", "clear_objfiles",
+            "memory_changed", "register_changed", "inferior_call",
+            "new_inferior", "inferior_deleted"):
+    _registry = getattr(gdb.events, _ev, None)
+    if _registry is not None:
+        _registry.connect(_invalidate)
+
+
+def _int(v):
+    return int(v) & _MASK
+
+
+def _core_path():
+    text = gdb.execute("info target", to_string=True)
+    m = re.search(r"Local core dump file:\s*\n\s*`([^']+)'", text)
+    return m.group(1) if m else None
+
+
+def _debug_dir():
+    try:
+        value = gdb.parameter("debug-file-directory")
+    except RuntimeError:
+        return None
+    return value.split(":")[0] if value else None
+
+
+def _sysroot():
+    try:
+        value = gdb.parameter("sysroot") or ""
+    except RuntimeError:
+        return None
+    if not value or value.startswith("target:"):
+        return None
+    return value
+
+
+def _frame_name(frame, level):
+    name = frame.name() or "??"
+    sal = frame.find_sal()
+    if sal and sal.symtab:
+        return "#%d %s (%s:%d)" % (level, name,
+                                   os.path.basename(sal.symtab.filename), sal.line)
+    return "#%d %s" % (level, name)
+
+
+def _locals(frame, lo, hi):
+    """(name, start, end) of the frame's local variables that live in
+    [lo, hi) on the stack."""
+    out = []
+    try:
+        block = frame.block()
+    except RuntimeError:
+        return out
+    func = frame.name() or "??"
+    seen = set()
+    while block is not None:
+        for sym in block:
+            if not (sym.is_variable or sym.is_argument) or sym.name in seen:
+                continue
+            seen.add(sym.name)
+            try:
+                val = sym.value(frame)
+                addr = val.address
+                if addr is None:
+                    continue
+                start = _int(addr)
+                size = val.type.sizeof
+            except (gdb.error, RuntimeError):
+                continue
+            if size > 0 and lo <= start and start + size <= hi:
+                out.append(("%s: %s" % (func, sym.name), start, start + size))
+        if block.function is not None:
+            break
+        block = block.superblock
+    return out
+
+
+def _describe_threads(target, inferior, add_regs):
+    """Registers (live targets), frames and locals of every thread."""
+    try:
+        old_thread = gdb.selected_thread()
+        old_frame = gdb.selected_frame()
+    except gdb.error:
+        old_thread = old_frame = None
+    frames, locals_ = [], []
+    try:
+        for th in inferior.threads():
+            th.switch()
+            tid = th.ptid[1] or th.ptid[0]
+            frame = gdb.newest_frame()
+            if add_regs:
+                t = _Thread(tid=tid, has_regs=True)
+                for i, reg in enumerate(REGS):
+                    try:
+                        t.regs[i] = _int(frame.read_register(reg))
+                    except (gdb.error, ValueError):
+                        t.regs[i] = 0
+                _check(_lib.hd_target_add_thread(target, ctypes.byref(t)))
+            level = 0
+            while frame is not None and level < MAX_FRAMES:
+                try:
+                    sp = _int(frame.read_register("rsp"))
+                    caller = frame.older()
+                    caller_sp = _int(caller.read_register("rsp")) if caller else None
+                except gdb.error:
+                    break
+                if caller_sp is not None and caller_sp >= sp:
+                    frames.append((tid, level, sp, caller_sp, _frame_name(frame, level)))
+                    if len(locals_) < MAX_LOCALS:
+                        for name, a, b in _locals(frame, sp, caller_sp):
+                            locals_.append((tid, level, a, b, name))
+                frame = caller
+                level += 1
+    finally:
+        if old_thread is not None and old_thread.is_valid():
+            old_thread.switch()
+            try:
+                old_frame.select()
+            except (gdb.error, RuntimeError):
+                pass
+    # Locals first: they take their bytes before the frame around them.
+    for tid, level, a, b, name in locals_:
+        f = _Frame(tid=tid, level=level, sp=a, caller_sp=b,
+                   name=name.encode(), local=True)
+        _check(_lib.hd_target_add_frame(target, ctypes.byref(f)))
+    for tid, level, a, b, name in frames:
+        f = _Frame(tid=tid, level=level, sp=a, caller_sp=b,
+                   name=name.encode(), local=False)
+        _check(_lib.hd_target_add_frame(target, ctypes.byref(f)))
+
+
+def _parse_proc_mappings(pid):
+    text = gdb.execute("info proc mappings %d" % pid, to_string=True)
+    maps = []
+    pat = re.compile(r"^\s*(0x[0-9a-f]+)\s+(0x[0-9a-f]+)\s+0x[0-9a-f]+\s+"
+                     r"(0x[0-9a-f]+)\s+([rwxsp-]{4})\s*(.*)$")
+    for line in text.splitlines():
+        m = pat.match(line)
+        if m:
+            maps.append((int(m.group(1), 16), int(m.group(2), 16),
+                         int(m.group(3), 16), m.group(4), m.group(5).strip()))
+    if not maps:
+        raise gdb.GdbError("heapdom: gdb cannot list the process's mappings "
+                           "(`info proc mappings` printed none)")
+    return maps
+
+
+def _gdb_memory_target(inferior):
+    """A target reading through gdb: slower, but works for gdbserver."""
+
+    def read(_arg, addr, buf, size):
+        try:
+            data = inferior.read_memory(addr, size)
+            ctypes.memmove(buf, bytes(data), size)
+            return None
+        except (gdb.MemoryError, gdb.error, OverflowError):
+            return _lib.hd_error_new(
+                HD_ERROR_FAULT, addr,
+                ("cannot read %d bytes at 0x%x through gdb" % (size, addr)).encode())
+
+    callback = _READ_FN(read)
+    target = ctypes.c_void_p()
+    _check(_lib.hd_target_create_callback(callback, None, ctypes.byref(target)))
+    try:
+        for start, end, offset, perms, path in _parse_proc_mappings(inferior.pid):
+            m = _Mapping(start=start, end=end, file_offset=offset,
+                         prot=(1 if perms[0] == "r" else 0) |
+                         (2 if perms[1] == "w" else 0) |
+                         (4 if perms[2] == "x" else 0),
+                         path=path.encode() if path else None,
+                         readable=perms[0] == "r" and path not in ("[vvar]", "[vsyscall]"))
+            _check(_lib.hd_target_add_mapping(target, ctypes.byref(m)))
+        _check(_lib.hd_target_discover_modules(target))
+    except BaseException:
+        _lib.hd_target_destroy(target)
+        raise
+    return target, callback
+
+
+def _use_gdb_objfiles(target):
+    """Points modules the target could not find at the files gdb loaded
+    (its sysroot and solib-search-path)."""
+    by_base = {}
+    for obj in gdb.objfiles():
+        if obj.filename:
+            by_base.setdefault(os.path.basename(obj.filename), obj.filename)
+    for i in range(_lib.hd_target_num_modules(target)):
+        mod = _lib.hd_target_module(target, i).contents
+        if mod.file:
+            continue
+        name = os.path.basename(mod.name.decode(errors="replace"))
+        path = by_base.get(name)
+        if path:
+            err = _lib.hd_target_set_module_file(target, i, path.encode())
+            if err:
+                _lib.hd_error_destroy(err)
+
+
+def _open():
+    """The session for the current stop."""
+    if _load() is None:
+        raise gdb.GdbError(_lib_error)
+    if _session.handle:
+        return _session.handle
+    inferior = gdb.selected_inferior()
+    if inferior is None or inferior.pid == 0:
+        raise gdb.GdbError("heapdom: no process: run the program or load a core "
+                           "(gdb PROGRAM CORE) first")
+    conn = getattr(inferior, "connection", None)
+    kind = conn.type if conn is not None else "native"
+    progspace = gdb.current_progspace()
+    exe = progspace.filename if progspace is not None else None
+    opts = _TargetOptions(exe=exe.encode() if exe else None,
+                          sysroot=(_sysroot() or "").encode() or None)
+    target = ctypes.c_void_p()
+    keep = [opts]
+    if kind == "core":
+        path = _core_path()
+        if not path:
+            raise gdb.GdbError("heapdom: cannot tell which core file gdb has loaded")
+        _check(_lib.hd_target_open_core(path.encode(), ctypes.byref(opts),
+                                        ctypes.byref(target)))
+        add_regs = False
+    else:
+        mode = _memory.value
+        err = None
+        if mode != "gdb" and kind == "native":
+            err = _lib.hd_target_open_proc(inferior.pid, ctypes.byref(opts),
+                                           ctypes.byref(target))
+            if err and mode == "proc":
+                _check(err)
+        if mode == "gdb" or kind != "native" or err:
+            if err:
+                _lib.hd_error_destroy(err)
+            target, callback = _gdb_memory_target(inferior)
+            keep.append(callback)
+        add_regs = True
+    try:
+        _use_gdb_objfiles(target)
+        _describe_threads(target, inferior, add_regs)
+        debug_dir = _debug_dir()
+        sopts = _SessionOptions(debug_dir=debug_dir.encode() if debug_dir else None)
+        keep.append(sopts)
+        session = ctypes.c_void_p()
+        _check(_lib.hd_session_create(target, ctypes.byref(sopts),
+                                      ctypes.byref(session)))
+    except BaseException:
+        _lib.hd_target_destroy(target)
+        raise
+    _session.handle = session
+    _session.keep = keep
+    return session
+
+
+def _run(words):
+    session = _open()
+    argv = (ctypes.c_char_p * len(words))(*[w.encode() for w in words])
+    text = ctypes.c_void_p()
+    _check(_lib.hd_command_run_string(session, len(words), argv, ctypes.byref(text)))
+    try:
+        out = ctypes.string_at(text).decode(errors="replace") if text else ""
+    finally:
+        _lib.hd_free(text)
+    gdb.write(out)
+
+
+def _address(expr):
+    """An address from a gdb expression: a pointer's value, an integer, or
+    the address of an object."""
+    try:
+        val = gdb.parse_and_eval(expr)
+    except gdb.error as e:
+        raise gdb.GdbError("heapdom: %s" % e)
+    code = val.type.strip_typedefs().code
+    if code in (gdb.TYPE_CODE_PTR, gdb.TYPE_CODE_INT, gdb.TYPE_CODE_ENUM,
+                gdb.TYPE_CODE_CHAR, gdb.TYPE_CODE_BOOL):
+        return _int(val)
+    if code == gdb.TYPE_CODE_ARRAY:
+        return _int(val.address) if val.address is not None else _int(val)
+    if val.address is not None:
+        return _int(val.address)
+    raise gdb.GdbError("heapdom: %s is neither a pointer nor an object in memory" % expr)
+
+
+# ----------------------------------------------------------------- commands
+
+_VALUE_OPTS = {"--top", "--depth", "--min-size", "--state", "--format",
+               "--from", "--output"}
+
+
+class _HeapCommand(gdb.Command):
+    report = None
+    options = ()
+
+    def __init__(self):
+        super().__init__("heap-" + self.report, gdb.COMMAND_DATA)
+
+    def complete(self, text, word):
+        words = text.split()
+        if words and not text.endswith(" ") and words[-1].startswith("-"):
+            return [o for o in self.options if o.startswith(words[-1])]
+        prev = words[-1] if words else ""
+        if prev == "--state" or (words[-2:-1] == ["--state"] and not text.endswith(" ")):
+            return [s for s in ("used", "free", "internal") if s.startswith(word or "")]
+        if prev == "--format":
+            return [s for s in ("text", "json", "dot") if s.startswith(word or "")]
+        if prev == "--output":
+            return gdb.COMPLETE_FILENAME
+        if self.report == "why" or prev == "--from":
+            return gdb.COMPLETE_EXPRESSION
+        return [o for o in self.options if o.startswith(word or "")]
+
+    def words(self, arg):
+        return gdb.string_to_argv(arg)
+
+    def defaults(self, words):
+        return []
+
+    def invoke(self, arg, from_tty):
+        words = self.words(arg)
+        extra = self.defaults(words)
+        colour = _colour.value
+        if colour is None:
+            try:
+                colour = bool(gdb.parameter("style enabled")) and from_tty
+            except RuntimeError:
+                colour = False
+        if colour and "--output" not in words:
+            extra.append("--color")
+        _run([self.report] + words + extra)
+
+
+class HeapStats(_HeapCommand):
+    """Heap totals per arena and overall: used, free by list, internal, mmapped,
+overhead, and a size-class table.
+
+Usage: heap-stats [--json] [--output FILE]"""
+    report = "stats"
+    options = ("--json", "--output")
+
+
+class HeapBlocks(_HeapCommand):
+    """Every heap block: address, usable size, chunk size, state (used, free on
+which list, internal) and arena.
+
+Usage: heap-blocks [--state used|free|internal] [--json] [--output FILE]"""
+    report = "blocks"
+    options = ("--state", "--json", "--output")
+
+
+class HeapDominators(_HeapCommand):
+    """What keeps memory alive: the blocks that hold the most (retained size: the
+bytes that would be freed with them), what holds them (a global, a stack frame,
+a local variable, a register), and with --depth what they hold.
+
+Usage: heap-dominators [--top N] [--depth D] [--min-size SIZE] [--json] [--all]
+                       [--output FILE]
+Defaults for --top and --depth: `set heapdom top N`, `set heapdom depth D`."""
+    report = "dominators"
+    options = ("--top", "--depth", "--min-size", "--json", "--all", "--output")
+
+    def defaults(self, words):
+        extra = []
+        if _top.value and not any(w.startswith("--top") for w in words):
+            extra += ["--top", str(_top.value)]
+        if _depth.value and not any(w.startswith("--depth") for w in words):
+            extra += ["--depth", str(_depth.value)]
+        return extra
+
+
+class HeapWhy(_HeapCommand):
+    """Why is a block alive: the shortest chain of references from a root (a
+global, a frame, a local, a register) to the block that holds an address.
+
+Usage: heap-why EXPRESSION [--json]
+EXPRESSION is any gdb expression: a pointer (cache->buckets[3]), an integer
+address, or an object (its address is used)."""
+    report = "why"
+    options = ("--json", "--output")
+
+    def words(self, arg):
+        words = gdb.string_to_argv(arg)
+        opts, expr, i = [], [], 0
+        while i < len(words):
+            w = words[i]
+            if w in _VALUE_OPTS and i + 1 < len(words):
+                opts += [w, words[i + 1]]
+                i += 2
+                continue
+            (opts if w.startswith("--") else expr).append(w)
+            i += 1
+        if not expr:
+            raise gdb.GdbError("heapdom: heap-why needs an expression: heap-why PTR")
+        return ["0x%x" % _address(" ".join(expr))] + opts
+
+
+class HeapLeaks(_HeapCommand):
+    """Used blocks that no root reaches, grouped by size; unreferenced ones (the
+leak starts) first, each with the memory it retains.
+
+Usage: heap-leaks [--json] [--output FILE]"""
+    report = "leaks"
+    options = ("--json", "--output")
+
+
+class HeapGraph(_HeapCommand):
+    """Export the object graph (roots, used blocks, references) as JSON or DOT,
+whole or from one block.
+
+Usage: heap-graph [--format json|dot] [--from EXPRESSION] [--depth D]
+                  [--output FILE]"""
+    report = "graph"
+    options = ("--format", "--from", "--depth", "--output")
+
+    def words(self, arg):
+        words = gdb.string_to_argv(arg)
+        for i, w in enumerate(words[:-1]):
+            if w == "--from":
+                words[i + 1] = "0x%x" % _address(words[i + 1])
+        return words
+
+
+for _cls in (HeapStats, HeapBlocks, HeapDominators, HeapWhy, HeapLeaks, HeapGraph):
+    _cls()
