@@ -1,23 +1,18 @@
 #!/bin/bash
-# The main job on the bundled example: install what is missing, build,
-# run examples/session_cache under gdb to its checkpoint, save a core and
-# print heapdom's view of the heap.
+# The main job on the bundled example: install what is missing, build, run
+# examples/session_cache under gdb to its checkpoint and print heapdom's
+# view of its heap (heap-stats, heap-dominators, heap-why, heap-leaks), then
+# the same from the command line on the core saved there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash .ci/install-deps
 [ -d build ] || meson setup build >/dev/null
 ninja -C build >/dev/null
-core=build/demo.core
-rm -f "$core"
-gdb -q -batch -ex 'break demo_checkpoint' -ex run -ex "gcore $core" -ex kill \
-	build/examples/session_cache >/dev/null 2>&1
-echo "== heapdom stats $core"
-build/core/heapdom stats "$core"
+rm -f build/demo.core
+echo "== gdb -batch -x examples/demo.gdb build/examples/session_cache"
+gdb -q -nx -batch -x examples/demo.gdb build/examples/session_cache 2>&1 |
+	grep -v -e '^\[Thread debugging' -e '^Using host libthread_db' -e '^\[New Thread' \
+		-e '^\[Inferior 1 .* killed\]'
 echo
-echo "== heapdom dominators $core --top 5 --depth 1"
-build/core/heapdom dominators "$core" --top 5 --depth 1
-echo
-echo "== heapdom why $core <a block two levels below the top holder>"
-addr=$(build/core/heapdom dominators "$core" --json --top 1 --depth 2 |
-	python3 -c 'import json,sys; n=json.load(sys.stdin)["nodes"]; print(n[-1]["addr"])')
-build/core/heapdom why "$core" "$addr"
+echo "== heapdom dominators build/demo.core --top 3 (the CLI on the core saved by gdb)"
+build/core/heapdom dominators build/demo.core --top 3

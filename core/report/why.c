@@ -202,7 +202,8 @@ struct hd_error *hd_render_why(FILE *out, struct hd_session *s,
 	} else if (reachable) {
 		fprintf(out, "0x%" PRIx64 " is in ", o->address);
 		describe_block(out, &a, v, false);
-		fprintf(out, ", kept alive by this chain (%zu steps):\n", len - 1);
+		fprintf(out, ", kept alive by this chain (%zu step%s):\n", len - 1,
+			len == 2 ? "" : "s");
 	} else {
 		fprintf(out, "0x%" PRIx64 " is in ", o->address);
 		describe_block(out, &a, v, false);
