@@ -284,7 +284,10 @@ static struct hd_error *module_roots(struct hd_graph *g, struct claims *c,
 		uint64_t prev_end = 0;
 		for (size_t i = 0; i < hd_target_num_mappings(t) && !err; i++) {
 			const struct hd_mapping *map = hd_target_mapping(t, i);
-			bool mine = map->path && strcmp(map->path, m->name) == 0;
+			// By path, or by address when the debugger gives no
+			// names (lldb's regions of a core).
+			bool mine = map->path ? strcmp(map->path, m->name) == 0
+					      : map->start >= m->start && map->end <= m->end;
 			// .bss beyond the file's last page is anonymous.
 			bool bss = !map->path && map->start == prev_end &&
 				   map->start >= m->start && map->start <= m->end;

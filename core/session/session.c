@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "heapdom.h"
+#include "target/target_internal.h"
 
 struct hd_session {
 	struct hd_target *t;
@@ -32,6 +33,8 @@ struct hd_error *hd_session_create(struct hd_target *t,
 	if (o)
 		s->opts = *o;
 	s->t = t;
+	// Some debuggers (lldb 14) cannot report the thread pointer.
+	hd_target_recover_thread_pointers(t);
 	struct hd_error *err = hd_debuginfo_create(t, &s->opts.debug, &s->di);
 	if (err) {
 		s->t = NULL;

@@ -62,6 +62,10 @@ struct hd_error *hd_target_push_module(struct hd_target *t,
 // executable; otherwise the module containing AT_PHDR (auxv) is.
 struct hd_error *hd_target_modules_from_mappings(struct hd_target *t);
 
+// Fills in the thread pointer of threads whose fs_base is 0 from the shape
+// of glibc's thread descriptor in memory (left 0 if not found).
+void hd_target_recover_thread_pointers(struct hd_target *t);
+
 // Applies the target's sysroot to a path; returns a malloc'd string.
 char *hd_target_resolve_path(const struct hd_target *t, const char *path);
 

@@ -1,0 +1,398 @@
+// heapdom for lldb: `plugin load /path/to/libheapdom_lldb.so`
+//
+// A thin layer over libheapdom through lldb's SB API, with no Python: it
+// tells the library where the process's memory, threads, frames and local
+// variables are, and prints what the library's renderer wrote, so lldb
+// prints exactly what the `heapdom` command-line tool and gdb print.
+#include <lldb/API/LLDB.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "heapdom.h"
+
+namespace lldb {
+bool PluginInitialize(SBDebugger debugger);
+}
+
+namespace {
+
+// The description an error carries back to the user, freed here.
+std::string take_message(hd_error *err)
+{
+	std::string msg = err->message ? err->message : "unknown error";
+	hd_error_destroy(err);
+	return "heapdom: " + msg;
+}
+
+struct failure {
+	std::string message;
+};
+
+void check(hd_error *err)
+{
+	if (err)
+		throw failure{take_message(err)};
+}
+
+// One analysis per stop: kept while the process's stop id is unchanged.
+struct cached_session {
+	hd_session *session = nullptr;
+	lldb::pid_t pid = LLDB_INVALID_PROCESS_ID;
+	uint32_t stop_id = 0;
+	lldb::user_id_t target_id = 0;
+	lldb::SBProcess process; // kept for the memory callback
+
+	void reset()
+	{
+		if (session)
+			hd_session_destroy(session);
+		session = nullptr;
+		process = lldb::SBProcess();
+	}
+} g_cache;
+
+const char *const kRegs[27] = {
+	"r15", "r14", "r13", "r12", "rbp", "rbx", "r11", "r10", "r9", "r8",
+	"rax", "rcx", "rdx", "rsi", "rdi", "orig_rax", "rip", "cs", "rflags",
+	"rsp", "ss", "fs_base", "gs_base", "ds", "es", "fs", "gs",
+};
+
+hd_error *read_memory(void *arg, uint64_t addr, void *buf, size_t len)
+{
+	auto *process = static_cast<lldb::SBProcess *>(arg);
+	lldb::SBError error;
+	size_t got = process->ReadMemory(addr, buf, len, error);
+	if (got == len && error.Success())
+		return nullptr;
+	char msg[128];
+	snprintf(msg, sizeof(msg), "cannot read %zu bytes at 0x%llx through lldb",
+		 len - got, (unsigned long long)(addr + got));
+	return hd_error_new(HD_ERROR_FAULT, addr + got, msg);
+}
+
+// Mappings and modules as lldb knows them: for cores, and for live
+// processes whose /proc/PID/mem we may not read.
+void describe_address_space(hd_target *t, lldb::SBTarget &target,
+			    lldb::SBProcess &process)
+{
+	lldb::SBMemoryRegionInfoList regions = process.GetMemoryRegions();
+	for (uint32_t i = 0; i < regions.GetSize(); i++) {
+		lldb::SBMemoryRegionInfo r;
+		if (!regions.GetMemoryRegionAtIndex(i, r) || !r.IsMapped())
+			continue;
+		hd_mapping m = {};
+		m.start = r.GetRegionBase();
+		m.end = r.GetRegionEnd();
+		m.prot = (r.IsReadable() ? HD_PROT_READ : 0) |
+			 (r.IsWritable() ? HD_PROT_WRITE : 0) |
+			 (r.IsExecutable() ? HD_PROT_EXEC : 0);
+		const char *name = r.GetName();
+		m.path = name && *name ? const_cast<char *>(name) : nullptr;
+		m.readable = r.IsReadable() &&
+			     !(name && (!strcmp(name, "[vvar]") ||
+					!strcmp(name, "[vsyscall]")));
+		if (m.start < m.end)
+			check(hd_target_add_mapping(t, &m));
+	}
+	for (uint32_t i = 0; i < target.GetNumModules(); i++) {
+		lldb::SBModule mod = target.GetModuleAtIndex(i);
+		char path[4096];
+		if (!mod.GetFileSpec().GetPath(path, sizeof(path)))
+			continue;
+		uint64_t lo = UINT64_MAX, hi = 0, bias = 0;
+		bool have_bias = false;
+		for (size_t s = 0; s < mod.GetNumSections(); s++) {
+			lldb::SBSection sec = mod.GetSectionAtIndex(s);
+			lldb::addr_t load = sec.GetLoadAddress(target);
+			if (load == LLDB_INVALID_ADDRESS || sec.GetByteSize() == 0)
+				continue;
+			if (!have_bias) {
+				bias = load - sec.GetFileAddress();
+				have_bias = true;
+			}
+			lo = std::min<uint64_t>(lo, load);
+			hi = std::max<uint64_t>(hi, load + sec.GetByteSize());
+		}
+		if (!have_bias || lo >= hi)
+			continue;
+		hd_module m = {};
+		m.name = path;
+		m.bias = bias;
+		m.start = lo;
+		m.end = hi;
+		m.is_exe = i == 0;
+		hd_error *err = hd_target_add_module(t, &m);
+		if (err)
+			hd_error_destroy(err); // a module we cannot use is no roots
+	}
+}
+
+std::string frame_name(lldb::SBFrame &frame, uint32_t level)
+{
+	const char *fn = frame.GetFunctionName();
+	std::string name = "#" + std::to_string(level) + " " + (fn ? fn : "??");
+	lldb::SBLineEntry line = frame.GetLineEntry();
+	if (line.IsValid() && line.GetFileSpec().GetFilename())
+		name += std::string(" (") + line.GetFileSpec().GetFilename() + ":" +
+			std::to_string(line.GetLine()) + ")";
+	return name;
+}
+
+// Registers (when the target has no threads of its own), frames and locals.
+void describe_threads(hd_target *t, lldb::SBProcess &process, bool add_regs)
+{
+	struct piece {
+		int tid;
+		unsigned level;
+		uint64_t lo, hi;
+		std::string name;
+	};
+	std::vector<piece> frames, locals;
+	for (uint32_t i = 0; i < process.GetNumThreads(); i++) {
+		lldb::SBThread th = process.GetThreadAtIndex(i);
+		int tid = (int)th.GetThreadID();
+		lldb::SBFrame f0 = th.GetFrameAtIndex(0);
+		if (add_regs && f0.IsValid()) {
+			hd_thread ht = {};
+			ht.tid = tid;
+			ht.has_regs = true;
+			uint64_t *regs = &ht.regs.r15;
+			for (int r = 0; r < 27; r++) {
+				lldb::SBValue v = f0.FindRegister(kRegs[r]);
+				regs[r] = v.IsValid() ? v.GetValueAsUnsigned(0) : 0;
+			}
+			check(hd_target_add_thread(t, &ht));
+		}
+		uint32_t n = th.GetNumFrames();
+		for (uint32_t level = 0; level + 1 < n && level < 4096; level++) {
+			lldb::SBFrame f = th.GetFrameAtIndex(level);
+			lldb::SBFrame caller = th.GetFrameAtIndex(level + 1);
+			uint64_t sp = f.GetSP(), caller_sp = caller.GetSP();
+			if (caller_sp < sp || sp == LLDB_INVALID_ADDRESS)
+				continue;
+			frames.push_back({tid, level, sp, caller_sp, frame_name(f, level)});
+			const char *fn = f.GetFunctionName();
+			lldb::SBValueList vars = f.GetVariables(true, true, false, true);
+			for (uint32_t k = 0; k < vars.GetSize() && locals.size() < 20000; k++) {
+				lldb::SBValue v = vars.GetValueAtIndex(k);
+				lldb::addr_t a = v.GetLoadAddress();
+				uint64_t size = v.GetByteSize();
+				if (a == LLDB_INVALID_ADDRESS || !size || a < sp ||
+				    a + size > caller_sp || !v.GetName())
+					continue;
+				locals.push_back({tid, level, a, a + size,
+						  std::string(fn ? fn : "??") + ": " + v.GetName()});
+			}
+		}
+	}
+	// Locals first: they take their bytes before the frame around them.
+	for (auto *list : {&locals, &frames}) {
+		for (const piece &p : *list) {
+			hd_frame f = {};
+			f.tid = p.tid;
+			f.level = p.level;
+			f.sp = p.lo;
+			f.caller_sp = p.hi;
+			f.name = const_cast<char *>(p.name.c_str());
+			f.local = list == &locals;
+			check(hd_target_add_frame(t, &f));
+		}
+	}
+}
+
+bool is_core(lldb::SBProcess &process)
+{
+	const char *plugin = process.GetPluginName();
+	return plugin && strstr(plugin, "core");
+}
+
+hd_session *open_session(lldb::SBDebugger &debugger)
+{
+	lldb::SBTarget target = debugger.GetSelectedTarget();
+	lldb::SBProcess process = target.GetProcess();
+	if (!target.IsValid() || !process.IsValid() ||
+	    process.GetState() == lldb::eStateExited ||
+	    process.GetState() == lldb::eStateInvalid)
+		throw failure{"heapdom: no process: launch the program or load a core "
+			      "(lldb -c CORE PROGRAM) first"};
+	if (process.GetState() == lldb::eStateRunning)
+		throw failure{"heapdom: the process is running: stop it first"};
+	if (g_cache.session && g_cache.pid == process.GetProcessID() &&
+	    g_cache.stop_id == process.GetStopID() &&
+	    g_cache.target_id == target.GetProcess().GetUniqueID())
+		return g_cache.session;
+	g_cache.reset();
+
+	char exe[4096] = "";
+	target.GetExecutable().GetPath(exe, sizeof(exe));
+	hd_target_options opts = {};
+	opts.exe = exe[0] ? exe : nullptr;
+	hd_target *t = nullptr;
+	bool core = is_core(process);
+	bool from_proc = false;
+	const char *mode = getenv("HEAPDOM_LLDB_MEMORY"); // "lldb" forces SB reads
+	if (!core && !(mode && !strcmp(mode, "lldb"))) {
+		hd_error *err = hd_target_open_proc((int)process.GetProcessID(),
+						    &opts, &t);
+		if (err)
+			hd_error_destroy(err);
+		else
+			from_proc = true;
+	}
+	g_cache.process = process;
+	try {
+		if (!from_proc) {
+			check(hd_target_create_callback(read_memory, &g_cache.process, &t));
+			describe_address_space(t, target, process);
+		}
+		describe_threads(t, process, true);
+	} catch (...) {
+		hd_target_destroy(t);
+		throw;
+	}
+	hd_session_options sopts = {};
+	hd_session *s = nullptr;
+	check(hd_session_create(t, &sopts, &s));
+	g_cache.session = s;
+	g_cache.pid = process.GetProcessID();
+	g_cache.stop_id = process.GetStopID();
+	g_cache.target_id = process.GetUniqueID();
+	return s;
+}
+
+std::vector<std::string> split_words(const char *const *argv)
+{
+	std::vector<std::string> words;
+	for (; argv && *argv; argv++)
+		words.push_back(*argv);
+	return words;
+}
+
+uint64_t evaluate_address(lldb::SBDebugger &debugger, const std::string &expr)
+{
+	char *end;
+	unsigned long long v = strtoull(expr.c_str(), &end, 0);
+	if (!expr.empty() && *end == '\0')
+		return v;
+	lldb::SBFrame frame = debugger.GetSelectedTarget()
+				      .GetProcess()
+				      .GetSelectedThread()
+				      .GetSelectedFrame();
+	lldb::SBValue val = frame.EvaluateExpression(expr.c_str());
+	if (!val.IsValid() || val.GetError().Fail())
+		throw failure{"heapdom: cannot evaluate '" + expr + "': " +
+			      (val.GetError().GetCString() ? val.GetError().GetCString()
+							   : "no value")};
+	lldb::SBType type = val.GetType().GetCanonicalType();
+	if (type.IsPointerType() || (type.GetTypeFlags() & lldb::eTypeIsScalar))
+		return val.GetValueAsUnsigned(0);
+	lldb::addr_t a = val.GetLoadAddress();
+	if (a == LLDB_INVALID_ADDRESS)
+		throw failure{"heapdom: " + expr + " is neither a pointer nor an object in memory"};
+	return a;
+}
+
+class report_command : public lldb::SBCommandPluginInterface {
+public:
+	explicit report_command(const char *report) : report_(report) {}
+
+	bool DoExecute(lldb::SBDebugger debugger, char **argv,
+		       lldb::SBCommandReturnObject &result) override
+	{
+		try {
+			std::vector<std::string> words{report_};
+			std::vector<std::string> args = split_words(argv);
+			static const std::set<std::string> with_value = {
+				"--top", "--depth", "--min-size", "--state",
+				"--format", "--from", "--output"};
+			std::string expr;
+			for (size_t i = 0; i < args.size(); i++) {
+				if (with_value.count(args[i]) && i + 1 < args.size()) {
+					std::string value = args[++i];
+					if (args[i - 1] == "--from")
+						value = hex(evaluate_address(debugger, value));
+					words.push_back(args[i - 1]);
+					words.push_back(value);
+				} else if (args[i].rfind("--", 0) == 0) {
+					words.push_back(args[i]);
+				} else if (report_ == std::string("why")) {
+					expr += (expr.empty() ? "" : " ") + args[i];
+				} else {
+					words.push_back(args[i]);
+				}
+			}
+			if (report_ == std::string("why")) {
+				if (expr.empty())
+					throw failure{"heapdom: heapdom why needs an expression: heapdom why PTR"};
+				words.insert(words.begin() + 1, hex(evaluate_address(debugger, expr)));
+			}
+			hd_session *s = open_session(debugger);
+			std::vector<char *> cargv;
+			for (std::string &w : words)
+				cargv.push_back(&w[0]);
+			char *text = nullptr;
+			check(hd_command_run_string(s, (int)cargv.size(), cargv.data(), &text));
+			result.Printf("%s", text ? text : "");
+			hd_free(text);
+			result.SetStatus(lldb::eReturnStatusSuccessFinishResult);
+			return true;
+		} catch (const failure &f) {
+			result.SetError(f.message.c_str());
+			result.SetStatus(lldb::eReturnStatusFailed);
+			return false;
+		}
+	}
+
+private:
+	static std::string hex(uint64_t v)
+	{
+		char buf[32];
+		snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)v);
+		return buf;
+	}
+	const char *report_;
+};
+
+struct subcommand {
+	const char *name, *help, *syntax;
+};
+
+const subcommand kCommands[] = {
+	{"stats", "Heap totals per arena and overall: used, free by list, internal, mmapped, overhead, size classes.",
+	 "heapdom stats [--json] [--output FILE]"},
+	{"blocks", "Every heap block: address, usable size, chunk size, state (used, free on which list, internal), arena.",
+	 "heapdom blocks [--state used|free|internal] [--json] [--output FILE]"},
+	{"dominators", "What keeps memory alive: the blocks that hold the most (retained size), what holds them, and with --depth what they hold.",
+	 "heapdom dominators [--top N] [--depth D] [--min-size SIZE] [--json] [--all] [--output FILE]"},
+	{"why", "The shortest chain of references from a root (global, frame, local, register) to the block holding an address; takes any expression.",
+	 "heapdom why EXPRESSION [--json] [--output FILE]"},
+	{"leaks", "Used blocks that no root reaches, grouped by size, unreferenced ones first, each with the memory it retains.",
+	 "heapdom leaks [--json] [--output FILE]"},
+	{"graph", "Export the object graph (roots, used blocks, references) as JSON or DOT, whole or from one block.",
+	 "heapdom graph [--format json|dot] [--from EXPRESSION] [--depth D] [--output FILE]"},
+};
+
+} // namespace
+
+bool lldb::PluginInitialize(lldb::SBDebugger debugger)
+{
+	lldb::SBCommandInterpreter interp = debugger.GetCommandInterpreter();
+	lldb::SBCommand multi = interp.AddMultiwordCommand(
+		"heapdom", "Heap analysis: stats, blocks, dominators, why, leaks, graph.");
+	if (!multi.IsValid())
+		return false;
+	for (const subcommand &c : kCommands) {
+		multi.AddCommand(c.name, new report_command(c.name), c.help, c.syntax);
+		// gdb's names, for people who use both debuggers.
+		std::string alias = std::string("command alias heap-") + c.name +
+				    " heapdom " + c.name;
+		lldb::SBCommandReturnObject ignored;
+		interp.HandleCommand(alias.c_str(), ignored);
+	}
+	return true;
+}
