@@ -79,16 +79,17 @@ static uint64_t dedupe(uint32_t *t, uint64_t n)
 
 static inline void add_word(struct builder *b, uint64_t w, int64_t self)
 {
+	const struct hd_heap *h = b->h;
 	int64_t id = hd_index_lookup(b->ix, w);
 	if (id < 0)
 		return;
-	const struct hd_heap *h = b->h;
 	if (w < h->addr[id]) {
-		// A word in the chunk header: the first 8 bytes (and the address
-		// just past them) are the previous in-use block's last bytes and
-		// its one-past-the-end; the size field belongs to no block.
+		// A word in a chunk header. Its first 8 bytes (prev_size) are
+		// the previous in-use arena block's last usable bytes; the size
+		// field belongs to no block. Like valgrind, a pointer just past
+		// a block's usable bytes does not point into it.
 		uint64_t c = h->addr[id] - 16;
-		if (w > c + 8 || id == 0 || (h->flags[id - 1] & HD_FLAG_MMAPPED) ||
+		if (w >= c + 8 || id == 0 || (h->flags[id - 1] & HD_FLAG_MMAPPED) ||
 		    h->addr[id - 1] - 16 + ((uint64_t)h->chunk16[id - 1] << 4) != c)
 			return;
 		id--;

@@ -37,8 +37,8 @@ static bool find_reference(const struct hd_analysis *a, uint32_t src,
 {
 	struct hd_block b;
 	hd_heap_block(a->h, (size_t)hd_graph_vertex_block(a->g, dst), &b);
-	// The usable bytes and one past them, as the scanner counts them.
-	uint64_t lo = b.addr, hi = b.addr + b.usable + 1;
+	// The usable bytes, as the scanner counts them.
+	uint64_t lo = b.addr, hi = b.addr + b.usable;
 	*reg = -1;
 	int64_t r = hd_graph_vertex_root(a->g, src);
 	if (r >= 0 && hd_graph_root(a->g, (size_t)r)->kind == HD_ROOT_REGISTERS) {
