@@ -36,7 +36,8 @@ class _TargetOptions(ctypes.Structure):
 
 class _SessionOptions(ctypes.Structure):
     _fields_ = [("debug_dir", ctypes.c_char_p),
-                ("no_libc_debuginfo", ctypes.c_bool)]
+                ("no_libc_debuginfo", ctypes.c_bool),
+                ("untyped", ctypes.c_bool)]
 
 
 class _Mapping(ctypes.Structure):
@@ -53,7 +54,8 @@ class _Thread(ctypes.Structure):
 class _Frame(ctypes.Structure):
     _fields_ = [("tid", ctypes.c_int), ("level", ctypes.c_uint),
                 ("sp", ctypes.c_uint64), ("caller_sp", ctypes.c_uint64),
-                ("name", ctypes.c_char_p), ("local", ctypes.c_bool)]
+                ("name", ctypes.c_char_p), ("local", ctypes.c_bool),
+                ("type_name", ctypes.c_char_p)]
 
 
 class _Module(ctypes.Structure):
@@ -168,7 +170,14 @@ _depth = _Param("depth", gdb.PARAM_ZUINTEGER,
 _colour = _Param("colour", gdb.PARAM_AUTO_BOOLEAN,
                  "whether heapdom colours its output (auto: when gdb styles output).",
                  None)
-_memory = _Param("memory", gdb.PARAM_ENUM,
+class _MemoryParam(_Param):
+    def get_set_string(self):
+        # The analysis of this stop read memory the other way: redo it.
+        _invalidate()
+        return ""
+
+
+_memory = _MemoryParam("memory", gdb.PARAM_ENUM,
                  "how heapdom reads a live process's memory: auto (/proc/PID/mem, "
                  "else gdb), proc, or gdb (the debugger's reads, as for gdbserver).",
                  "auto", ["auto", "proc", "gdb"])
@@ -252,7 +261,7 @@ def _frame_name(frame, level):
 
 
 def _locals(frame, lo, hi):
-    """(name, start, end) of the frame's local variables that live in
+    """(name, start, end, type) of the frame's local variables that live in
     [lo, hi) on the stack."""
     out = []
     try:
@@ -273,10 +282,11 @@ def _locals(frame, lo, hi):
                     continue
                 start = _int(addr)
                 size = val.type.sizeof
+                tname = str(val.type.strip_typedefs())
             except (gdb.error, RuntimeError):
                 continue
             if size > 0 and lo <= start and start + size <= hi:
-                out.append(("%s: %s" % (func, sym.name), start, start + size))
+                out.append(("%s: %s" % (func, sym.name), start, start + size, tname))
         if block.function is not None:
             break
         block = block.superblock
@@ -291,6 +301,12 @@ def _describe_threads(target, inferior, add_regs):
     except gdb.error:
         old_thread = old_frame = None
     frames, locals_ = [], []
+    # gdb stops backtraces at main; main's frame and locals are roots too.
+    try:
+        past_main = gdb.parameter("backtrace past-main")
+        gdb.execute("set backtrace past-main on", to_string=True)
+    except (gdb.error, RuntimeError):
+        past_main = None
     try:
         for th in inferior.threads():
             th.switch()
@@ -315,11 +331,14 @@ def _describe_threads(target, inferior, add_regs):
                 if caller_sp is not None and caller_sp >= sp:
                     frames.append((tid, level, sp, caller_sp, _frame_name(frame, level)))
                     if len(locals_) < MAX_LOCALS:
-                        for name, a, b in _locals(frame, sp, caller_sp):
-                            locals_.append((tid, level, a, b, name))
+                        for name, a, b, tname in _locals(frame, sp, caller_sp):
+                            locals_.append((tid, level, a, b, name, tname))
                 frame = caller
                 level += 1
     finally:
+        if past_main is not None:
+            gdb.execute("set backtrace past-main %s" % ("on" if past_main else "off"),
+                        to_string=True)
         if old_thread is not None and old_thread.is_valid():
             old_thread.switch()
             try:
@@ -327,13 +346,13 @@ def _describe_threads(target, inferior, add_regs):
             except (gdb.error, RuntimeError):
                 pass
     # Locals first: they take their bytes before the frame around them.
-    for tid, level, a, b, name in locals_:
+    for tid, level, a, b, name, tname in locals_:
         f = _Frame(tid=tid, level=level, sp=a, caller_sp=b,
-                   name=name.encode(), local=True)
+                   name=name.encode(), local=True, type_name=tname.encode())
         _check(_lib.hd_target_add_frame(target, ctypes.byref(f)))
     for tid, level, a, b, name in frames:
         f = _Frame(tid=tid, level=level, sp=a, caller_sp=b,
-                   name=name.encode(), local=False)
+                   name=name.encode(), local=False, type_name=None)
         _check(_lib.hd_target_add_frame(target, ctypes.byref(f)))
 
 
@@ -493,7 +512,7 @@ def _address(expr):
 # ----------------------------------------------------------------- commands
 
 _VALUE_OPTS = {"--top", "--depth", "--min-size", "--state", "--format",
-               "--from", "--output"}
+               "--from", "--sort", "--output"}
 
 
 class _HeapCommand(gdb.Command):
@@ -510,6 +529,8 @@ class _HeapCommand(gdb.Command):
         prev = words[-1] if words else ""
         if prev == "--state" or (words[-2:-1] == ["--state"] and not text.endswith(" ")):
             return [s for s in ("used", "free", "internal") if s.startswith(word or "")]
+        if prev == "--sort":
+            return [s for s in ("bytes", "count", "retained") if s.startswith(word or "")]
         if prev == "--format":
             return [s for s in ("text", "json", "dot") if s.startswith(word or "")]
         if prev == "--output":
@@ -628,5 +649,17 @@ Usage: heap-graph [--format json|dot] [--from EXPRESSION] [--depth D]
         return words
 
 
-for _cls in (HeapStats, HeapBlocks, HeapDominators, HeapWhy, HeapLeaks, HeapGraph):
+class HeapTypes(_HeapCommand):
+    """A heap histogram by type (from the program's DWARF and C++ vtables):
+instances, bytes, and the memory all instances of a type keep alive together;
+untyped blocks are grouped by size.
+
+Usage: heap-types [--sort bytes|count|retained] [--top N] [--all] [--json]
+                  [--output FILE]"""
+    report = "types"
+    options = ("--sort", "--top", "--all", "--json", "--output")
+
+
+for _cls in (HeapStats, HeapBlocks, HeapDominators, HeapWhy, HeapLeaks, HeapGraph,
+             HeapTypes):
     _cls()

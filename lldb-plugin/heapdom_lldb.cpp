@@ -6,6 +6,8 @@
 // prints exactly what the `heapdom` command-line tool and gdb print.
 #include <lldb/API/LLDB.h>
 
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -151,6 +153,7 @@ void describe_threads(hd_target *t, lldb::SBProcess &process, bool add_regs)
 		unsigned level;
 		uint64_t lo, hi;
 		std::string name;
+		std::string type;
 	};
 	std::vector<piece> frames, locals;
 	for (uint32_t i = 0; i < process.GetNumThreads(); i++) {
@@ -175,7 +178,7 @@ void describe_threads(hd_target *t, lldb::SBProcess &process, bool add_regs)
 			uint64_t sp = f.GetSP(), caller_sp = caller.GetSP();
 			if (caller_sp < sp || sp == LLDB_INVALID_ADDRESS)
 				continue;
-			frames.push_back({tid, level, sp, caller_sp, frame_name(f, level)});
+			frames.push_back({tid, level, sp, caller_sp, frame_name(f, level), ""});
 			const char *fn = f.GetFunctionName();
 			lldb::SBValueList vars = f.GetVariables(true, true, false, true);
 			for (uint32_t k = 0; k < vars.GetSize() && locals.size() < 20000; k++) {
@@ -185,8 +188,10 @@ void describe_threads(hd_target *t, lldb::SBProcess &process, bool add_regs)
 				if (a == LLDB_INVALID_ADDRESS || !size || a < sp ||
 				    a + size > caller_sp || !v.GetName())
 					continue;
+				const char *tn = v.GetType().GetCanonicalType().GetName();
 				locals.push_back({tid, level, a, a + size,
-						  std::string(fn ? fn : "??") + ": " + v.GetName()});
+						  std::string(fn ? fn : "??") + ": " + v.GetName(),
+						  tn ? tn : ""});
 			}
 		}
 	}
@@ -200,6 +205,8 @@ void describe_threads(hd_target *t, lldb::SBProcess &process, bool add_regs)
 			f.caller_sp = p.hi;
 			f.name = const_cast<char *>(p.name.c_str());
 			f.local = list == &locals;
+			f.type_name = p.type.empty() ? nullptr
+						     : const_cast<char *>(p.type.c_str());
 			check(hd_target_add_frame(t, &f));
 		}
 	}
@@ -236,6 +243,8 @@ hd_session *open_session(lldb::SBDebugger &debugger)
 	bool core = is_core(process);
 	bool from_proc = false;
 	const char *mode = getenv("HEAPDOM_LLDB_MEMORY"); // "lldb" forces SB reads
+	if (!core && kill((pid_t)process.GetProcessID(), 0) != 0 && errno == ESRCH)
+		throw failure{"heapdom: no process: it has exited"};
 	if (!core && !(mode && !strcmp(mode, "lldb"))) {
 		hd_error *err = hd_target_open_proc((int)process.GetProcessID(),
 						    &opts, &t);
@@ -248,6 +257,9 @@ hd_session *open_session(lldb::SBDebugger &debugger)
 	try {
 		if (!from_proc) {
 			check(hd_target_create_callback(read_memory, &g_cache.process, &t));
+			std::string name = core ? std::string("core of ") + exe
+						: "pid " + std::to_string(process.GetProcessID());
+			check(hd_target_set_name(t, name.c_str()));
 			describe_address_space(t, target, process);
 		}
 		describe_threads(t, process, true);
@@ -292,9 +304,14 @@ uint64_t evaluate_address(lldb::SBDebugger &debugger, const std::string &expr)
 	if (type.IsPointerType() || (type.GetTypeFlags() & lldb::eTypeIsScalar))
 		return val.GetValueAsUnsigned(0);
 	lldb::addr_t a = val.GetLoadAddress();
-	if (a == LLDB_INVALID_ADDRESS)
-		throw failure{"heapdom: " + expr + " is neither a pointer nor an object in memory"};
-	return a;
+	if (a != LLDB_INVALID_ADDRESS)
+		return a;
+	// On a core lldb keeps an object's value to itself: ask for its
+	// address instead.
+	lldb::SBValue addr = frame.EvaluateExpression(("&(" + expr + ")").c_str());
+	if (addr.IsValid() && addr.GetError().Success())
+		return addr.GetValueAsUnsigned(0);
+	throw failure{"heapdom: " + expr + " is neither a pointer nor an object in memory"};
 }
 
 class report_command : public lldb::SBCommandPluginInterface {
@@ -309,7 +326,7 @@ public:
 			std::vector<std::string> args = split_words(argv);
 			static const std::set<std::string> with_value = {
 				"--top", "--depth", "--min-size", "--state",
-				"--format", "--from", "--output"};
+				"--format", "--from", "--sort", "--output"};
 			std::string expr;
 			for (size_t i = 0; i < args.size(); i++) {
 				if (with_value.count(args[i]) && i + 1 < args.size()) {
@@ -375,7 +392,16 @@ const subcommand kCommands[] = {
 	 "heapdom leaks [--json] [--output FILE]"},
 	{"graph", "Export the object graph (roots, used blocks, references) as JSON or DOT, whole or from one block.",
 	 "heapdom graph [--format json|dot] [--from EXPRESSION] [--depth D] [--output FILE]"},
+	{"types", "A heap histogram by type: instances, bytes, and the memory all instances of a type keep alive together.",
+	 "heapdom types [--sort bytes|count|retained] [--top N] [--all] [--json] [--output FILE]"},
 };
+
+// Commands that change memory or registers without a new stop.
+bool drop_cache(void *, const char **)
+{
+	g_cache.reset();
+	return false; // let the command run
+}
 
 } // namespace
 
@@ -383,7 +409,7 @@ bool lldb::PluginInitialize(lldb::SBDebugger debugger)
 {
 	lldb::SBCommandInterpreter interp = debugger.GetCommandInterpreter();
 	lldb::SBCommand multi = interp.AddMultiwordCommand(
-		"heapdom", "Heap analysis: stats, blocks, dominators, why, leaks, graph.");
+		"heapdom", "Heap analysis: stats, blocks, dominators, why, leaks, graph, types.");
 	if (!multi.IsValid())
 		return false;
 	for (const subcommand &c : kCommands) {
@@ -394,5 +420,10 @@ bool lldb::PluginInitialize(lldb::SBDebugger debugger)
 		lldb::SBCommandReturnObject ignored;
 		interp.HandleCommand(alias.c_str(), ignored);
 	}
+	// An analysis is kept for one stop; these change the process within
+	// a stop (scripts writing through the SB API are not seen).
+	for (const char *cmd : {"expression", "memory write", "register write",
+				"process load", "process unload"})
+		interp.SetCommandOverrideCallback(cmd, drop_cache, nullptr);
 	return true;
 }

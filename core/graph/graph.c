@@ -6,20 +6,31 @@
 struct hd_error *hd_graph_build(struct hd_target *t, struct hd_debuginfo *di,
 				const struct hd_heap *h, struct hd_graph **ret)
 {
+	struct hd_index ix;
+	struct hd_error *err = hd_index_init(&ix, h);
+	if (err)
+		return err;
+	err = hd_graph_build_with(t, di, h, &ix, NULL, NULL, ret);
+	hd_index_deinit(&ix);
+	return err;
+}
+
+struct hd_error *hd_graph_build_with(struct hd_target *t,
+				     struct hd_debuginfo *di,
+				     const struct hd_heap *h,
+				     const struct hd_index *ix,
+				     hd_pointer_map_fn map, void *map_arg,
+				     struct hd_graph **ret)
+{
 	struct hd_graph *g = calloc(1, sizeof(*g));
 	if (!g)
 		return &hd_error_no_memory;
-	struct hd_index ix;
-	struct hd_error *err = hd_index_init(&ix, h);
-	if (err) {
-		free(g);
-		return err;
-	}
-	err = hd_roots_collect(g, t, di, h);
+	g->pointer_map = map;
+	g->pointer_map_arg = map_arg;
+	struct hd_error *err = hd_roots_collect(g, t, di, h);
 	if (!err)
-		err = hd_graph_scan(g, t, h, &ix);
-	size_t index_bytes = ix.bytes;
-	hd_index_deinit(&ix);
+		err = hd_graph_scan(g, t, h, ix);
+	size_t index_bytes = ix->bytes;
 	if (err) {
 		hd_graph_destroy(g);
 		return err;

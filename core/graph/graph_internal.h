@@ -52,9 +52,12 @@ static inline int64_t hd_index_lookup(const struct hd_index *ix, uint64_t p)
 }
 
 // Precise scanning (for typed blocks): a bitmap of the block's words that
-// hold pointers, bit i for word i, or NULL to scan the block conservatively.
+// may hold pointers, bit i for word i, or NULL to scan the block
+// conservatively; *typed marks the words typed as pointers (the others are
+// void *, unions, ...: scanned, counted as conservative).
 typedef const uint8_t *(*hd_pointer_map_fn)(void *arg, size_t block_id,
-					    size_t nwords);
+					    size_t nwords,
+					    const uint8_t **typed);
 
 struct hd_graph {
 	hd_pointer_map_fn pointer_map;
@@ -78,6 +81,13 @@ struct hd_graph {
 struct hd_error *hd_roots_collect(struct hd_graph *g, struct hd_target *t,
 				  struct hd_debuginfo *di,
 				  const struct hd_heap *h);
+// Builds the graph with a prebuilt index and an optional pointer map.
+struct hd_error *hd_graph_build_with(struct hd_target *t,
+				     struct hd_debuginfo *di,
+				     const struct hd_heap *h,
+				     const struct hd_index *ix,
+				     hd_pointer_map_fn map, void *map_arg,
+				     struct hd_graph **ret);
 // Scans roots and used blocks and builds g->fwd and g->rev.
 struct hd_error *hd_graph_scan(struct hd_graph *g, struct hd_target *t,
 			       const struct hd_heap *h,

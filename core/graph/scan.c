@@ -15,6 +15,7 @@ struct builder {
 	uint32_t *targets;
 	uint64_t n, cap;
 	uint32_t first_block_vertex;
+	uint64_t typed_found; // words typed as pointers that made an edge
 };
 
 static bool reserve(struct builder *b, uint64_t more)
@@ -103,9 +104,10 @@ static inline void add_word(struct builder *b, uint64_t w, int64_t self)
 }
 
 // Scans len bytes (whole words) for the vertex being built; with a pointer
-// map only the words whose bit is set.
+// map only the words whose bit is set, counting edges from words typed as
+// pointers apart.
 static bool scan_words(struct builder *b, const uint8_t *d, uint64_t len,
-		       int64_t self, const uint8_t *map)
+		       int64_t self, const uint8_t *map, const uint8_t *typed)
 {
 	uint64_t words = len / 8;
 	uint64_t start = b->n;
@@ -117,9 +119,11 @@ static bool scan_words(struct builder *b, const uint8_t *d, uint64_t len,
 		for (; i < end; i++) {
 			if (map && !(map[i / 8] & (1u << (i % 8))))
 				continue;
-			uint64_t w;
+			uint64_t w, before = b->n;
 			memcpy(&w, d + 8 * i, 8);
 			add_word(b, w, self);
+			if (b->n != before && typed && (typed[i / 8] & (1u << (i % 8))))
+				b->typed_found++;
 		}
 	}
 	b->g->info.words_scanned += words;
@@ -139,7 +143,7 @@ static struct hd_error *scan_roots(struct builder *b, struct hd_target *t)
 				reg++;
 			if (reg < g->num_reg_roots && g->reg_roots[reg].root == i &&
 			    !scan_words(b, (const uint8_t *)&g->reg_roots[reg].regs,
-					sizeof(struct hd_regs), -1, NULL))
+					sizeof(struct hd_regs), -1, NULL, NULL))
 				return &hd_error_no_memory;
 			continue;
 		}
@@ -153,7 +157,7 @@ static struct hd_error *scan_roots(struct builder *b, struct hd_target *t)
 			g->info.unreadable_roots++;
 			continue;
 		}
-		bool ok = scan_words(b, v.data, v.len, -1, NULL);
+		bool ok = scan_words(b, v.data, v.len, -1, NULL, NULL);
 		hd_view_deinit(&v);
 		if (!ok)
 			return &hd_error_no_memory;
@@ -188,12 +192,13 @@ static struct hd_error *scan_blocks(struct builder *b, struct hd_target *t)
 			hd_heap_block(h, id, &blk);
 			if (blk.addr + blk.usable > seg->end)
 				continue;
+			const uint8_t *typed = NULL;
 			const uint8_t *map = b->g->pointer_map
 				? b->g->pointer_map(b->g->pointer_map_arg, id,
-						    blk.usable / 8)
+						    blk.usable / 8, &typed)
 				: NULL;
 			if (!scan_words(b, v.data + (blk.addr - seg->start),
-					blk.usable, (int64_t)id, map)) {
+					blk.usable, (int64_t)id, map, typed)) {
 				hd_view_deinit(&v);
 				return &hd_error_no_memory;
 			}
@@ -246,5 +251,10 @@ struct hd_error *hd_graph_scan(struct hd_graph *g, struct hd_target *t,
 	for (uint64_t i = 0; i < b.n; i++)
 		g->info.interior_edges += (b.targets[i] & HD_EDGE_INTERIOR) != 0;
 	g->info.edges = b.n;
+	// Deduplication may merge a typed and an untyped word's edge: the
+	// typed count is of words, capped by the edges that exist.
+	uint64_t block_edges = b.n - b.offsets[b.first_block_vertex];
+	g->info.typed_edges = b.typed_found < block_edges ? b.typed_found : block_edges;
+	g->info.conservative_edges = b.n - g->num_roots - g->info.typed_edges;
 	return hd_csr_reverse(&g->fwd, &g->rev);
 }

@@ -115,6 +115,9 @@ struct hd_frame {
 	uint64_t sp, caller_sp;
 	char *name;
 	bool local;
+	// A local's type as the debugger prints it ("struct cache *"), or
+	// NULL: typed locals type the blocks they point at.
+	char *type_name;
 };
 
 // A loaded ELF object (executable or shared library).
@@ -195,6 +198,9 @@ HD_EXPORT void hd_live_release_all(void);
 // Releases the target; a live process is resumed and detached.
 HD_EXPORT void hd_target_destroy(struct hd_target *t);
 
+// Renames a target (how reports name it: a core path, "pid N").
+HD_EXPORT struct hd_error *hd_target_set_name(struct hd_target *t,
+					      const char *name);
 // "core", "live" or "callback".
 HD_EXPORT const char *hd_target_kind(const struct hd_target *t);
 // Core path, "pid N", or "callback".
@@ -462,11 +468,45 @@ struct hd_graph_info {
 	uint64_t words_scanned;
 	uint64_t edges;
 	uint64_t interior_edges;
+	uint64_t typed_edges;        // found through pointer-typed members
+	uint64_t conservative_edges; // found by scanning words of any type
 	size_t unreadable_roots; // roots whose memory the target lacks
 	size_t bytes;
 };
 HD_EXPORT void hd_graph_get_info(const struct hd_graph *g,
 				 struct hd_graph_info *ret);
+
+// ------------------------------------------------------------ typing
+
+// Types of heap blocks from the programs' DWARF: propagated from typed
+// roots (globals, typed locals) through pointer members, and C++ classes
+// from vtable pointers. Typed blocks are scanned precisely.
+struct hd_typing;
+
+struct hd_typing_info {
+	size_t modules_indexed;    // modules whose DWARF was read
+	size_t types_indexed;
+	double index_seconds;      // building the type indexes (wall)
+	double propagate_seconds;  // vtables + propagation
+	uint64_t typed_blocks;
+	uint64_t vtable_blocks;    // typed by their vtable pointer
+	uint64_t ambiguous_blocks; // reached with conflicting types
+};
+HD_EXPORT void hd_typing_get_info(const struct hd_typing *ty,
+				  struct hd_typing_info *ret);
+// The type of block id as people read it: "struct entry", "Session",
+// "struct entry[4]"; for an untyped block `char[] "text…"` when it holds a
+// string, else "unk<SIZE>". Returns whether the block is typed.
+HD_EXPORT bool hd_typing_block_name(const struct hd_typing *ty, size_t id,
+				    char *buf, size_t len);
+// The member of block id at byte offset: "buckets[17]", "next", or "+0x18".
+HD_EXPORT void hd_typing_block_member(const struct hd_typing *ty, size_t id,
+				      uint64_t offset, char *buf, size_t len);
+// For an address inside a typed global variable: its type's name and the
+// member path at that address ("struct cache", "buckets[17]").
+HD_EXPORT bool hd_typing_global_member(const struct hd_typing *ty,
+				       uint64_t addr, char *type, size_t tlen,
+				       char *path, size_t plen);
 
 // ------------------------------------------------------------ dominators
 
@@ -505,6 +545,7 @@ struct hd_session;
 struct hd_session_options {
 	struct hd_debuginfo_options debug;
 	bool no_libc_debuginfo; // find the heap from the data alone
+	bool untyped;           // no DWARF typing: scan every block conservatively
 };
 
 // Takes ownership of t.
@@ -519,9 +560,12 @@ HD_EXPORT struct hd_error *hd_session_graph(struct hd_session *s,
 					    const struct hd_graph **ret);
 HD_EXPORT struct hd_error *hd_session_dom(struct hd_session *s,
 					  const struct hd_dom **ret);
-// Seconds spent in each stage so far (0 if not run): walk, graph, dom.
+// Block types; *ret is NULL when the session was made with untyped.
+HD_EXPORT struct hd_error *hd_session_typing(struct hd_session *s,
+					     const struct hd_typing **ret);
+// Seconds spent in each stage so far (0 if not run).
 HD_EXPORT void hd_session_times(const struct hd_session *s, double *walk,
-				double *graph, double *dom);
+				double *types, double *graph, double *dom);
 
 // ---------------------------------------------------------------- report
 //
@@ -542,6 +586,7 @@ struct hd_render_options {
 	bool all;           // dominators --json: every used block
 	bool has_address;   // why: address; graph: --from
 	uint64_t address;
+	int sort;           // types: 0 bytes, 1 count, 2 retained
 };
 
 HD_EXPORT struct hd_error *hd_render_stats(FILE *out, struct hd_session *s,
@@ -558,14 +603,19 @@ HD_EXPORT struct hd_error *hd_render_leaks(FILE *out, struct hd_session *s,
 					   const struct hd_render_options *o);
 HD_EXPORT struct hd_error *hd_render_graph(FILE *out, struct hd_session *s,
 					   const struct hd_render_options *o);
+// A heap histogram by type: instances, bytes, and what all instances of a
+// type keep alive together.
+HD_EXPORT struct hd_error *hd_render_types(FILE *out, struct hd_session *s,
+					   const struct hd_render_options *o);
 // A report and its options, parsed from words the way the CLI takes them:
 // argv[0] is the report ("stats", "blocks", "dominators", "why", "leaks",
-// "graph"), then options (--top N, --depth D, --min-size SIZE, --all,
-// --json, --format FMT, --state STATE, --from ADDR, --output FILE, --color,
-// --no-color) and, for why, the address. Front-ends share this parser so
+// "graph", "types"), then options (--top N, --depth D, --min-size SIZE,
+// --all, --json, --format FMT, --state STATE, --from ADDR, --sort KEY,
+// --output FILE, --color, --no-color) and, for why, the address. Front-ends share this parser so
 // every option means the same everywhere.
 enum hd_report { HD_REPORT_STATS, HD_REPORT_BLOCKS, HD_REPORT_DOMINATORS,
-		 HD_REPORT_WHY, HD_REPORT_LEAKS, HD_REPORT_GRAPH };
+		 HD_REPORT_WHY, HD_REPORT_LEAKS, HD_REPORT_GRAPH,
+		 HD_REPORT_TYPES };
 struct hd_command {
 	enum hd_report report;
 	struct hd_render_options render;

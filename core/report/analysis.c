@@ -14,6 +14,7 @@ struct hd_error *hd_analysis_get(struct hd_session *s, struct hd_analysis *a)
 	if (err)
 		return err;
 	a->t = hd_session_target(s);
+	a->ty = hd_analysis_typing(s);
 	a->used_bytes = a->used_blocks = 0;
 	for (size_t i = 0; i < hd_heap_num_blocks(a->h); i++) {
 		struct hd_block b;
@@ -46,4 +47,26 @@ void hd_idom_label(const struct hd_analysis *a, uint32_t idom, char *buf,
 double hd_percent(const struct hd_analysis *a, uint64_t bytes)
 {
 	return a->used_bytes ? 100.0 * (double)bytes / (double)a->used_bytes : 0;
+}
+
+const struct hd_typing *hd_analysis_typing(struct hd_session *s)
+{
+	const struct hd_typing *ty = NULL;
+	struct hd_error *err = hd_session_typing(s, &ty);
+	if (err) {
+		hd_error_destroy(err);
+		return NULL;
+	}
+	return ty;
+}
+
+bool hd_block_type(const struct hd_analysis *a, size_t id, char *buf,
+		   size_t len)
+{
+	if (a->ty)
+		return hd_typing_block_name(a->ty, id, buf, len);
+	struct hd_block b;
+	hd_heap_block(a->h, id, &b);
+	snprintf(buf, len, "unk<%" PRIu64 ">", b.usable);
+	return false;
 }

@@ -21,6 +21,7 @@ struct hd_error *hd_render_blocks(FILE *out, struct hd_session *session,
 	if (err)
 		return err;
 	struct hd_target *t = hd_session_target(session);
+	struct hd_analysis a = {.t = t, .h = h, .ty = hd_analysis_typing(session)};
 	size_t n = hd_heap_num_blocks(h);
 	bool json = o->format == HD_FORMAT_JSON;
 	if (json) {
@@ -29,8 +30,8 @@ struct hd_error *hd_render_blocks(FILE *out, struct hd_session *session,
 		fputs(", \"blocks\": [", out);
 	} else {
 		hd_text_problems(out, h, o->color);
-		fprintf(out, "%-18s %12s %12s  %-8s %-8s %s\n", "address", "size",
-			"chunk", "state", "list", "arena");
+		fprintf(out, "%-18s %12s %12s  %-8s %-8s %-16s %s\n", "address", "size",
+			"chunk", "state", "list", "arena", "type");
 	}
 	bool first = true;
 	for (size_t i = 0; i < n; i++) {
@@ -38,6 +39,10 @@ struct hd_error *hd_render_blocks(FILE *out, struct hd_session *session,
 		hd_heap_block(h, i, &b);
 		if (o->state_filter >= 0 && (int)b.state != o->state_filter)
 			continue;
+		char type[512] = "-";
+		bool typed = false;
+		if (b.state == HD_STATE_USED)
+			typed = hd_block_type(&a, i, type, sizeof(type));
 		if (json) {
 			fprintf(out,
 				"%s\n{\"addr\": \"0x%" PRIx64 "\", \"size\": %" PRIu64 ", \"chunk\": %" PRIu64 ", \"state\": \"%s\"",
@@ -51,16 +56,21 @@ struct hd_error *hd_render_blocks(FILE *out, struct hd_session *session,
 			else
 				fprintf(out, ", \"arena\": \"0x%" PRIx64 "\"",
 					hd_heap_arena(h, b.arena)->addr);
-			fprintf(out, ", \"mmapped\": %s}",
+			fprintf(out, ", \"mmapped\": %s, \"type\": ",
 				b.mmapped ? "true" : "false");
+			if (typed)
+				hd_json_string(out, type);
+			else
+				fputs("null", out);
+			fputc('}', out);
 		} else {
 			char arena[32];
 			block_arena(h, &b, arena, sizeof(arena));
-			fprintf(out, "0x%016" PRIx64 " %12" PRIu64 " %12" PRIu64 "  %-8s %-8s %s\n",
+			fprintf(out, "0x%016" PRIx64 " %12" PRIu64 " %12" PRIu64 "  %-8s %-8s %-16s %s\n",
 				b.addr, b.usable, b.chunk,
 				hd_block_state_name(b.state),
 				b.state == HD_STATE_FREE ? hd_free_list_name(b.list) : "-",
-				arena);
+				arena, type);
 		}
 		first = false;
 	}

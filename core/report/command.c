@@ -14,6 +14,7 @@ static const char *const report_names[] = {
 	[HD_REPORT_WHY] = "why",
 	[HD_REPORT_LEAKS] = "leaks",
 	[HD_REPORT_GRAPH] = "graph",
+	[HD_REPORT_TYPES] = "types",
 };
 
 static bool parse_u64(const char *s, uint64_t *ret, bool suffixes)
@@ -77,7 +78,7 @@ struct hd_error *hd_command_parse(int argc, char *const *argv,
 			k = i;
 	if (k == n)
 		return hd_error_create(HD_ERROR_INVALID,
-				       "unknown command '%s': stats, blocks, dominators, why, leaks or graph",
+				       "unknown command '%s': stats, blocks, dominators, why, leaks, graph or types",
 				       argv[0]);
 	ret->report = (enum hd_report)k;
 	struct hd_render_options *o = &ret->render;
@@ -140,6 +141,18 @@ struct hd_error *hd_command_parse(int argc, char *const *argv,
 						       "--from takes an address%s%s",
 						       v ? ", not " : "", v ? v : "");
 			o->has_address = true;
+		} else if (is_opt(a, "--sort")) {
+			v = value_of(argc, argv, &i, "--sort", &bad);
+			if (!bad && strcmp(v, "bytes") == 0)
+				o->sort = 0;
+			else if (!bad && strcmp(v, "count") == 0)
+				o->sort = 1;
+			else if (!bad && strcmp(v, "retained") == 0)
+				o->sort = 2;
+			else
+				return hd_error_create(HD_ERROR_INVALID,
+						       "--sort takes count, bytes or retained%s%s",
+						       v ? ", not " : "", v ? v : "");
 		} else if (is_opt(a, "--output")) {
 			v = value_of(argc, argv, &i, "--output", &bad);
 			if (bad || !*v)
@@ -191,6 +204,7 @@ struct hd_error *hd_command_run(struct hd_session *s, const struct hd_command *c
 		[HD_REPORT_WHY] = hd_render_why,
 		[HD_REPORT_LEAKS] = hd_render_leaks,
 		[HD_REPORT_GRAPH] = hd_render_graph,
+		[HD_REPORT_TYPES] = hd_render_types,
 	};
 	struct hd_render_options o = c->render;
 	FILE *f = out;

@@ -102,13 +102,14 @@ static void text_row(FILE *out, const struct hd_analysis *a, uint32_t v,
 {
 	struct hd_block b;
 	hd_heap_block(a->h, (size_t)hd_graph_vertex_block(a->g, v), &b);
-	char ret[32], size[32];
+	char ret[32], size[32], type[512];
 	uint64_t r = hd_dom_retained(a->d, v);
 	hd_format_size(r, ret, sizeof(ret));
 	hd_format_size(b.usable, size, sizeof(size));
-	fprintf(out, "%*s%-12s %6.2f%% %10" PRIu32 " %10s  0x%-14" PRIx64 "  %s\n",
+	hd_block_type(a, (size_t)hd_graph_vertex_block(a->g, v), type, sizeof(type));
+	fprintf(out, "%*s%-12s %6.2f%% %10" PRIu32 " %10s  0x%-14" PRIx64 "  %-24s %s\n",
 		2 * level + 2, "", ret, hd_percent(a, r),
-		hd_dom_retained_blocks(a->d, v), size, b.addr, held_by);
+		hd_dom_retained_blocks(a->d, v), size, b.addr, type, held_by);
 }
 
 static void json_node(FILE *out, const struct hd_analysis *a, uint32_t v,
@@ -129,7 +130,13 @@ static void json_node(FILE *out, const struct hd_analysis *a, uint32_t v,
 		hd_idom_label(a, d, idom, sizeof(idom));
 		hd_json_string(out, idom);
 	}
-	fprintf(out, ", \"type\": null");
+	char type[512];
+	if (hd_block_type(a, (size_t)hd_graph_vertex_block(a->g, v), type, sizeof(type))) {
+		fputs(", \"type\": ", out);
+		hd_json_string(out, type);
+	} else {
+		fputs(", \"type\": null", out);
+	}
 	if (depth >= 0)
 		fprintf(out, ", \"depth\": %d", depth);
 	else
@@ -318,8 +325,8 @@ struct hd_error *hd_render_dominators(FILE *out, struct hd_session *s,
 			hd_graph_num_roots(a.g), nleak, lk);
 		text_roots(out, &a, o->top ? o->top : 10, o->color);
 		hd_heading(out, o->color, "\nBlocks holding the most memory");
-		fprintf(out, "  %-12s %7s %10s %10s  %-16s  %s\n",
-			"retained", "%", "blocks", "size", "address", "held by");
+		fprintf(out, "  %-12s %7s %10s %10s  %-16s  %-24s %s\n",
+			"retained", "%", "blocks", "size", "address", "type", "held by");
 		err = render_tree(out, &a, o, top, ntop, false);
 	}
 	free(top);

@@ -43,6 +43,7 @@ void hd_json_heap_header(FILE *out, struct hd_target *t,
 	hd_heap_get_info(h, &info);
 	fputs("\"target\": ", out);
 	hd_json_string(out, hd_target_name(t));
+	fprintf(out, ", \"target_kind\": \"%s\"", hd_target_kind(t));
 	fputs(", \"method\": ", out);
 	hd_json_string(out, info.method);
 	fprintf(out, ", \"safe_linking\": %s, \"partial\": %s, \"problems\": [",

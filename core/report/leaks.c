@@ -4,9 +4,11 @@
 #include <stdlib.h>
 
 #include "report/report_internal.h"
+#include "types/typing.h"
 
 struct group {
 	uint64_t chunk, usable, count, bytes, unreferenced;
+	uint32_t entry; // typing entry, HD_ENTRY_NONE when untyped
 };
 
 static int group_cmp(const void *x, const void *y)
@@ -24,7 +26,29 @@ static int key_cmp(const void *x, const void *y)
 	const struct group *a = x, *b = y;
 	if (a->chunk != b->chunk)
 		return a->chunk < b->chunk ? -1 : 1;
-	return a->usable < b->usable ? -1 : a->usable > b->usable;
+	if (a->usable != b->usable)
+		return a->usable < b->usable ? -1 : 1;
+	return a->entry < b->entry ? -1 : a->entry > b->entry;
+}
+
+static uint32_t block_entry(const struct hd_analysis *a, size_t id)
+{
+	return a->ty ? a->ty->block_entry[id] : HD_ENTRY_NONE;
+}
+
+static void group_type(FILE *out, const struct hd_analysis *a,
+		       const struct group *g, bool json)
+{
+	const char *name = g->entry != HD_ENTRY_NONE ? a->ty->entries[g->entry].name
+						     : NULL;
+	if (json) {
+		if (name)
+			hd_json_string(out, name);
+		else
+			fputs("null", out);
+	} else {
+		fprintf(out, "%s", name ? name : "(untyped)");
+	}
 }
 
 static const struct hd_analysis *g_an;
@@ -91,6 +115,7 @@ struct hd_error *hd_render_leaks(FILE *out, struct hd_session *s,
 		groups[ng++] = (struct group){
 			.chunk = b.chunk, .usable = b.usable, .count = 1,
 			.bytes = b.chunk, .unreferenced = unref,
+			.entry = block_entry(&a, i),
 		};
 		list[nl++] = v;
 		bytes += b.chunk;
@@ -118,12 +143,15 @@ struct hd_error *hd_render_leaks(FILE *out, struct hd_session *s,
 		fprintf(out, ", \"leaked_blocks\": %" PRIu64 ", \"leaked_bytes\": %" PRIu64
 			", \"unreferenced_blocks\": %" PRIu64 ", \"groups\": [",
 			nleak, bytes, nunref);
-		for (size_t i = 0; i < ng; i++)
+		for (size_t i = 0; i < ng; i++) {
 			fprintf(out, "%s{\"chunk\": %" PRIu64 ", \"size\": %" PRIu64
-				", \"type\": null, \"count\": %" PRIu64 ", \"bytes\": %" PRIu64
+				", \"type\": ", i ? ", " : "", groups[i].chunk,
+				groups[i].usable);
+			group_type(out, &a, &groups[i], true);
+			fprintf(out, ", \"count\": %" PRIu64 ", \"bytes\": %" PRIu64
 				", \"unreferenced\": %" PRIu64 "}",
-				i ? ", " : "", groups[i].chunk, groups[i].usable,
 				groups[i].count, groups[i].bytes, groups[i].unreferenced);
+		}
 		fputs("], \"leaks\": [", out);
 	} else {
 		char b[32];
@@ -135,19 +163,21 @@ struct hd_error *hd_render_leaks(FILE *out, struct hd_session *s,
 		if (ng)
 			hd_heading(out, o->color, "\nBy size");
 		if (ng)
-			fprintf(out, "  %12s %12s %10s %12s %14s\n", "chunk",
-				"usable", "blocks", "bytes", "unreferenced");
+			fprintf(out, "  %12s %12s %10s %12s %14s  %s\n", "chunk",
+				"usable", "blocks", "bytes", "unreferenced", "type");
 		for (size_t i = 0; i < ng; i++) {
 			hd_format_size(groups[i].bytes, b, sizeof(b));
-			fprintf(out, "  %12" PRIu64 " %12" PRIu64 " %10" PRIu64 " %12s %14" PRIu64 "\n",
+			fprintf(out, "  %12" PRIu64 " %12" PRIu64 " %10" PRIu64 " %12s %14" PRIu64 "  ",
 				groups[i].chunk, groups[i].usable, groups[i].count, b,
 				groups[i].unreferenced);
+			group_type(out, &a, &groups[i], false);
+			fputc('\n', out);
 		}
 		if (nleak)
 			hd_heading(out, o->color, "\nLeaked blocks (unreferenced first, by retained size)");
 		if (nleak)
-			fprintf(out, "  %-16s %10s %12s  %s\n", "address", "size",
-				"retained", "state");
+			fprintf(out, "  %-16s %10s %12s  %-28s %s\n", "address", "size",
+				"retained", "state", "type");
 	}
 	free(groups);
 	// Every leaked block: the unreferenced ones (leak roots) first.
@@ -157,19 +187,28 @@ struct hd_error *hd_render_leaks(FILE *out, struct hd_session *s,
 		struct hd_block b;
 		hd_heap_block(a.h, (size_t)hd_graph_vertex_block(a.g, v), &b);
 		uint64_t ret = hd_dom_leak_retained(a.d, v);
+		char type[512];
+		bool typed = hd_block_type(&a, (size_t)hd_graph_vertex_block(a.g, v),
+					   type, sizeof(type));
 		if (json) {
 			fprintf(out, "%s\n{\"addr\": \"0x%" PRIx64 "\", \"size\": %" PRIu64
-				", \"chunk\": %" PRIu64 ", \"type\": null, \"unreferenced\": %s"
+				", \"chunk\": %" PRIu64 ", \"type\": ",
+				j ? "," : "", b.addr, b.usable, b.chunk);
+			if (typed)
+				hd_json_string(out, type);
+			else
+				fputs("null", out);
+			fprintf(out, ", \"unreferenced\": %s"
 				", \"retained\": %" PRIu64 ", \"retained_blocks\": %" PRIu32 "}",
-				j ? "," : "", b.addr, b.usable, b.chunk,
 				unref ? "true" : "false", ret,
 				hd_dom_leak_retained_blocks(a.d, v));
 		} else {
 			char sz[32], rs[32];
 			hd_format_size(b.usable, sz, sizeof(sz));
 			hd_format_size(ret, rs, sizeof(rs));
-			fprintf(out, "  0x%-14" PRIx64 " %10s %12s  %s\n", b.addr, sz, rs,
-				unref ? "unreferenced" : "referenced by leaked blocks");
+			fprintf(out, "  0x%-14" PRIx64 " %10s %12s  %-28s %s\n", b.addr, sz, rs,
+				unref ? "unreferenced" : "referenced by leaked blocks",
+				type);
 		}
 	}
 	free(list);

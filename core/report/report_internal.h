@@ -20,6 +20,7 @@ void hd_heading(FILE *out, bool color, const char *fmt, ...)
 struct hd_analysis {
 	struct hd_target *t;
 	const struct hd_heap *h;
+	const struct hd_typing *ty; // NULL when typing is off
 	const struct hd_graph *g;
 	const struct hd_dom *d;
 	uint64_t used_bytes;  // chunk bytes of used blocks
@@ -30,6 +31,12 @@ struct hd_error *hd_analysis_get(struct hd_session *s, struct hd_analysis *a);
 // "root:NAME", "root:*" or "0x<addr>" for the dominator of v.
 void hd_idom_label(const struct hd_analysis *a, uint32_t idom, char *buf,
 		   size_t len);
+// The block's type or label ("struct entry", `char[] "…"`, "unk<48>");
+// returns whether it is a type (JSON prints null otherwise).
+bool hd_block_type(const struct hd_analysis *a, size_t id, char *buf,
+		   size_t len);
+// Typing of a session, NULL when --untyped (or no typing could be done).
+const struct hd_typing *hd_analysis_typing(struct hd_session *s);
 // Percentage of the used heap.
 double hd_percent(const struct hd_analysis *a, uint64_t bytes);
 #endif

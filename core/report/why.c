@@ -150,19 +150,51 @@ static struct hd_error *shortest_chain(const struct hd_analysis *a, uint32_t v,
 static void describe_block(FILE *out, const struct hd_analysis *a, uint32_t v,
 			   bool json)
 {
+	size_t id = (size_t)hd_graph_vertex_block(a->g, v);
 	struct hd_block b;
-	hd_heap_block(a->h, (size_t)hd_graph_vertex_block(a->g, v), &b);
+	hd_heap_block(a->h, id, &b);
+	char type[512];
+	bool typed = hd_block_type(a, id, type, sizeof(type));
 	if (json) {
 		fprintf(out, "\"addr\": \"0x%" PRIx64 "\", \"size\": %" PRIu64
 			", \"chunk\": %" PRIu64 ", \"retained\": %" PRIu64
-			", \"type\": null",
+			", \"type\": ",
 			b.addr, b.usable, b.chunk, hd_dom_retained(a->d, v));
+		if (typed)
+			hd_json_string(out, type);
+		else
+			fputs("null", out);
 	} else {
 		char sz[32], ret[32];
 		hd_format_size(b.usable, sz, sizeof(sz));
 		hd_format_size(hd_dom_retained(a->d, v), ret, sizeof(ret));
-		fprintf(out, "0x%" PRIx64 " (%s block, retains %s)", b.addr, sz, ret);
+		fprintf(out, "0x%" PRIx64 " (%s, %s block, retains %s)", b.addr, type,
+			sz, ret);
 	}
+}
+
+// The member of step u that refers to the next step: "buckets[17]" for a
+// typed block, the variable and its member for a typed global.
+static void step_member(const struct hd_analysis *a, uint32_t u,
+			uint64_t offset, char *type, size_t tlen, char *member,
+			size_t mlen)
+{
+	type[0] = member[0] = '\0';
+	if (!a->ty)
+		return;
+	int64_t r = hd_graph_vertex_root(a->g, u);
+	if (r >= 0) {
+		const struct hd_root *root = hd_graph_root(a->g, (size_t)r);
+		if (root->kind == HD_ROOT_GLOBAL || root->kind == HD_ROOT_REGION)
+			hd_typing_global_member(a->ty, root->start + offset, type, tlen,
+						member, mlen);
+		return;
+	}
+	size_t id = (size_t)hd_graph_vertex_block(a->g, u);
+	if (hd_typing_block_name(a->ty, id, type, tlen))
+		hd_typing_block_member(a->ty, id, offset, member, mlen);
+	else
+		type[0] = '\0';
 }
 
 struct hd_error *hd_render_why(FILE *out, struct hd_session *s,
@@ -209,6 +241,39 @@ struct hd_error *hd_render_why(FILE *out, struct hd_session *s,
 		describe_block(out, &a, v, false);
 		fprintf(out, ", which is LEAKED: no root reaches it. Chain from a leaked block nothing points at:\n");
 	}
+	// The chain in one line, C-style, before the detail: for short chains.
+	if (!json && len <= 64) {
+		fputs("  ", out);
+		for (size_t i = 0; i < len; i++) {
+			uint32_t u = path[i];
+			int64_t r = hd_graph_vertex_root(a.g, u);
+			uint64_t off = 0, val = 0;
+			int reg = -1;
+			bool ref = i + 1 < len &&
+				   find_reference(&a, u, path[i + 1], &off, &val, &reg);
+			char stype[512], member[512];
+			step_member(&a, u, off, stype, sizeof(stype), member, sizeof(member));
+			if (i)
+				fputs(" → ", out);
+			if (r >= 0) {
+				fputs(hd_graph_root(a.g, (size_t)r)->name, out);
+				if (ref && reg >= 0)
+					fprintf(out, " %%%s", reg_names[reg]);
+				else if (ref && member[0] && member[0] != '+')
+					fprintf(out, ".%s", member);
+				continue;
+			}
+			char type[512];
+			hd_block_type(&a, (size_t)hd_graph_vertex_block(a.g, u), type,
+				      sizeof(type));
+			fputs(type, out);
+			if (ref && member[0])
+				fprintf(out, ".%s", member);
+			else if (ref)
+				fprintf(out, "+0x%" PRIx64, off);
+		}
+		fputs("\n", out);
+	}
 	for (size_t i = 0; i < len; i++) {
 		uint32_t u = path[i];
 		int64_t r = hd_graph_vertex_root(a.g, u);
@@ -228,10 +293,21 @@ struct hd_error *hd_render_why(FILE *out, struct hd_session *s,
 				describe_block(out, &a, u, true);
 			}
 			if (ref) {
+				char stype[512], member[512];
 				if (reg >= 0)
 					fprintf(out, ", \"register\": \"%s\"", reg_names[reg]);
 				else
 					fprintf(out, ", \"offset\": %" PRIu64, off);
+				step_member(&a, u, off, stype, sizeof(stype), member,
+					    sizeof(member));
+				if (reg < 0 && member[0]) {
+					fputs(", \"member\": ", out);
+					hd_json_string(out, member);
+				}
+				if (r >= 0 && stype[0]) {
+					fputs(", \"type\": ", out);
+					hd_json_string(out, stype);
+				}
 				struct hd_block nb;
 				hd_heap_block(a.h, (size_t)hd_graph_vertex_block(a.g, path[i + 1]), &nb);
 				fprintf(out, ", \"pointer\": \"0x%" PRIx64 "\", \"interior\": %s",
@@ -253,9 +329,14 @@ struct hd_error *hd_render_why(FILE *out, struct hd_session *s,
 		if (ref) {
 			struct hd_block nb;
 			hd_heap_block(a.h, (size_t)hd_graph_vertex_block(a.g, path[i + 1]), &nb);
+			char stype[512], member[512];
+			step_member(&a, u, off, stype, sizeof(stype), member, sizeof(member));
 			if (reg >= 0)
 				fprintf(out, "\n  %*s  %%%s = 0x%" PRIx64, (int)(2 * i), "",
 					reg_names[reg], val);
+			else if (member[0])
+				fprintf(out, "\n  %*s  +0x%" PRIx64 " .%s = 0x%" PRIx64,
+					(int)(2 * i), "", off, member, val);
 			else
 				fprintf(out, "\n  %*s  +0x%" PRIx64 " = 0x%" PRIx64, (int)(2 * i),
 					"", off, val);

@@ -5,15 +5,19 @@
 
 #include "heapdom.h"
 #include "target/target_internal.h"
+#include "types/typing.h"
 
 struct hd_session {
 	struct hd_target *t;
 	struct hd_session_options opts;
 	struct hd_debuginfo *di;
 	struct hd_heap *h;
+	struct hd_index ix;
+	bool have_ix;
+	struct hd_typing *ty;
 	struct hd_graph *g;
 	struct hd_dom *d;
-	double t_walk, t_graph, t_dom;
+	double t_walk, t_types, t_graph, t_dom;
 };
 
 static double now(void)
@@ -51,6 +55,9 @@ void hd_session_destroy(struct hd_session *s)
 		return;
 	hd_dom_destroy(s->d);
 	hd_graph_destroy(s->g);
+	hd_typing_destroy(s->ty);
+	if (s->have_ix)
+		hd_index_deinit(&s->ix);
 	hd_heap_destroy(s->h);
 	hd_debuginfo_destroy(s->di);
 	hd_target_destroy(s->t);
@@ -76,16 +83,53 @@ struct hd_error *hd_session_heap(struct hd_session *s,
 	return NULL;
 }
 
+static struct hd_error *session_index(struct hd_session *s)
+{
+	if (s->have_ix)
+		return NULL;
+	const struct hd_heap *h;
+	struct hd_error *err = hd_session_heap(s, &h);
+	if (!err)
+		err = hd_index_init(&s->ix, h);
+	s->have_ix = !err;
+	return err;
+}
+
+struct hd_error *hd_session_typing(struct hd_session *s,
+				   const struct hd_typing **ret)
+{
+	if (s->opts.untyped) {
+		*ret = NULL;
+		return NULL;
+	}
+	if (!s->ty) {
+		struct hd_error *err = session_index(s);
+		if (err)
+			return err;
+		double t0 = now();
+		err = hd_typing_compute(s->t, s->di, s->h, &s->ix, &s->ty);
+		if (err)
+			return err;
+		s->t_types = now() - t0;
+	}
+	*ret = s->ty;
+	return NULL;
+}
+
 struct hd_error *hd_session_graph(struct hd_session *s,
 				  const struct hd_graph **ret)
 {
 	if (!s->g) {
-		const struct hd_heap *h;
-		struct hd_error *err = hd_session_heap(s, &h);
+		const struct hd_typing *ty = NULL;
+		struct hd_error *err = session_index(s);
+		if (!err && !s->opts.untyped)
+			err = hd_session_typing(s, &ty);
 		if (err)
 			return err;
 		double t0 = now();
-		err = hd_graph_build(s->t, s->di, h, &s->g);
+		err = hd_graph_build_with(s->t, s->di, s->h, &s->ix,
+					  ty ? hd_typing_pointer_map : NULL,
+					  (void *)ty, &s->g);
 		if (err)
 			return err;
 		s->t_graph = now() - t0;
@@ -111,10 +155,11 @@ struct hd_error *hd_session_dom(struct hd_session *s, const struct hd_dom **ret)
 	return NULL;
 }
 
-void hd_session_times(const struct hd_session *s, double *walk, double *graph,
-		      double *dom)
+void hd_session_times(const struct hd_session *s, double *walk, double *types,
+		      double *graph, double *dom)
 {
 	*walk = s->t_walk;
+	*types = s->t_types;
 	*graph = s->t_graph;
 	*dom = s->t_dom;
 }

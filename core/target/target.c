@@ -82,8 +82,10 @@ void hd_target_destroy(struct hd_target *t)
 		free(t->mappings[i].path);
 	free(t->mappings);
 	free(t->threads);
-	for (size_t i = 0; i < t->num_frames; i++)
+	for (size_t i = 0; i < t->num_frames; i++) {
 		free(t->frames[i].name);
+		free(t->frames[i].type_name);
+	}
 	free(t->frames);
 	for (size_t i = 0; i < t->num_modules; i++) {
 		free(t->modules[i].name);
@@ -95,6 +97,16 @@ void hd_target_destroy(struct hd_target *t)
 	free(t->sysroot);
 	free(t->exe_override);
 	free(t);
+}
+
+struct hd_error *hd_target_set_name(struct hd_target *t, const char *name)
+{
+	char *copy = strdup(name);
+	if (!copy)
+		return &hd_error_no_memory;
+	free(t->name);
+	t->name = copy;
+	return NULL;
 }
 
 const char *hd_target_kind(const struct hd_target *t) { return t->kind; }
@@ -167,8 +179,11 @@ struct hd_error *hd_target_add_frame(struct hd_target *t,
 				       (unsigned long long)f->sp);
 	struct hd_frame copy = *f;
 	copy.name = strdup(f->name ? f->name : "?");
-	if (!copy.name || !HD_VEC_PUSH(t->frames, t->num_frames, t->cap_frames, copy)) {
+	copy.type_name = f->type_name ? strdup(f->type_name) : NULL;
+	if (!copy.name || (f->type_name && !copy.type_name) ||
+	    !HD_VEC_PUSH(t->frames, t->num_frames, t->cap_frames, copy)) {
 		free(copy.name);
+		free(copy.type_name);
 		return &hd_error_no_memory;
 	}
 	return NULL;

@@ -21,6 +21,7 @@ static const char usage[] =
 	"  why ADDR         the shortest chain from a root to the block at ADDR\n"
 	"  leaks            used blocks no root reaches, grouped by size\n"
 	"  graph            export the object graph (--format dot|json)\n"
+	"  types            heap histogram by type: count, bytes, retained\n"
 	"\n"
 	"options:\n"
 	"  --pid PID         analyse a running process (stopped while analysed)\n"
@@ -34,6 +35,8 @@ static const char usage[] =
 	"  --min-size SIZE   dominators: hide holders retaining less (e.g. 64K)\n"
 	"  --all             dominators --json: every used block\n"
 	"  --from ADDR       graph: only what ADDR's block reaches in --depth steps\n"
+	"  --sort KEY        types: by bytes (default), count or retained\n"
+	"  --untyped         no DWARF typing: scan every block conservatively\n"
 	"  --format FMT      text, json, or dot (graph)\n"
 	"  --json            same as --format json (see docs/json-format.md)\n"
 	"  --output FILE     write the report to FILE\n"
@@ -66,7 +69,7 @@ static bool takes_value(const char *a)
 {
 	static const char *const opts[] = {"--top", "--depth", "--min-size",
 					   "--state", "--format", "--from",
-					   "--output"};
+					   "--sort", "--output"};
 	for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
 		if (strcmp(a, opts[i]) == 0)
 			return true;
@@ -113,6 +116,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 			a->session.debug.debug_dir = v;
 		} else if (strcmp(argv[i], "--profile") == 0) {
 			a->profile = true;
+		} else if (strcmp(argv[i], "--untyped") == 0) {
+			a->session.untyped = true;
 		} else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
 			fputs(usage, stdout);
 			exit(0);
@@ -181,8 +186,8 @@ static long rss_anon_kib(void)
 
 static void print_profile(struct hd_session *s, double open, double total)
 {
-	double walk, graph, dom;
-	hd_session_times(s, &walk, &graph, &dom);
+	double walk, types, graph, dom;
+	hd_session_times(s, &walk, &types, &graph, &dom);
 	const struct hd_heap *h;
 	const struct hd_graph *g = NULL;
 	const struct hd_dom *d = NULL;
@@ -191,19 +196,29 @@ static void print_profile(struct hd_session *s, double open, double total)
 	size_t n = hd_heap_num_blocks(h);
 	size_t table = hd_heap_table_bytes(h), gbytes = 0, dbytes = 0;
 	fprintf(stderr, "profile: open %.3f s, walk %.3f s", open, walk);
+	const struct hd_typing *ty;
+	if (types > 0 && !hd_session_typing(s, &ty)) {
+		struct hd_typing_info ti;
+		hd_typing_get_info(ty, &ti);
+		fprintf(stderr, ", types %.3f s (DWARF index %.3f s: %zu modules, %zu types; propagation %.3f s: %" PRIu64 " typed blocks, %" PRIu64 " by vtable, %" PRIu64 " ambiguous)",
+			types, ti.index_seconds, ti.modules_indexed, ti.types_indexed,
+			ti.propagate_seconds, ti.typed_blocks, ti.vtable_blocks,
+			ti.ambiguous_blocks);
+	}
 	if (graph > 0 && !hd_session_graph(s, &g)) {
 		struct hd_graph_info gi;
 		hd_graph_get_info(g, &gi);
 		gbytes = gi.bytes;
-		fprintf(stderr, ", graph %.3f s (%" PRIu64 " words, %" PRIu64 " edges)",
-			graph, gi.words_scanned, gi.edges);
+		fprintf(stderr, ", graph %.3f s (%" PRIu64 " words, %" PRIu64 " edges: %" PRIu64 " typed, %" PRIu64 " conservative)",
+			graph, gi.words_scanned, gi.edges, gi.typed_edges,
+			gi.conservative_edges);
 	}
 	if (dom > 0 && !hd_session_dom(s, &d)) {
 		dbytes = hd_dom_bytes(d);
 		fprintf(stderr, ", dominators %.3f s", dom);
 	}
-	fprintf(stderr, ", report %.3f s; total %.3f s\n", total - open - walk - graph - dom,
-		total);
+	fprintf(stderr, ", report %.3f s; total %.3f s\n",
+		total - open - walk - types - graph - dom, total);
 	fprintf(stderr,
 		"profile: %zu blocks, %.1f M blocks/s walked; block table %.1f bytes/block",
 		n, walk > 0 ? n / walk / 1e6 : 0.0, n ? (double)table / n : 0.0);

@@ -25,7 +25,7 @@
 set -eu
 
 N=${1:-1000000}
-SRCDIR=$(CDPATH= cd -- "$(dirname -- "$0")/../.." && pwd)
+SRCDIR=$(CDPATH='' cd -- "$(dirname -- "$0")/../.." && pwd)
 PLUGIN=${HEAPDOM_PLUGIN:-gdb-plugin/heapdom.py}
 FIXTURE=${FIXTURE:-build/tests/fixtures/heap_fixture}
 
@@ -39,10 +39,10 @@ fi
 [ -x "$FIXTURE" ] || { echo "bench_gdb.sh: no fixture at $FIXTURE (set FIXTURE; build with ninja -C build)" >&2; exit 2; }
 [ -f "$PLUGIN" ] || PLUGIN=$SRCDIR/gdb-plugin/heapdom.py
 [ -f "$PLUGIN" ] || { echo "bench_gdb.sh: no plugin at $PLUGIN (set HEAPDOM_PLUGIN)" >&2; exit 2; }
-PLUGIN=$(CDPATH= cd -- "$(dirname -- "$PLUGIN")" && pwd)/$(basename -- "$PLUGIN")
+PLUGIN=$(CDPATH='' cd -- "$(dirname -- "$PLUGIN")" && pwd)/$(basename -- "$PLUGIN")
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/heapdom-bench-gdb.XXXXXX")
-cleanup() { [ "${KEEP:-0}" = 1 ] && echo "kept $TMP" || rm -rf "$TMP"; }
+cleanup() { if [ "${KEEP:-0}" = 1 ]; then echo "kept $TMP"; else rm -rf "$TMP"; fi; }
 trap cleanup EXIT INT TERM
 
 SCRIPT=$TMP/bench.gdb
@@ -94,7 +94,7 @@ EOF
 
 echo "fixture: $FIXTURE --blocks $N"
 echo "plugin:  $PLUGIN"
-DEBUGINFOD_URLS= gdb -q -nx -batch -x "$SCRIPT" --args "$FIXTURE" "$TMP/heap.truth" --blocks "$N" \
+DEBUGINFOD_URLS='' gdb -q -nx -batch -x "$SCRIPT" --args "$FIXTURE" "$TMP/heap.truth" --blocks "$N" \
     >"$TMP/gdb.out" 2>"$TMP/gdb.err" || true
 if ! grep -q '^BENCH gdb peak RSS' "$TMP/gdb.out"; then
     echo "bench_gdb.sh: the gdb script did not finish; stdout and stderr:" >&2

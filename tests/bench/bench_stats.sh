@@ -14,7 +14,7 @@ set -eu
 
 N=${1:-11000000}
 HEAPDOM=${HEAPDOM:-build/core/heapdom}
-FIXTURE=${FIXTURE:-build/tests/fixtures/heap_fixture}
+FIXTURE=${FIXTURE:-build/tests/heap_fixture}
 SRCDIR=$(CDPATH= cd -- "$(dirname -- "$0")/../.." && pwd)
 
 case $N in ''|*[!0-9]*) echo "bench_stats.sh: N must be a number, got '$N'" >&2; exit 2;; esac

@@ -61,6 +61,7 @@ import time
 import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.dont_write_bytecode = True
 sys.path.insert(0, HERE)
 import heaptest  # noqa: E402
 from heaptest import HarnessError  # noqa: E402
@@ -184,7 +185,6 @@ class Runner:
         env = heaptest._env()
         if os.path.isfile(self.lib):
             env["HEAPDOM_LIB"] = self.lib
-        env.pop("NO_COLOR", None)
         return env
 
     def prelude(self, results):
@@ -199,6 +199,7 @@ class Runner:
             "python",
             "import json as _hd_json, time as _hd_time, sys as _hd_sys",
             "_hd_sys.path.insert(0, %r)" % HERE,
+            "_hd_sys.dont_write_bytecode = True",
             "_hd_res = {}",
             "def hd(tag, cmd):",
             "    t0 = _hd_time.monotonic()",
@@ -412,7 +413,7 @@ class Runner:
             td.check_tree_mode(tree, nodes, pb, 5, 3)
         return pb.lines()
 
-    def compare_dom_with_cli(self, gdoc, cdoc, tid_fns=None):
+    def compare_dom_with_cli(self, gdoc, cdoc):
         """gdb's heap-dominators --all vs the CLI's on the same core."""
         out = []
         fns = frame_functions(gdoc)
@@ -645,7 +646,7 @@ class Runner:
             if doc.get("reachable") is not True:
                 out.append("heap-why %s: reachable %r" % (hx(tail), doc.get("reachable")))
             text = res.results["why_tail_text"]["out"] or ""
-            lines = text.splitlines()
+            lines = [l for l in text.splitlines() if " \u2192 " not in l]
             if (len(lines) < 2 or not lines[0].startswith(hx(tail) + " is in ")
                     or not strict_thread_root(lines[1].strip().rsplit(" (", 1)[0], t.tid)):
                 out.append("heap-why %s (text): first chain line %r" % (hx(tail), lines[1:2]))
@@ -787,7 +788,7 @@ class Runner:
             if first.get("interior") is not True:
                 out.append("heap-why g_interior: first step %r is not marked interior" % first)
         text = (res.results.get("why_text_list0") or {}).get("out") or ""
-        lines = text.splitlines()
+        lines = [l for l in text.splitlines() if " \u2192 " not in l]
         if (len(lines) < 2 or not lines[0].startswith(hx(bn.get("list.0", 0)) + " is in ")
                 or not lines[1].strip().startswith("%s:g_list (global" % mod)):
             out.append("heap-why g_list (text): %r" % lines[:3])

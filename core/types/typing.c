@@ -1,0 +1,906 @@
+// Typing heap blocks. Every module with DWARF gets a type index (built in
+// parallel, two at a time). Blocks whose first word is a C++ vtable
+// pointer get their dynamic class; then types flow from typed roots (global
+// variables, typed locals) through pointer-typed members to a fixpoint. A
+// pointer at the start of a block types it (as an array when the usable
+// size holds several); a conflicting type keeps the larger typing and marks
+// the block ambiguous.
+#include <ctype.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "debuginfo/debuginfo_internal.h"
+#include "heap/heap_internal.h"
+#include "types/typing.h"
+#include "util/vec.h"
+
+#define NO_MODULE UINT16_MAX
+#define MAX_SLOTS 4096
+// malloc rounds a request up by at most this much (chunk alignment and the
+// size field it borrows from the next chunk).
+#define MALLOC_SLACK 24
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+// ------------------------------------------------------------ indexes
+
+struct index_job {
+	struct hd_typing *ty;
+	struct hd_debuginfo *di;
+	size_t next;
+	pthread_mutex_t lock;
+};
+
+static void *index_worker(void *arg)
+{
+	struct index_job *job = arg;
+	for (;;) {
+		pthread_mutex_lock(&job->lock);
+		size_t i = job->next++;
+		pthread_mutex_unlock(&job->lock);
+		if (i >= job->ty->num_mods)
+			return NULL;
+		struct hd_typing_module *tm = &job->ty->mods[i];
+		const char *path = hd_debuginfo_debug_file(job->di, tm->m);
+		if (!path)
+			path = tm->m->file;
+		if (!path)
+			continue;
+		double t0 = now();
+		struct hd_error *err = hd_type_index_build(path, &tm->ix);
+		if (err) {
+			// No DWARF (or unreadable DWARF): that module's
+			// blocks stay untyped.
+			hd_error_destroy(err);
+			tm->ix = NULL;
+		}
+		tm->seconds = now() - t0;
+	}
+}
+
+static struct hd_error *build_indexes(struct hd_typing *ty, struct hd_target *t,
+				      struct hd_debuginfo *di)
+{
+	ty->num_mods = hd_target_num_modules(t);
+	ty->mods = calloc(ty->num_mods ? ty->num_mods : 1, sizeof(*ty->mods));
+	if (!ty->mods)
+		return &hd_error_no_memory;
+	for (size_t i = 0; i < ty->num_mods; i++)
+		ty->mods[i].m = hd_target_module(t, i);
+	// The debug files are looked up here, before the threads share di.
+	for (size_t i = 0; i < ty->num_mods; i++)
+		(void)hd_debuginfo_debug_file(di, ty->mods[i].m);
+	struct index_job job = {.ty = ty, .di = di};
+	pthread_mutex_init(&job.lock, NULL);
+	double t0 = now();
+	pthread_t helper;
+	bool threaded = pthread_create(&helper, NULL, index_worker, &job) == 0;
+	index_worker(&job);
+	if (threaded)
+		pthread_join(helper, NULL);
+	pthread_mutex_destroy(&job.lock);
+	ty->info.index_seconds = now() - t0;
+	for (size_t i = 0; i < ty->num_mods; i++) {
+		if (ty->mods[i].ix) {
+			ty->info.modules_indexed++;
+			ty->info.types_indexed += ty->mods[i].ix->num_types;
+		}
+	}
+	return NULL;
+}
+
+// ------------------------------------------------------------ entries
+
+struct dedupe {
+	uint64_t *keys; // (module << 48 | type << 16 ...) packed as below
+	uint32_t *vals;
+	size_t cap, n;
+};
+
+static uint64_t entry_key(uint16_t module, uint32_t type, uint32_t count)
+{
+	return ((uint64_t)module << 48) ^ ((uint64_t)type << 20) ^ count ^
+	       ((uint64_t)count << 40);
+}
+
+static uint64_t hash64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	return x;
+}
+
+static bool entry_matches(const struct hd_type_entry *e, uint16_t module,
+			  uint32_t type, uint32_t count, const char *name)
+{
+	if (e->module != module || e->count != count)
+		return false;
+	if (module == NO_MODULE)
+		return strcmp(e->name, name) == 0;
+	return e->type == type;
+}
+
+static struct hd_error *dedupe_grow(struct dedupe *d, struct hd_typing *ty)
+{
+	size_t cap = d->cap ? d->cap * 2 : 256;
+	uint64_t *keys = calloc(cap, sizeof(*keys));
+	uint32_t *vals = malloc(cap * sizeof(*vals));
+	if (!keys || !vals) {
+		free(keys);
+		free(vals);
+		return &hd_error_no_memory;
+	}
+	memset(vals, 0xff, cap * sizeof(*vals));
+	for (size_t i = 0; i < ty->num_entries; i++) {
+		const struct hd_type_entry *e = &ty->entries[i];
+		uint64_t k = entry_key(e->module, e->type, e->count);
+		size_t slot = hash64(k) & (cap - 1);
+		while (vals[slot] != UINT32_MAX)
+			slot = (slot + 1) & (cap - 1);
+		keys[slot] = k;
+		vals[slot] = (uint32_t)i;
+	}
+	free(d->keys);
+	free(d->vals);
+	d->keys = keys;
+	d->vals = vals;
+	d->cap = cap;
+	return NULL;
+}
+
+// Sets the words of one instance's pointer slots in the entry's maps.
+static void fill_maps(struct hd_typing *ty, struct hd_type_entry *e)
+{
+	const struct hd_type_index *ix = ty->mods[e->module].ix;
+	uint64_t tsize = e->count ? e->size / e->count : 0;
+	static __thread struct hd_ptr_slot slots[MAX_SLOTS];
+	size_t total, n = hd_type_pointer_slots(ix, e->type, slots, MAX_SLOTS,
+						  &total);
+	for (uint32_t k = 0; k < e->count; k++) {
+		for (size_t i = 0; i < n; i++) {
+			uint64_t w = (k * tsize + slots[i].offset) / 8;
+			if (w >= e->nwords)
+				continue;
+			e->map[w / 8] |= (uint8_t)(1u << (w % 8));
+			if (!slots[i].conservative)
+				e->typed[w / 8] |= (uint8_t)(1u << (w % 8));
+		}
+		// A type with more slots than we expanded: scan the rest of
+		// this element conservatively rather than miss pointers.
+		if (total > n) {
+			uint64_t from = slots[n - 1].offset + 8;
+			for (uint64_t o = from; o + 8 <= tsize; o += 8) {
+				uint64_t w = (k * tsize + o) / 8;
+				if (w < e->nwords)
+					e->map[w / 8] |= (uint8_t)(1u << (w % 8));
+			}
+		}
+	}
+}
+
+// The entry for (module, type, count), created on first use.
+static struct hd_error *get_entry(struct hd_typing *ty, uint16_t module,
+				  uint32_t type, uint32_t count,
+				  const char *vtable_name, uint32_t *ret)
+{
+	struct dedupe *d = ty->dedupe;
+	if (!d) {
+		d = calloc(1, sizeof(*d));
+		if (!d)
+			return &hd_error_no_memory;
+		ty->dedupe = d;
+	}
+	uint64_t k = entry_key(module, type, count);
+	if (d->cap) {
+		size_t slot = hash64(k) & (d->cap - 1);
+		while (d->vals[slot] != UINT32_MAX) {
+			uint32_t v = d->vals[slot];
+			if (d->keys[slot] == k &&
+			    entry_matches(&ty->entries[v], module, type, count,
+					  vtable_name)) {
+				*ret = v;
+				return NULL;
+			}
+			slot = (slot + 1) & (d->cap - 1);
+		}
+	}
+	if ((ty->num_entries + 1) * 2 > d->cap) {
+		struct hd_error *err = dedupe_grow(d, ty);
+		if (err)
+			return err;
+	}
+	struct hd_type_entry e = {.module = module, .type = type, .count = count};
+	char name[512];
+	if (module == NO_MODULE) {
+		snprintf(name, sizeof(name), "%s", vtable_name);
+		e.from_vtable = true;
+	} else {
+		const struct hd_type_index *ix = ty->mods[module].ix;
+		uint32_t st = hd_type_strip(ix, type);
+		e.size = (uint64_t)count * ix->types[st].size;
+		hd_type_name(ix, type, name, sizeof(name) - 16);
+		if (count > 1) {
+			size_t l = strlen(name);
+			snprintf(name + l, sizeof(name) - l, "[%u]", count);
+		}
+		e.nwords = e.size / 8;
+		e.map = calloc(e.nwords / 8 + 1, 1);
+		e.typed = calloc(e.nwords / 8 + 1, 1);
+		if (!e.map || !e.typed) {
+			free(e.map);
+			free(e.typed);
+			return &hd_error_no_memory;
+		}
+	}
+	e.name = strdup(name);
+	if (!e.name || !HD_VEC_PUSH(ty->entries, ty->num_entries, ty->cap_entries, e)) {
+		free(e.name);
+		free(e.map);
+		free(e.typed);
+		return &hd_error_no_memory;
+	}
+	if (module != NO_MODULE)
+		fill_maps(ty, &ty->entries[ty->num_entries - 1]);
+	size_t slot = hash64(k) & (d->cap - 1);
+	while (d->vals[slot] != UINT32_MAX)
+		slot = (slot + 1) & (d->cap - 1);
+	d->keys[slot] = k;
+	d->vals[slot] = (uint32_t)(ty->num_entries - 1);
+	*ret = (uint32_t)(ty->num_entries - 1);
+	return NULL;
+}
+
+// ------------------------------------------------------------ memory
+
+// Word reads from the heap segments, viewed once (zero-copy for cores).
+struct memory {
+	struct hd_target *t;
+	struct hd_view *views;
+	size_t n;
+};
+
+static struct hd_error *memory_init(struct memory *mem, struct hd_target *t,
+				    const struct hd_heap *h)
+{
+	mem->t = t;
+	mem->n = 0;
+	mem->views = calloc(hd_heap_num_segments(h) + 1, sizeof(*mem->views));
+	if (!mem->views)
+		return &hd_error_no_memory;
+	for (size_t i = 0; i < hd_heap_num_segments(h); i++) {
+		const struct hd_heap_segment *s = hd_heap_segment(h, i);
+		struct hd_error *err = hd_target_view(t, s->start, s->end - s->start,
+						      &mem->views[mem->n]);
+		if (err) {
+			if (err->code == HD_ERROR_NO_MEMORY)
+				return err;
+			hd_error_destroy(err);
+			continue;
+		}
+		mem->n++;
+	}
+	return NULL;
+}
+
+static void memory_deinit(struct memory *mem)
+{
+	for (size_t i = 0; i < mem->n; i++)
+		hd_view_deinit(&mem->views[i]);
+	free(mem->views);
+}
+
+static bool read_word(const struct memory *mem, uint64_t addr, uint64_t *ret)
+{
+	size_t lo = 0, hi = mem->n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (mem->views[mid].addr + mem->views[mid].len <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < mem->n && mem->views[lo].addr <= addr &&
+	    addr + 8 <= mem->views[lo].addr + mem->views[lo].len) {
+		memcpy(ret, mem->views[lo].data + (addr - mem->views[lo].addr), 8);
+		return true;
+	}
+	struct hd_error *err = hd_target_read(mem->t, addr, ret, 8);
+	if (err) {
+		hd_error_destroy(err);
+		return false;
+	}
+	return true;
+}
+
+// ------------------------------------------------------------ propagation
+
+struct propagation {
+	struct hd_typing *ty;
+	const struct hd_heap *h;
+	const struct hd_index *ix;
+	struct memory mem;
+	uint32_t *queue;
+	size_t head, tail, cap;
+	uint8_t *queued;
+};
+
+static struct hd_error *push(struct propagation *p, uint32_t id)
+{
+	if (p->queued[id])
+		return NULL;
+	if (p->tail == p->cap) {
+		// Compact before growing: the consumed head is dead space.
+		if (p->head) {
+			memmove(p->queue, p->queue + p->head,
+				(p->tail - p->head) * sizeof(*p->queue));
+			p->tail -= p->head;
+			p->head = 0;
+		}
+		if (p->tail == p->cap) {
+			size_t cap = p->cap ? p->cap * 2 : 4096;
+			uint32_t *q = realloc(p->queue, cap * sizeof(*q));
+			if (!q)
+				return &hd_error_no_memory;
+			p->queue = q;
+			p->cap = cap;
+		}
+	}
+	p->queue[p->tail++] = id;
+	p->queued[id] = 1;
+	return NULL;
+}
+
+// Gives block id the entry, unless a stronger or larger typing holds it.
+static struct hd_error *assign(struct propagation *p, uint32_t id,
+			       uint32_t entry, uint8_t strength)
+{
+	struct hd_typing *ty = p->ty;
+	uint32_t old = ty->block_entry[id];
+	if (old == entry)
+		return NULL;
+	if (old != HD_ENTRY_NONE) {
+		if (ty->strength[id] > strength)
+			return NULL;
+		if (ty->strength[id] == strength) {
+			// Conflicting typings: the larger consistent one wins.
+			if (!(ty->strength[id] & 0x80)) {
+				ty->strength[id] |= 0x80;
+				ty->info.ambiguous_blocks++;
+			}
+			if (ty->entries[entry].size <= ty->entries[old].size)
+				return NULL;
+		}
+	}
+	ty->block_entry[id] = entry;
+	ty->strength[id] = (uint8_t)((ty->strength[id] & 0x80) | strength);
+	return push(p, id);
+}
+
+// The entry for a block that a T-typed pointer points at, or NONE.
+static struct hd_error *entry_for_block(struct propagation *p, uint16_t module,
+					uint32_t pointee, uint32_t id,
+					uint32_t *ret)
+{
+	*ret = HD_ENTRY_NONE;
+	const struct hd_type_index *ix = p->ty->mods[module].ix;
+	uint32_t st = hd_type_strip(ix, pointee);
+	if (st == HD_TYPE_NONE)
+		return NULL;
+	const struct hd_type *t = &ix->types[st];
+	if (t->kind == HD_TYPE_VOID || t->kind == HD_TYPE_FUNCTION ||
+	    t->kind == HD_TYPE_OTHER || t->size == 0 || t->declaration)
+		return NULL;
+	uint64_t usable = ((uint64_t)p->h->chunk16[id] << 4) -
+			  ((p->h->flags[id] & HD_FLAG_MMAPPED) ? 16 : 8);
+	if (usable < t->size)
+		return NULL; // too small to be one: the pointer lies about it
+	// One object when the rest is only malloc's rounding; an array when
+	// the block holds more. Characters are strings: always an array.
+	uint64_t count = usable / t->size;
+	if (!(t->kind == HD_TYPE_BASE && t->size == 1) &&
+	    usable - t->size < MALLOC_SLACK)
+		count = 1;
+	if (count > UINT32_MAX)
+		count = UINT32_MAX;
+	return get_entry(p->ty, module, st, (uint32_t)count, NULL, ret);
+}
+
+// Follows the typed pointer slots of (module, type) × count at base.
+static struct hd_error *follow(struct propagation *p, uint16_t module,
+			       uint32_t type, uint64_t count, uint64_t base,
+			       uint64_t limit)
+{
+	const struct hd_type_index *ix = p->ty->mods[module].ix;
+	uint32_t st = hd_type_strip(ix, type);
+	if (st == HD_TYPE_NONE)
+		return NULL;
+	uint64_t tsize = ix->types[st].size;
+	// Arrays of arrays and big arrays: walk elements by stride.
+	while (ix->types[st].kind == HD_TYPE_ARRAY && ix->types[st].count) {
+		uint32_t elem = hd_type_strip(ix, ix->types[st].target);
+		if (elem == HD_TYPE_NONE || !ix->types[elem].size)
+			return NULL;
+		count *= ix->types[st].count;
+		st = elem;
+		tsize = ix->types[elem].size;
+	}
+	static __thread struct hd_ptr_slot slots[MAX_SLOTS];
+	size_t total, n = hd_type_pointer_slots(ix, st, slots, MAX_SLOTS, &total);
+	if (!n || !tsize)
+		return NULL;
+	for (uint64_t k = 0; k < count; k++) {
+		uint64_t elem = base + k * tsize;
+		if (elem + tsize > limit)
+			break;
+		for (size_t i = 0; i < n; i++) {
+			if (slots[i].conservative || slots[i].pointee == HD_TYPE_NONE)
+				continue;
+			uint64_t v;
+			if (!read_word(&p->mem, elem + slots[i].offset, &v))
+				continue;
+			int64_t id = hd_index_lookup(p->ix, v);
+			// Only a pointer to the start types a block: a
+			// member pointer says nothing about what contains it.
+			if (id < 0 || p->h->addr[id] != v ||
+			    hd_heap_state(p->h, (size_t)id) != HD_STATE_USED)
+				continue;
+			uint32_t e;
+			struct hd_error *err = entry_for_block(p, module,
+							       slots[i].pointee,
+							       (uint32_t)id, &e);
+			if (!err && e != HD_ENTRY_NONE)
+				err = assign(p, (uint32_t)id, e, 1);
+			if (err)
+				return err;
+		}
+	}
+	return NULL;
+}
+
+static struct hd_error *typed_globals(struct propagation *p)
+{
+	struct hd_typing *ty = p->ty;
+	for (size_t m = 0; m < ty->num_mods; m++) {
+		const struct hd_type_index *ix = ty->mods[m].ix;
+		if (!ix)
+			continue;
+		uint64_t bias = ty->mods[m].m->bias;
+		for (size_t i = 0; i < ix->num_variables; i++) {
+			const struct hd_variable *v = &ix->variables[i];
+			uint32_t st = hd_type_strip(ix, v->type);
+			if (st == HD_TYPE_NONE || !ix->types[st].size)
+				continue;
+			struct hd_error *err = follow(p, (uint16_t)m, v->type, 1,
+						      bias + v->addr,
+						      bias + v->addr + ix->types[st].size);
+			if (err)
+				return err;
+		}
+	}
+	return NULL;
+}
+
+// Locals a front-end gave with a type name: "struct cache *", "Session *",
+// "struct entry". Only plain and pointer-to types are understood.
+static struct hd_error *typed_locals(struct propagation *p, struct hd_target *t)
+{
+	for (size_t i = 0; i < hd_target_num_frames(t); i++) {
+		const struct hd_frame *f = hd_target_frame(t, i);
+		if (!f->local || !f->type_name)
+			continue;
+		char name[512];
+		snprintf(name, sizeof(name), "%s", f->type_name);
+		size_t len = strlen(name);
+		int depth = 0;
+		while (len && (name[len - 1] == '*' || name[len - 1] == ' ')) {
+			depth += name[len - 1] == '*';
+			name[--len] = '\0';
+		}
+		if (depth > 1)
+			continue;
+		const char *base = name;
+		for (const char *pre = "const "; strncmp(base, pre, strlen(pre)) == 0;)
+			base += strlen(pre);
+		for (size_t m = 0; m < p->ty->num_mods; m++) {
+			const struct hd_type_index *ix = p->ty->mods[m].ix;
+			if (!ix)
+				continue;
+			uint32_t st = hd_type_find_struct(ix, base);
+			if (st == HD_TYPE_NONE)
+				continue;
+			struct hd_error *err = NULL;
+			if (depth == 0) {
+				err = follow(p, (uint16_t)m, st, 1, f->sp, f->caller_sp);
+			} else {
+				uint64_t v;
+				int64_t id;
+				uint32_t e;
+				if (read_word(&p->mem, f->sp, &v) &&
+				    (id = hd_index_lookup(p->ix, v)) >= 0 &&
+				    p->h->addr[id] == v &&
+				    hd_heap_state(p->h, (size_t)id) == HD_STATE_USED) {
+					err = entry_for_block(p, (uint16_t)m, st,
+							      (uint32_t)id, &e);
+					if (!err && e != HD_ENTRY_NONE)
+						err = assign(p, (uint32_t)id, e, 1);
+				}
+			}
+			if (err)
+				return err;
+			break;
+		}
+	}
+	return NULL;
+}
+
+// ------------------------------------------------------------ vtables
+
+struct vtable {
+	uint64_t start, end;
+	char *klass; // demangled class name
+};
+
+typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
+
+static demangle_fn find_demangler(void)
+{
+	void *fn = dlsym(RTLD_DEFAULT, "__cxa_demangle");
+	if (!fn) {
+		void *lib = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL);
+		if (lib)
+			fn = dlsym(lib, "__cxa_demangle");
+	}
+	return (demangle_fn)fn;
+}
+
+static int vtable_cmp(const void *a, const void *b)
+{
+	const struct vtable *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static struct hd_error *collect_vtables(struct hd_target *t,
+					struct hd_debuginfo *di,
+					struct vtable **ret, size_t *ret_n)
+{
+	struct vtable *vt = NULL;
+	size_t n = 0, cap = 0;
+	demangle_fn demangle = find_demangler();
+	for (size_t m = 0; m < hd_target_num_modules(t); m++) {
+		const struct hd_module *mod = hd_target_module(t, m);
+		struct hd_elf_symbol *syms;
+		size_t nsyms;
+		struct hd_error *err = hd_debuginfo_module_objects(di, mod, &syms, &nsyms);
+		if (err)
+			return err;
+		for (size_t i = 0; i < nsyms; i++) {
+			if (strncmp(syms[i].name, "_ZTV", 4) != 0)
+				continue;
+			char *klass = NULL;
+			int status = -1;
+			char *d = demangle ? demangle(syms[i].name, NULL, NULL, &status) : NULL;
+			if (d && status == 0 && strncmp(d, "vtable for ", 11) == 0)
+				klass = strdup(d + 11);
+			free(d);
+			if (!klass)
+				klass = strdup(syms[i].name + 4);
+			struct vtable v = {
+				.start = mod->bias + syms[i].value,
+				.end = mod->bias + syms[i].value + syms[i].size,
+				.klass = klass,
+			};
+			if (!klass || !HD_VEC_PUSH(vt, n, cap, v)) {
+				free(klass);
+				hd_elf_free_symbols(syms, nsyms);
+				for (size_t k = 0; k < n; k++)
+					free(vt[k].klass);
+				free(vt);
+				return &hd_error_no_memory;
+			}
+		}
+		hd_elf_free_symbols(syms, nsyms);
+	}
+	qsort(vt, n, sizeof(*vt), vtable_cmp);
+	*ret = vt;
+	*ret_n = n;
+	return NULL;
+}
+
+static const struct vtable *find_vtable(const struct vtable *vt, size_t n,
+					uint64_t addr)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (vt[mid].end <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	// A vtable pointer points past the offset-to-top and RTTI words.
+	if (lo < n && vt[lo].start < addr && addr < vt[lo].end)
+		return &vt[lo];
+	return NULL;
+}
+
+static struct hd_error *vtable_types(struct propagation *p, struct hd_target *t,
+				     struct hd_debuginfo *di)
+{
+	struct vtable *vt = NULL;
+	size_t nvt = 0;
+	struct hd_error *err = collect_vtables(t, di, &vt, &nvt);
+	if (err || !nvt) {
+		free(vt);
+		return err;
+	}
+	uint64_t lo = vt[0].start, hi = 0;
+	for (size_t i = 0; i < nvt; i++)
+		if (vt[i].end > hi)
+			hi = vt[i].end;
+	const struct hd_heap *h = p->h;
+	for (size_t id = 0; id < h->num_blocks && !err; id++) {
+		if (hd_heap_state(h, id) != HD_STATE_USED)
+			continue;
+		uint64_t w;
+		if (!read_word(&p->mem, h->addr[id], &w) || w <= lo || w >= hi)
+			continue;
+		const struct vtable *v = find_vtable(vt, nvt, w);
+		if (!v)
+			continue;
+		uint32_t e = HD_ENTRY_NONE;
+		for (size_t m = 0; m < p->ty->num_mods && e == HD_ENTRY_NONE && !err; m++) {
+			const struct hd_type_index *ix = p->ty->mods[m].ix;
+			uint32_t st = ix ? hd_type_find_struct(ix, v->klass) : HD_TYPE_NONE;
+			if (st != HD_TYPE_NONE && ix->types[st].size <=
+			    ((uint64_t)h->chunk16[id] << 4))
+				err = get_entry(p->ty, (uint16_t)m, st, 1, NULL, &e);
+		}
+		if (!err && e == HD_ENTRY_NONE)
+			err = get_entry(p->ty, NO_MODULE, 0, 1, v->klass, &e);
+		if (!err) {
+			p->ty->entries[e].from_vtable = true;
+			err = assign(p, (uint32_t)id, e, 2);
+		}
+	}
+	for (size_t i = 0; i < nvt; i++)
+		free(vt[i].klass);
+	free(vt);
+	return err;
+}
+
+// ------------------------------------------------------------ public
+
+struct hd_error *hd_typing_compute(struct hd_target *t, struct hd_debuginfo *di,
+				   const struct hd_heap *h,
+				   const struct hd_index *ix,
+				   struct hd_typing **ret)
+{
+	struct hd_typing *ty = calloc(1, sizeof(*ty));
+	if (!ty)
+		return &hd_error_no_memory;
+	ty->target = t;
+	ty->heap = h;
+	ty->num_blocks = h->num_blocks;
+	ty->block_entry = malloc((h->num_blocks ? h->num_blocks : 1) * sizeof(uint32_t));
+	ty->strength = calloc(h->num_blocks ? h->num_blocks : 1, 1);
+	struct propagation p = {.ty = ty, .h = h, .ix = ix};
+	p.queued = calloc(h->num_blocks ? h->num_blocks : 1, 1);
+	struct hd_error *err = NULL;
+	if (!ty->block_entry || !ty->strength || !p.queued)
+		err = &hd_error_no_memory;
+	else
+		memset(ty->block_entry, 0xff, h->num_blocks * sizeof(uint32_t));
+	if (!err)
+		err = build_indexes(ty, t, di);
+	double t0 = now();
+	if (!err)
+		err = memory_init(&p.mem, t, h);
+	if (!err)
+		err = vtable_types(&p, t, di);
+	if (!err)
+		err = typed_globals(&p);
+	if (!err)
+		err = typed_locals(&p, t);
+	while (!err && p.head < p.tail) {
+		uint32_t id = p.queue[p.head++];
+		p.queued[id] = 0;
+		const struct hd_type_entry *e = &ty->entries[ty->block_entry[id]];
+		if (e->module == NO_MODULE)
+			continue;
+		uint64_t usable = ((uint64_t)h->chunk16[id] << 4) -
+				  ((h->flags[id] & HD_FLAG_MMAPPED) ? 16 : 8);
+		err = follow(&p, e->module, e->type, e->count, h->addr[id],
+			     h->addr[id] + usable);
+	}
+	memory_deinit(&p.mem);
+	free(p.queue);
+	free(p.queued);
+	if (err) {
+		hd_typing_destroy(ty);
+		return err;
+	}
+	for (size_t id = 0; id < h->num_blocks; id++) {
+		if (ty->block_entry[id] == HD_ENTRY_NONE)
+			continue;
+		ty->info.typed_blocks++;
+		ty->info.vtable_blocks += (ty->strength[id] & 0x7f) == 2;
+	}
+	ty->info.propagate_seconds = now() - t0;
+	*ret = ty;
+	return NULL;
+}
+
+void hd_typing_destroy(struct hd_typing *ty)
+{
+	if (!ty)
+		return;
+	for (size_t i = 0; i < ty->num_mods; i++)
+		hd_type_index_destroy(ty->mods[i].ix);
+	free(ty->mods);
+	for (size_t i = 0; i < ty->num_entries; i++) {
+		free(ty->entries[i].name);
+		free(ty->entries[i].map);
+		free(ty->entries[i].typed);
+	}
+	free(ty->entries);
+	struct dedupe *d = ty->dedupe;
+	if (d) {
+		free(d->keys);
+		free(d->vals);
+		free(d);
+	}
+	free(ty->block_entry);
+	free(ty->strength);
+	free(ty->scratch_map);
+	free(ty->scratch_typed);
+	free(ty);
+}
+
+const uint8_t *hd_typing_pointer_map(void *arg, size_t block, size_t nwords,
+				     const uint8_t **typed)
+{
+	struct hd_typing *ty = arg;
+	*typed = NULL;
+	uint32_t ei = ty->block_entry[block];
+	if (ei == HD_ENTRY_NONE)
+		return NULL;
+	const struct hd_type_entry *e = &ty->entries[ei];
+	if (e->module == NO_MODULE)
+		return NULL; // a class name without a layout: scan it all
+	size_t bytes = nwords / 8 + 1;
+	if (nwords > ty->scratch_words) {
+		uint8_t *m = realloc(ty->scratch_map, bytes);
+		uint8_t *t = m ? realloc(ty->scratch_typed, bytes) : NULL;
+		if (m)
+			ty->scratch_map = m;
+		if (t)
+			ty->scratch_typed = t;
+		if (!m || !t)
+			return NULL;
+		ty->scratch_words = nwords;
+	}
+	size_t covered = e->nwords < nwords ? e->nwords : nwords;
+	memset(ty->scratch_map, 0, bytes);
+	memset(ty->scratch_typed, 0, bytes);
+	memcpy(ty->scratch_map, e->map, covered / 8);
+	memcpy(ty->scratch_typed, e->typed, covered / 8);
+	for (size_t w = covered / 8 * 8; w < covered; w++) {
+		if (e->map[w / 8] & (1u << (w % 8)))
+			ty->scratch_map[w / 8] |= (uint8_t)(1u << (w % 8));
+		if (e->typed[w / 8] & (1u << (w % 8)))
+			ty->scratch_typed[w / 8] |= (uint8_t)(1u << (w % 8));
+	}
+	// Bytes past the type (a flexible array member, malloc's slack) are
+	// scanned conservatively.
+	for (size_t w = covered; w < nwords; w++)
+		ty->scratch_map[w / 8] |= (uint8_t)(1u << (w % 8));
+	*typed = ty->scratch_typed;
+	return ty->scratch_map;
+}
+
+void hd_typing_get_info(const struct hd_typing *ty, struct hd_typing_info *ret)
+{
+	*ret = ty->info;
+}
+
+// A string a C program would print: printable bytes up to a NUL.
+static bool text_label(const struct hd_typing *ty, size_t id, char *buf,
+		       size_t len)
+{
+	const struct hd_heap *h = ty->heap;
+	uint8_t data[48];
+	uint64_t usable = ((uint64_t)h->chunk16[id] << 4) - 8;
+	size_t n = usable < sizeof(data) ? usable : sizeof(data);
+	struct hd_error *err = hd_target_read(ty->target, h->addr[id], data, n);
+	if (err) {
+		hd_error_destroy(err);
+		return false;
+	}
+	size_t k = 0;
+	while (k < n && data[k] && (isprint(data[k]) || data[k] == '\t' || data[k] == '\n'))
+		k++;
+	if (k < 4 || (k < n && data[k] != 0))
+		return false;
+	char text[40];
+	size_t show = k < 24 ? k : 24, j = 0;
+	for (size_t i = 0; i < show && j + 2 < sizeof(text); i++)
+		text[j++] = isprint(data[i]) ? (char)data[i] : ' ';
+	text[j] = '\0';
+	snprintf(buf, len, "char[] \"%s%s\"", text, k > show ? "…" : "");
+	return true;
+}
+
+bool hd_typing_block_name(const struct hd_typing *ty, size_t id, char *buf,
+			  size_t len)
+{
+	if (id < ty->num_blocks && ty->block_entry[id] != HD_ENTRY_NONE) {
+		snprintf(buf, len, "%s", ty->entries[ty->block_entry[id]].name);
+		return true;
+	}
+	if (id < ty->num_blocks && text_label(ty, id, buf, len))
+		return false;
+	struct hd_block b;
+	hd_heap_block(ty->heap, id, &b);
+	snprintf(buf, len, "unk<%llu>", (unsigned long long)b.usable);
+	return false;
+}
+
+void hd_typing_block_member(const struct hd_typing *ty, size_t id,
+			    uint64_t offset, char *buf, size_t len)
+{
+	uint32_t ei = id < ty->num_blocks ? ty->block_entry[id] : HD_ENTRY_NONE;
+	if (ei == HD_ENTRY_NONE || ty->entries[ei].module == NO_MODULE) {
+		snprintf(buf, len, "+0x%llx", (unsigned long long)offset);
+		return;
+	}
+	const struct hd_type_entry *e = &ty->entries[ei];
+	const struct hd_type_index *ix = ty->mods[e->module].ix;
+	uint64_t tsize = e->count ? e->size / e->count : 0;
+	if (e->count > 1 && tsize) {
+		int n = snprintf(buf, len, "[%llu].", (unsigned long long)(offset / tsize));
+		if (n > 0 && (size_t)n < len)
+			hd_type_member_path(ix, e->type, offset % tsize, buf + n, len - (size_t)n);
+		return;
+	}
+	hd_type_member_path(ix, e->type, offset, buf, len);
+}
+
+bool hd_typing_global_member(const struct hd_typing *ty, uint64_t addr,
+			     char *type, size_t tlen, char *path, size_t plen)
+{
+	for (size_t m = 0; m < ty->num_mods; m++) {
+		const struct hd_type_index *ix = ty->mods[m].ix;
+		if (!ix || !ix->num_variables)
+			continue;
+		uint64_t link = addr - ty->mods[m].m->bias;
+		// Last variable starting at or below the address.
+		size_t lo = 0, hi = ix->num_variables;
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			if (ix->variables[mid].addr <= link)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (!lo)
+			continue;
+		const struct hd_variable *v = &ix->variables[lo - 1];
+		uint32_t st = hd_type_strip(ix, v->type);
+		if (st == HD_TYPE_NONE || link >= v->addr + ix->types[st].size)
+			continue;
+		hd_type_name(ix, v->type, type, tlen);
+		hd_type_member_path(ix, v->type, link - v->addr, path, plen);
+		return true;
+	}
+	return false;
+}

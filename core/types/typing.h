@@ -1,0 +1,60 @@
+// Typing heap blocks: DWARF types propagated from typed roots through
+// pointer members, C++ classes from vtable pointers, and the pointer maps
+// that make the scanner precise for typed blocks.
+#ifndef HD_TYPING_H
+#define HD_TYPING_H
+
+#include "graph/graph_internal.h"
+#include "heapdom.h"
+#include "types/type_index.h"
+
+#define HD_ENTRY_NONE UINT32_MAX
+
+// One typing a block can have: a type of a module's index (count > 1 for
+// an array of it), or only a class name from a vtable with no DWARF.
+struct hd_type_entry {
+	uint16_t module;      // index into hd_typing.mods, UINT16_MAX: no DWARF
+	uint32_t type;        // type id in that module's index
+	uint32_t count;       // array elements (1: a single object)
+	uint64_t size;        // bytes covered: count * sizeof(type)
+	bool from_vtable;
+	char *name;           // display name: "struct entry", "Session[4]"
+	uint8_t *map;         // words that may hold pointers (bit per word)
+	uint8_t *typed;       // of those, words typed as pointers
+	size_t nwords;        // words covered by map (size / 8)
+};
+
+struct hd_typing_module {
+	const struct hd_module *m;
+	struct hd_type_index *ix;
+	double seconds;
+};
+
+struct hd_typing {
+	struct hd_target *target;
+	const struct hd_heap *heap;
+	struct hd_typing_module *mods;
+	size_t num_mods;
+	struct hd_type_entry *entries;
+	size_t num_entries, cap_entries;
+	uint32_t *block_entry; // per block: entry index or HD_ENTRY_NONE
+	uint8_t *strength;     // per block: 0 none, 1 propagated, 2 vtable
+	size_t num_blocks;
+	void *dedupe;          // entry lookup
+	// Scratch for the scanner's pointer maps.
+	uint8_t *scratch_map, *scratch_typed;
+	size_t scratch_words;
+	struct hd_typing_info info;
+};
+
+struct hd_error *hd_typing_compute(struct hd_target *t, struct hd_debuginfo *di,
+				   const struct hd_heap *h,
+				   const struct hd_index *ix,
+				   struct hd_typing **ret);
+void hd_typing_destroy(struct hd_typing *ty);
+
+// The scanner's hook (hd_pointer_map_fn): arg is the typing.
+const uint8_t *hd_typing_pointer_map(void *arg, size_t block, size_t nwords,
+				     const uint8_t **typed);
+
+#endif
