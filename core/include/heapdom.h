@@ -486,7 +486,10 @@ struct hd_typing;
 struct hd_typing_info {
 	size_t modules_indexed;    // modules whose DWARF was read
 	size_t types_indexed;
-	double index_seconds;      // building the type indexes (wall)
+	double index_seconds;      // building the type indexes (sum per module)
+	double index_wait_seconds; // of that, waited for (the rest ran in the
+				   // background during the heap walk, or was
+				   // cached from an earlier session)
 	double propagate_seconds;  // vtables + propagation
 	uint64_t typed_blocks;
 	uint64_t vtable_blocks;    // typed by their vtable pointer

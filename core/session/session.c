@@ -5,6 +5,7 @@
 
 #include "heapdom.h"
 #include "target/target_internal.h"
+#include "types/index_cache.h"
 #include "types/typing.h"
 
 struct hd_session {
@@ -44,6 +45,22 @@ struct hd_error *hd_session_create(struct hd_target *t,
 		s->t = NULL;
 		hd_session_destroy(s);
 		return err;
+	}
+	// Read the modules' DWARF on the second core while the heap is
+	// walked: typing needs it only after the walk.
+	if (!s->opts.untyped) {
+		size_t n = hd_target_num_modules(t);
+		const char **paths = calloc(n ? n : 1, sizeof(*paths));
+		if (paths) {
+			for (size_t i = 0; i < n; i++) {
+				const struct hd_module *m = hd_target_module(t, i);
+				paths[i] = hd_debuginfo_debug_file(s->di, m);
+				if (!paths[i])
+					paths[i] = m->file;
+			}
+			hd_index_cache_prefetch(paths, n);
+			free(paths);
+		}
 	}
 	*ret = s;
 	return NULL;

@@ -200,8 +200,9 @@ static void print_profile(struct hd_session *s, double open, double total)
 	if (types > 0 && !hd_session_typing(s, &ty)) {
 		struct hd_typing_info ti;
 		hd_typing_get_info(ty, &ti);
-		fprintf(stderr, ", types %.3f s (DWARF index %.3f s: %zu modules, %zu types; propagation %.3f s: %" PRIu64 " typed blocks, %" PRIu64 " by vtable, %" PRIu64 " ambiguous)",
-			types, ti.index_seconds, ti.modules_indexed, ti.types_indexed,
+		fprintf(stderr, ", types %.3f s (DWARF index %.3f s in the background, %.3f s waited: %zu modules, %zu types; propagation %.3f s: %" PRIu64 " typed blocks, %" PRIu64 " by vtable, %" PRIu64 " ambiguous)",
+			types, ti.index_seconds, ti.index_wait_seconds,
+			ti.modules_indexed, ti.types_indexed,
 			ti.propagate_seconds, ti.typed_blocks, ti.vtable_blocks,
 			ti.ambiguous_blocks);
 	}

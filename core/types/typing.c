@@ -7,7 +7,6 @@
 // the block ambiguous.
 #include <ctype.h>
 #include <dlfcn.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +14,7 @@
 
 #include "debuginfo/debuginfo_internal.h"
 #include "heap/heap_internal.h"
+#include "types/index_cache.h"
 #include "types/typing.h"
 #include "util/vec.h"
 
@@ -33,40 +33,6 @@ static double now(void)
 
 // ------------------------------------------------------------ indexes
 
-struct index_job {
-	struct hd_typing *ty;
-	struct hd_debuginfo *di;
-	size_t next;
-	pthread_mutex_t lock;
-};
-
-static void *index_worker(void *arg)
-{
-	struct index_job *job = arg;
-	for (;;) {
-		pthread_mutex_lock(&job->lock);
-		size_t i = job->next++;
-		pthread_mutex_unlock(&job->lock);
-		if (i >= job->ty->num_mods)
-			return NULL;
-		struct hd_typing_module *tm = &job->ty->mods[i];
-		const char *path = hd_debuginfo_debug_file(job->di, tm->m);
-		if (!path)
-			path = tm->m->file;
-		if (!path)
-			continue;
-		double t0 = now();
-		struct hd_error *err = hd_type_index_build(path, &tm->ix);
-		if (err) {
-			// No DWARF (or unreadable DWARF): that module's
-			// blocks stay untyped.
-			hd_error_destroy(err);
-			tm->ix = NULL;
-		}
-		tm->seconds = now() - t0;
-	}
-}
-
 static struct hd_error *build_indexes(struct hd_typing *ty, struct hd_target *t,
 				      struct hd_debuginfo *di)
 {
@@ -74,27 +40,24 @@ static struct hd_error *build_indexes(struct hd_typing *ty, struct hd_target *t,
 	ty->mods = calloc(ty->num_mods ? ty->num_mods : 1, sizeof(*ty->mods));
 	if (!ty->mods)
 		return &hd_error_no_memory;
-	for (size_t i = 0; i < ty->num_mods; i++)
-		ty->mods[i].m = hd_target_module(t, i);
-	// The debug files are looked up here, before the threads share di.
-	for (size_t i = 0; i < ty->num_mods; i++)
-		(void)hd_debuginfo_debug_file(di, ty->mods[i].m);
-	struct index_job job = {.ty = ty, .di = di};
-	pthread_mutex_init(&job.lock, NULL);
 	double t0 = now();
-	pthread_t helper;
-	bool threaded = pthread_create(&helper, NULL, index_worker, &job) == 0;
-	index_worker(&job);
-	if (threaded)
-		pthread_join(helper, NULL);
-	pthread_mutex_destroy(&job.lock);
-	ty->info.index_seconds = now() - t0;
 	for (size_t i = 0; i < ty->num_mods; i++) {
-		if (ty->mods[i].ix) {
+		struct hd_typing_module *tm = &ty->mods[i];
+		tm->m = hd_target_module(t, i);
+		const char *path = hd_debuginfo_debug_file(di, tm->m);
+		if (!path)
+			path = tm->m->file;
+		// Shared with other sessions, built once per file (often
+		// already, by the prefetch the session started).
+		tm->ix = path ? (struct hd_type_index *)hd_index_cache_get(path, &tm->seconds)
+			      : NULL;
+		if (tm->ix) {
 			ty->info.modules_indexed++;
-			ty->info.types_indexed += ty->mods[i].ix->num_types;
+			ty->info.types_indexed += tm->ix->num_types;
 		}
+		ty->info.index_seconds += tm->seconds;
 	}
+	ty->info.index_wait_seconds = now() - t0;
 	return NULL;
 }
 
@@ -744,8 +707,7 @@ void hd_typing_destroy(struct hd_typing *ty)
 {
 	if (!ty)
 		return;
-	for (size_t i = 0; i < ty->num_mods; i++)
-		hd_type_index_destroy(ty->mods[i].ix);
+	// The indexes belong to the process-wide cache.
 	free(ty->mods);
 	for (size_t i = 0; i < ty->num_entries; i++) {
 		free(ty->entries[i].name);

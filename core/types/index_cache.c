@@ -1,0 +1,137 @@
+// A process-wide cache of type indexes keyed by file path and modification
+// time, filled by hd_index_cache_get or ahead of time by a prefetch thread
+// that runs while the heap is walked.
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "types/index_cache.h"
+
+struct cached {
+	char *path;
+	struct timespec mtime;
+	struct hd_type_index *ix;
+	double seconds;
+	bool building, done;
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t built = PTHREAD_COND_INITIALIZER;
+static struct cached *cache;
+static size_t num_cached, cap_cached;
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+// The entry for path, added if new; called with the lock held.
+static struct cached *lookup(const char *path, const struct stat *st)
+{
+	for (size_t i = 0; i < num_cached; i++) {
+		struct cached *c = &cache[i];
+		if (strcmp(c->path, path) == 0 &&
+		    c->mtime.tv_sec == st->st_mtim.tv_sec &&
+		    c->mtime.tv_nsec == st->st_mtim.tv_nsec)
+			return c;
+	}
+	if (num_cached == cap_cached) {
+		size_t cap = cap_cached ? 2 * cap_cached : 16;
+		struct cached *p = realloc(cache, cap * sizeof(*p));
+		if (!p)
+			return NULL;
+		cache = p;
+		cap_cached = cap;
+	}
+	char *copy = strdup(path);
+	if (!copy)
+		return NULL;
+	cache[num_cached] = (struct cached){.path = copy, .mtime = st->st_mtim};
+	return &cache[num_cached++];
+}
+
+const struct hd_type_index *hd_index_cache_get(const char *path,
+					       double *seconds)
+{
+	struct stat st;
+	if (seconds)
+		*seconds = 0;
+	if (stat(path, &st) != 0)
+		return NULL;
+	pthread_mutex_lock(&lock);
+	struct cached *c = lookup(path, &st);
+	if (!c) {
+		pthread_mutex_unlock(&lock);
+		return NULL;
+	}
+	size_t idx = (size_t)(c - cache);
+	while (cache[idx].building)
+		pthread_cond_wait(&built, &lock);
+	if (!cache[idx].done) {
+		cache[idx].building = true;
+		pthread_mutex_unlock(&lock);
+		double t0 = now();
+		struct hd_type_index *ix = NULL;
+		struct hd_error *err = hd_type_index_build(path, &ix);
+		if (err) {
+			// No DWARF, or DWARF libdwarf cannot read: untyped.
+			hd_error_destroy(err);
+			ix = NULL;
+		}
+		double dt = now() - t0;
+		pthread_mutex_lock(&lock);
+		cache[idx].ix = ix;
+		cache[idx].seconds = dt;
+		cache[idx].building = false;
+		cache[idx].done = true;
+		pthread_cond_broadcast(&built);
+	}
+	const struct hd_type_index *ix = cache[idx].ix;
+	if (seconds)
+		*seconds = cache[idx].seconds;
+	pthread_mutex_unlock(&lock);
+	return ix;
+}
+
+struct prefetch {
+	char **paths;
+	size_t n;
+};
+
+static void *prefetch_worker(void *arg)
+{
+	struct prefetch *p = arg;
+	for (size_t i = 0; i < p->n; i++) {
+		hd_index_cache_get(p->paths[i], NULL);
+		free(p->paths[i]);
+	}
+	free(p->paths);
+	free(p);
+	return NULL;
+}
+
+void hd_index_cache_prefetch(const char *const *paths, size_t n)
+{
+	struct prefetch *p = calloc(1, sizeof(*p));
+	if (!p)
+		return;
+	p->paths = calloc(n ? n : 1, sizeof(char *));
+	if (!p->paths) {
+		free(p);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (paths[i] && (p->paths[p->n] = strdup(paths[i])))
+			p->n++;
+	pthread_attr_t attr;
+	pthread_t thread;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&thread, &attr, prefetch_worker, p) != 0)
+		prefetch_worker(p); // no thread: do it now
+	pthread_attr_destroy(&attr);
+}

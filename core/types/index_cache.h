@@ -1,0 +1,19 @@
+// Type indexes are kept per file for the life of the process: a debugger
+// front-end makes one session per stop, and re-reading libc's DWARF at
+// every stop would cost a third of a second each time.
+#ifndef HD_INDEX_CACHE_H
+#define HD_INDEX_CACHE_H
+
+#include "types/type_index.h"
+
+// The index of the ELF file at path (built on first use, shared, never
+// freed by the caller), or NULL when the file has no usable DWARF. Safe to
+// call from several threads; a file is indexed once.
+const struct hd_type_index *hd_index_cache_get(const char *path,
+					       double *seconds);
+
+// Starts indexing the files in the background (a copy of the list is
+// taken); hd_index_cache_get then waits for or takes the results.
+void hd_index_cache_prefetch(const char *const *paths, size_t n);
+
+#endif
