@@ -207,6 +207,8 @@ struct hd_error *hd_command_run(struct hd_session *s, const struct hd_command *c
 		[HD_REPORT_TYPES] = hd_render_types,
 	};
 	struct hd_render_options o = c->render;
+	if (c->report != HD_REPORT_STATS)
+		hd_session_prepare_types(s);
 	FILE *f = out;
 	if (c->output) {
 		f = fopen(c->output, "w");

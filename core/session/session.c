@@ -16,6 +16,8 @@ struct hd_session {
 	struct hd_index ix;
 	bool have_ix;
 	struct hd_typing *ty;
+	pthread_t prefetch;
+	bool prefetching;
 	struct hd_graph *g;
 	struct hd_dom *d;
 	double t_walk, t_types, t_graph, t_dom;
@@ -46,30 +48,42 @@ struct hd_error *hd_session_create(struct hd_target *t,
 		hd_session_destroy(s);
 		return err;
 	}
-	// Read the modules' DWARF on the second core while the heap is
-	// walked: typing needs it only after the walk.
-	if (!s->opts.untyped) {
-		size_t n = hd_target_num_modules(t);
-		const char **paths = calloc(n ? n : 1, sizeof(*paths));
-		if (paths) {
-			for (size_t i = 0; i < n; i++) {
-				const struct hd_module *m = hd_target_module(t, i);
-				paths[i] = hd_debuginfo_debug_file(s->di, m);
-				if (!paths[i])
-					paths[i] = m->file;
-			}
-			hd_index_cache_prefetch(paths, n);
-			free(paths);
-		}
-	}
 	*ret = s;
 	return NULL;
+}
+
+void hd_session_prepare_types(struct hd_session *s)
+{
+	// Read the modules' DWARF on the second core while the heap is
+	// walked: typing needs it only after the walk.
+	if (s->opts.untyped || s->prefetching || s->ty)
+		return;
+	size_t n = hd_target_num_modules(s->t);
+	const char **paths = calloc(n ? n : 1, sizeof(*paths));
+	if (!paths)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		const struct hd_module *m = hd_target_module(s->t, i);
+		paths[i] = hd_debuginfo_debug_file(s->di, m);
+		if (!paths[i])
+			paths[i] = m->file;
+	}
+	s->prefetching = hd_index_cache_prefetch(paths, n, &s->prefetch);
+	free(paths);
+}
+
+static void join_prefetch(struct hd_session *s)
+{
+	if (s->prefetching)
+		pthread_join(s->prefetch, NULL);
+	s->prefetching = false;
 }
 
 void hd_session_destroy(struct hd_session *s)
 {
 	if (!s)
 		return;
+	join_prefetch(s);
 	hd_dom_destroy(s->d);
 	hd_graph_destroy(s->g);
 	hd_typing_destroy(s->ty);
@@ -125,6 +139,7 @@ struct hd_error *hd_session_typing(struct hd_session *s,
 			return err;
 		double t0 = now();
 		err = hd_typing_compute(s->t, s->di, s->h, &s->ix, &s->ty);
+		join_prefetch(s);
 		if (err)
 			return err;
 		s->t_types = now() - t0;

@@ -114,24 +114,27 @@ static void *prefetch_worker(void *arg)
 	return NULL;
 }
 
-void hd_index_cache_prefetch(const char *const *paths, size_t n)
+bool hd_index_cache_prefetch(const char *const *paths, size_t n,
+			     pthread_t *thread)
 {
 	struct prefetch *p = calloc(1, sizeof(*p));
 	if (!p)
-		return;
+		return false;
 	p->paths = calloc(n ? n : 1, sizeof(char *));
 	if (!p->paths) {
 		free(p);
-		return;
+		return false;
 	}
 	for (size_t i = 0; i < n; i++)
 		if (paths[i] && (p->paths[p->n] = strdup(paths[i])))
 			p->n++;
-	pthread_attr_t attr;
-	pthread_t thread;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&thread, &attr, prefetch_worker, p) != 0)
-		prefetch_worker(p); // no thread: do it now
-	pthread_attr_destroy(&attr);
+	if (pthread_create(thread, NULL, prefetch_worker, p) != 0) {
+		// No thread: typing will index on demand.
+		for (size_t i = 0; i < p->n; i++)
+			free(p->paths[i]);
+		free(p->paths);
+		free(p);
+		return false;
+	}
+	return true;
 }

@@ -4,6 +4,8 @@
 #ifndef HD_INDEX_CACHE_H
 #define HD_INDEX_CACHE_H
 
+#include <pthread.h>
+
 #include "types/type_index.h"
 
 // The index of the ELF file at path (built on first use, shared, never
@@ -12,8 +14,11 @@
 const struct hd_type_index *hd_index_cache_get(const char *path,
 					       double *seconds);
 
-// Starts indexing the files in the background (a copy of the list is
-// taken); hd_index_cache_get then waits for or takes the results.
-void hd_index_cache_prefetch(const char *const *paths, size_t n);
+// Starts indexing the files in a thread (a copy of the list is taken);
+// hd_index_cache_get then waits for or takes the results. Returns whether a
+// thread was started; the caller joins it (a library may be unloaded after
+// its last call, and no thread of ours may still run then).
+bool hd_index_cache_prefetch(const char *const *paths, size_t n,
+			     pthread_t *thread);
 
 #endif
