@@ -262,6 +262,24 @@ static void memory_deinit(struct memory *mem)
 	free(mem->views);
 }
 
+// The bytes [addr, addr + len) if one view holds them all, else NULL.
+static const uint8_t *view_of(const struct memory *mem, uint64_t addr,
+			      uint64_t len)
+{
+	size_t lo = 0, hi = mem->n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (mem->views[mid].addr + mem->views[mid].len <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < mem->n && mem->views[lo].addr <= addr &&
+	    addr + len <= mem->views[lo].addr + mem->views[lo].len)
+		return mem->views[lo].data + (addr - mem->views[lo].addr);
+	return NULL;
+}
+
 static bool read_word(const struct memory *mem, uint64_t addr, uint64_t *ret)
 {
 	size_t lo = 0, hi = mem->n;
@@ -423,6 +441,121 @@ static struct hd_error *follow(struct propagation *p, uint16_t module,
 							       (uint32_t)id, &e);
 			if (!err && e != HD_ENTRY_NONE)
 				err = assign(p, (uint32_t)id, e, 1);
+			if (err)
+				return err;
+		}
+	}
+	return NULL;
+}
+
+// Resolves an entry's typed pointer members once.
+static struct hd_error *entry_slots(struct hd_typing *ty, uint32_t ei)
+{
+	struct hd_type_entry *e = &ty->entries[ei];
+	if (e->slots_ready)
+		return NULL;
+	e->slots_ready = true;
+	const struct hd_type_index *ix = ty->mods[e->module].ix;
+	static __thread struct hd_ptr_slot slots[MAX_SLOTS];
+	size_t total, n = hd_type_pointer_slots(ix, e->type, slots, MAX_SLOTS, &total);
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		k += !slots[i].conservative && slots[i].pointee != HD_TYPE_NONE;
+	if (!k)
+		return NULL;
+	struct hd_typed_slot *ts = calloc(k, sizeof(*ts));
+	if (!ts)
+		return &hd_error_no_memory;
+	k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (slots[i].conservative || slots[i].pointee == HD_TYPE_NONE)
+			continue;
+		uint32_t st = hd_type_strip(ix, slots[i].pointee);
+		const struct hd_type *t = st == HD_TYPE_NONE ? NULL : &ix->types[st];
+		ts[k++] = (struct hd_typed_slot){
+			.offset = slots[i].offset,
+			.pointee = st,
+			.single = HD_ENTRY_NONE,
+			.psize = t ? t->size : 0,
+			.chars = t && t->kind == HD_TYPE_BASE && t->size == 1,
+			.usable = t && t->size && !t->declaration &&
+				  t->kind != HD_TYPE_VOID && t->kind != HD_TYPE_FUNCTION &&
+				  t->kind != HD_TYPE_OTHER,
+		};
+	}
+	// Another entry may have been added meanwhile: e may have moved.
+	ty->entries[ei].slots = ts;
+	ty->entries[ei].nslots = k;
+	return NULL;
+}
+
+// Follows the typed members of a typed heap block: the hot loop of the
+// propagation, one resolved slot list per entry, the block's memory found
+// once.
+static struct hd_error *follow_block(struct propagation *p, uint32_t id)
+{
+	struct hd_typing *ty = p->ty;
+	const struct hd_heap *h = p->h;
+	uint32_t ei = ty->block_entry[id];
+	if (ty->entries[ei].module == NO_MODULE)
+		return NULL;
+	struct hd_error *err = entry_slots(ty, ei);
+	if (err)
+		return err;
+	uint64_t usable_src = ((uint64_t)h->chunk16[id] << 4) -
+			      ((h->flags[id] & HD_FLAG_MMAPPED) ? 16 : 8);
+	uint64_t limit = h->addr[id] + usable_src;
+	uint32_t count = ty->entries[ei].count;
+	uint64_t esize = count ? ty->entries[ei].size / count : 0;
+	uint16_t module = ty->entries[ei].module;
+	const uint8_t *data = view_of(&p->mem, h->addr[id], usable_src);
+	for (uint32_t k = 0; k < count; k++) {
+		uint64_t elem = h->addr[id] + k * esize;
+		if (elem + esize > limit)
+			break;
+		// Re-read: get_entry below may move the entries array.
+		size_t nslots = ty->entries[ei].nslots;
+		for (size_t i = 0; i < nslots; i++) {
+			struct hd_typed_slot *s = &ty->entries[ei].slots[i];
+			if (!s->usable)
+				continue;
+			uint64_t v, at = elem + s->offset;
+			if (at + 8 > limit)
+				continue;
+			if (data)
+				memcpy(&v, data + (at - h->addr[id]), 8);
+			else if (!read_word(&p->mem, at, &v))
+				continue;
+			int64_t t = hd_index_lookup(p->ix, v);
+			if (t < 0 || h->addr[t] != v ||
+			    hd_heap_state(h, (size_t)t) != HD_STATE_USED)
+				continue;
+			uint64_t usable = ((uint64_t)h->chunk16[t] << 4) -
+					  ((h->flags[t] & HD_FLAG_MMAPPED) ? 16 : 8);
+			if (usable < s->psize)
+				continue;
+			uint32_t e;
+			// A link to its own type (next, prev, left, parent)
+			// points at one node of a linked structure.
+			bool link = s->pointee == ty->entries[ei].type;
+			if (!s->chars && (link || usable - s->psize < MALLOC_SLACK)) {
+				if (s->single == HD_ENTRY_NONE) {
+					uint32_t pointee = s->pointee;
+					err = get_entry(ty, module, pointee, 1, NULL, &e);
+					if (err)
+						return err;
+					ty->entries[ei].slots[i].single = e;
+				}
+				e = ty->entries[ei].slots[i].single;
+			} else {
+				uint64_t n = usable / ty->entries[ei].slots[i].psize;
+				err = get_entry(ty, module, ty->entries[ei].slots[i].pointee,
+						n > UINT32_MAX ? UINT32_MAX : (uint32_t)n,
+						NULL, &e);
+				if (err)
+					return err;
+			}
+			err = assign(p, (uint32_t)t, e, 1);
 			if (err)
 				return err;
 		}
@@ -677,13 +810,7 @@ struct hd_error *hd_typing_compute(struct hd_target *t, struct hd_debuginfo *di,
 	while (!err && p.head < p.tail) {
 		uint32_t id = p.queue[p.head++];
 		p.queued[id] = 0;
-		const struct hd_type_entry *e = &ty->entries[ty->block_entry[id]];
-		if (e->module == NO_MODULE)
-			continue;
-		uint64_t usable = ((uint64_t)h->chunk16[id] << 4) -
-				  ((h->flags[id] & HD_FLAG_MMAPPED) ? 16 : 8);
-		err = follow(&p, e->module, e->type, e->count, h->addr[id],
-			     h->addr[id] + usable);
+		err = follow_block(&p, id);
 	}
 	memory_deinit(&p.mem);
 	free(p.queue);
@@ -713,6 +840,7 @@ void hd_typing_destroy(struct hd_typing *ty)
 		free(ty->entries[i].name);
 		free(ty->entries[i].map);
 		free(ty->entries[i].typed);
+		free(ty->entries[i].slots);
 	}
 	free(ty->entries);
 	struct dedupe *d = ty->dedupe;

@@ -12,6 +12,17 @@
 
 // One typing a block can have: a type of a module's index (count > 1 for
 // an array of it), or only a class name from a vtable with no DWARF.
+// A pointer-typed member of an entry's type, resolved once for all the
+// blocks of that entry.
+struct hd_typed_slot {
+	uint64_t offset;   // in one element
+	uint32_t pointee;  // stripped pointee type
+	uint32_t single;   // entry of one pointee object, HD_ENTRY_NONE: not yet
+	uint64_t psize;    // sizeof(pointee)
+	bool chars;        // pointee is a 1-byte base type: always an array
+	bool usable;       // pointee can type a block (complete, sized)
+};
+
 struct hd_type_entry {
 	uint16_t module;      // index into hd_typing.mods, UINT16_MAX: no DWARF
 	uint32_t type;        // type id in that module's index
@@ -22,6 +33,9 @@ struct hd_type_entry {
 	uint8_t *map;         // words that may hold pointers (bit per word)
 	uint8_t *typed;       // of those, words typed as pointers
 	size_t nwords;        // words covered by map (size / 8)
+	struct hd_typed_slot *slots; // typed pointer members of one element
+	size_t nslots;
+	bool slots_ready;
 };
 
 struct hd_typing_module {
