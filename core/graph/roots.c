@@ -8,6 +8,7 @@
 
 #include "debuginfo/debuginfo_internal.h"
 #include "graph/graph_internal.h"
+#include "util/demangle.h"
 #include "util/elf_read.h"
 #include "util/vec.h"
 
@@ -259,7 +260,9 @@ static struct hd_error *module_range_roots(struct hd_graph *g, struct claims *c,
 			s_hi = hi;
 		if (s_hi <= p)
 			continue; // an alias or a symbol inside the previous one
-		snprintf(name, sizeof(name), "%s:%s", mod, syms[i].name);
+		char *pretty = hd_demangle(syms[i].name);
+		snprintf(name, sizeof(name), "%s:%s", mod, pretty ? pretty : syms[i].name);
+		free(pretty);
 		struct hd_error *err = add_unclaimed(g, c, name, HD_ROOT_GLOBAL,
 						     p, s_hi, 0);
 		if (err)

@@ -173,6 +173,15 @@ struct hd_error *hd_render_types(FILE *out, struct hd_session *s,
 		sp--;
 	}
 	free(stack);
+	// Entries that lost every block (to a vtable typing) are no rows.
+	size_t kept = 0;
+	for (size_t i = 0; i < nrows; i++) {
+		if (rows[i].count)
+			rows[kept++] = rows[i];
+		else
+			free(rows[i].name);
+	}
+	nrows = kept;
 	g_sort = o->sort;
 	qsort(rows, nrows, sizeof(*rows), row_cmp);
 	size_t limit = o->all ? nrows : (o->top ? o->top : 50);

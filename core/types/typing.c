@@ -6,7 +6,6 @@
 // size holds several); a conflicting type keeps the larger typing and marks
 // the block ambiguous.
 #include <ctype.h>
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +14,7 @@
 #include "debuginfo/debuginfo_internal.h"
 #include "heap/heap_internal.h"
 #include "types/index_cache.h"
+#include "util/demangle.h"
 #include "types/typing.h"
 #include "util/vec.h"
 
@@ -367,9 +367,64 @@ static struct hd_error *assign(struct propagation *p, uint32_t id,
 	return push(p, id);
 }
 
+// The struct whose member the pointer at offset is (after arrays and
+// nested members), or HD_TYPE_NONE when the type is the pointer itself.
+static uint32_t enclosing_struct(const struct hd_type_index *ix, uint32_t type,
+				 uint64_t offset)
+{
+	uint32_t t = hd_type_strip(ix, type), parent = HD_TYPE_NONE;
+	for (int depth = 0; depth < 64 && t != HD_TYPE_NONE; depth++) {
+		const struct hd_type *ty = &ix->types[t];
+		if (ty->kind == HD_TYPE_ARRAY) {
+			uint32_t elem = hd_type_strip(ix, ty->target);
+			if (elem == HD_TYPE_NONE || !ix->types[elem].size)
+				return HD_TYPE_NONE;
+			offset %= ix->types[elem].size;
+			t = elem;
+			continue;
+		}
+		if (ty->kind != HD_TYPE_STRUCT && ty->kind != HD_TYPE_UNION)
+			return parent;
+		// The last member that starts at or before the offset and
+		// covers it (base classes come first).
+		uint32_t next = HD_TYPE_NONE;
+		uint64_t moff = 0;
+		for (uint32_t i = 0; i < ty->num_members; i++) {
+			const struct hd_member *m = &ix->members[ty->first_member + i];
+			uint32_t mt = hd_type_strip(ix, m->type);
+			uint64_t msize = mt == HD_TYPE_NONE ? 0 : ix->types[mt].size;
+			if (m->offset <= offset && offset < m->offset + msize) {
+				next = mt;
+				moff = m->offset;
+			}
+		}
+		if (next == HD_TYPE_NONE)
+			return HD_TYPE_NONE;
+		parent = t;
+		offset -= moff;
+		t = next;
+	}
+	return parent;
+}
+
+// Objects of a polymorphic class, and nodes reached through a link of a
+// node of their own type (next, left, parent; a std::list header's
+// _M_next), are allocated one by one: such a pointer never types an array,
+// whatever the block's size. A pointer from elsewhere to a self-linked
+// struct may still start an array of them.
+static bool single_object(const struct hd_type_index *ix, uint32_t pointee,
+			  uint32_t from_type, uint64_t from_offset)
+{
+	const struct hd_type *t = &ix->types[pointee];
+	if (t->kind != HD_TYPE_STRUCT && t->kind != HD_TYPE_UNION)
+		return false;
+	return t->has_vptr ||
+	       enclosing_struct(ix, from_type, from_offset) == pointee;
+}
+
 // The entry for a block that a T-typed pointer points at, or NONE.
 static struct hd_error *entry_for_block(struct propagation *p, uint16_t module,
-					uint32_t pointee, uint32_t id,
+					uint32_t pointee, uint32_t id, bool one,
 					uint32_t *ret)
 {
 	*ret = HD_ENTRY_NONE;
@@ -389,7 +444,7 @@ static struct hd_error *entry_for_block(struct propagation *p, uint16_t module,
 	// the block holds more. Characters are strings: always an array.
 	uint64_t count = usable / t->size;
 	if (!(t->kind == HD_TYPE_BASE && t->size == 1) &&
-	    usable - t->size < MALLOC_SLACK)
+	    (usable - t->size < MALLOC_SLACK || one))
 		count = 1;
 	if (count > UINT32_MAX)
 		count = UINT32_MAX;
@@ -436,9 +491,12 @@ static struct hd_error *follow(struct propagation *p, uint16_t module,
 			    hd_heap_state(p->h, (size_t)id) != HD_STATE_USED)
 				continue;
 			uint32_t e;
+			uint32_t ps = hd_type_strip(ix, slots[i].pointee);
+			bool one = ps != HD_TYPE_NONE &&
+				   single_object(ix, ps, st, slots[i].offset);
 			struct hd_error *err = entry_for_block(p, module,
 							       slots[i].pointee,
-							       (uint32_t)id, &e);
+							       (uint32_t)id, one, &e);
 			if (!err && e != HD_ENTRY_NONE)
 				err = assign(p, (uint32_t)id, e, 1);
 			if (err)
@@ -478,6 +536,7 @@ static struct hd_error *entry_slots(struct hd_typing *ty, uint32_t ei)
 			.single = HD_ENTRY_NONE,
 			.psize = t ? t->size : 0,
 			.chars = t && t->kind == HD_TYPE_BASE && t->size == 1,
+			.one = t && single_object(ix, st, e->type, slots[i].offset),
 			.usable = t && t->size && !t->declaration &&
 				  t->kind != HD_TYPE_VOID && t->kind != HD_TYPE_FUNCTION &&
 				  t->kind != HD_TYPE_OTHER,
@@ -535,10 +594,7 @@ static struct hd_error *follow_block(struct propagation *p, uint32_t id)
 			if (usable < s->psize)
 				continue;
 			uint32_t e;
-			// A link to its own type (next, prev, left, parent)
-			// points at one node of a linked structure.
-			bool link = s->pointee == ty->entries[ei].type;
-			if (!s->chars && (link || usable - s->psize < MALLOC_SLACK)) {
+			if (!s->chars && (s->one || usable - s->psize < MALLOC_SLACK)) {
 				if (s->single == HD_ENTRY_NONE) {
 					uint32_t pointee = s->pointee;
 					err = get_entry(ty, module, pointee, 1, NULL, &e);
@@ -626,7 +682,7 @@ static struct hd_error *typed_locals(struct propagation *p, struct hd_target *t)
 				    p->h->addr[id] == v &&
 				    hd_heap_state(p->h, (size_t)id) == HD_STATE_USED) {
 					err = entry_for_block(p, (uint16_t)m, st,
-							      (uint32_t)id, &e);
+							      (uint32_t)id, false, &e);
 					if (!err && e != HD_ENTRY_NONE)
 						err = assign(p, (uint32_t)id, e, 1);
 				}
@@ -646,19 +702,6 @@ struct vtable {
 	char *klass; // demangled class name
 };
 
-typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
-
-static demangle_fn find_demangler(void)
-{
-	void *fn = dlsym(RTLD_DEFAULT, "__cxa_demangle");
-	if (!fn) {
-		void *lib = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL);
-		if (lib)
-			fn = dlsym(lib, "__cxa_demangle");
-	}
-	return (demangle_fn)fn;
-}
-
 static int vtable_cmp(const void *a, const void *b)
 {
 	const struct vtable *x = a, *y = b;
@@ -671,7 +714,6 @@ static struct hd_error *collect_vtables(struct hd_target *t,
 {
 	struct vtable *vt = NULL;
 	size_t n = 0, cap = 0;
-	demangle_fn demangle = find_demangler();
 	for (size_t m = 0; m < hd_target_num_modules(t); m++) {
 		const struct hd_module *mod = hd_target_module(t, m);
 		struct hd_elf_symbol *syms;
@@ -683,9 +725,8 @@ static struct hd_error *collect_vtables(struct hd_target *t,
 			if (strncmp(syms[i].name, "_ZTV", 4) != 0)
 				continue;
 			char *klass = NULL;
-			int status = -1;
-			char *d = demangle ? demangle(syms[i].name, NULL, NULL, &status) : NULL;
-			if (d && status == 0 && strncmp(d, "vtable for ", 11) == 0)
+			char *d = hd_demangle(syms[i].name);
+			if (d && strncmp(d, "vtable for ", 11) == 0)
 				klass = strdup(d + 11);
 			free(d);
 			if (!klass)
@@ -960,6 +1001,10 @@ void hd_typing_block_member(const struct hd_typing *ty, size_t id,
 		int n = snprintf(buf, len, "[%llu].", (unsigned long long)(offset / tsize));
 		if (n > 0 && (size_t)n < len)
 			hd_type_member_path(ix, e->type, offset % tsize, buf + n, len - (size_t)n);
+		// An element that is itself the pointer: "[6]", not "[6].+0x0".
+		char *dot = n > 0 && (size_t)n < len ? buf + n - 1 : NULL;
+		if (dot && strcmp(dot + 1, "+0x0") == 0)
+			*dot = '\0';
 		return;
 	}
 	hd_type_member_path(ix, e->type, offset, buf, len);
@@ -990,6 +1035,9 @@ bool hd_typing_global_member(const struct hd_typing *ty, uint64_t addr,
 			continue;
 		hd_type_name(ix, v->type, type, tlen);
 		hd_type_member_path(ix, v->type, link - v->addr, path, plen);
+		// The variable itself (a pointer, say): no member to name.
+		if (strcmp(path, "+0x0") == 0)
+			path[0] = '\0';
 		return true;
 	}
 	return false;

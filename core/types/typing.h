@@ -20,6 +20,7 @@ struct hd_typed_slot {
 	uint32_t single;   // entry of one pointee object, HD_ENTRY_NONE: not yet
 	uint64_t psize;    // sizeof(pointee)
 	bool chars;        // pointee is a 1-byte base type: always an array
+	bool one;          // pointee is allocated one by one: never an array
 	bool usable;       // pointee can type a block (complete, sized)
 };
 
