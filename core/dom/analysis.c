@@ -14,23 +14,14 @@ struct hd_dom {
 	uint32_t *count;
 	uint32_t *child_off; // n + 1
 	uint32_t *children;
-	struct hd_domtree leak_tree;
+	uint32_t *leaked;      // leaked vertices, ascending: local ids 1..k
+	size_t num_leaked;
+	struct hd_domtree leak_tree; // over local ids
 	uint64_t *leak_retained;
 	uint32_t *leak_count;
 	size_t bytes;
 };
 
-static uint64_t *vertex_sizes(const struct hd_graph *g, const struct hd_heap *h)
-{
-	uint64_t *size = calloc(g->num_vertices, sizeof(*size));
-	if (!size)
-		return NULL;
-	uint32_t v0 = 1 + (uint32_t)g->num_roots;
-	for (size_t id = 0; id < h->num_blocks; id++)
-		if (hd_heap_state(h, id) == HD_STATE_USED)
-			size[v0 + id] = (uint64_t)h->chunk16[id] << 4;
-	return size;
-}
 
 struct sort_ctx {
 	const uint64_t *retained;
@@ -82,103 +73,110 @@ static struct hd_error *build_children(struct hd_dom *d)
 	return NULL;
 }
 
-// The leaked subgraph: every used block no root reaches. A super-root
-// points at each leaked block with no leaked predecessor, then at the first
-// still unvisited block of every leaked cycle, so each gets a dominator.
-static struct hd_error *leak_forest(struct hd_dom *d, const struct hd_graph *g,
-				    const struct hd_heap *h, const uint64_t *size)
+// The leaked subgraph: every used block no root reaches, numbered 1..k
+// locally (0 is a super-root), so its cost follows the leaks, not the heap.
+// The super-root points at each leaked block with no leaked predecessor,
+// then at the first still unreached block of every leaked cycle.
+static int64_t leak_local(const struct hd_dom *d, uint32_t v)
 {
-	uint32_t n = d->n, v0 = 1 + (uint32_t)g->num_roots;
-	uint8_t *leaked = calloc(n, 1);
+	size_t lo = 0, hi = d->num_leaked;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (d->leaked[mid] < v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < d->num_leaked && d->leaked[lo] == v ? (int64_t)lo + 1 : -1;
+}
+
+static struct hd_error *leak_forest(struct hd_dom *d, const struct hd_graph *g,
+				    const struct hd_heap *h)
+{
+	uint32_t v0 = 1 + (uint32_t)g->num_roots;
+	size_t k = 0;
+	for (size_t id = 0; id < h->num_blocks; id++)
+		k += hd_heap_state(h, id) == HD_STATE_USED &&
+		     d->tree.idom[v0 + id] == HD_NO_VERTEX;
+	d->leaked = malloc((k ? k : 1) * sizeof(*d->leaked));
+	if (!d->leaked)
+		return &hd_error_no_memory;
+	for (size_t id = 0; id < h->num_blocks; id++)
+		if (hd_heap_state(h, id) == HD_STATE_USED &&
+		    d->tree.idom[v0 + id] == HD_NO_VERTEX)
+			d->leaked[d->num_leaked++] = v0 + (uint32_t)id;
+	uint32_t n = (uint32_t)k + 1;
+	uint8_t *entry = calloc(n, 1), *seen = calloc(n, 1);
+	uint32_t *stack = malloc((size_t)n * sizeof(*stack));
 	uint64_t *off = calloc((size_t)n + 1, sizeof(*off));
-	if (!leaked || !off) {
-		free(leaked);
-		free(off);
-		return &hd_error_no_memory;
+	uint32_t *tg = NULL;
+	uint64_t *size = NULL;
+	struct hd_error *err = NULL;
+	if (!entry || !seen || !stack || !off) {
+		err = &hd_error_no_memory;
+		goto out;
 	}
-	uint64_t m = 0;
-	for (size_t id = 0; id < h->num_blocks; id++) {
-		uint32_t v = v0 + (uint32_t)id;
-		leaked[v] = hd_heap_state(h, id) == HD_STATE_USED &&
-			    d->tree.idom[v] == HD_NO_VERTEX;
-	}
-	// Entry points: leaked blocks without a leaked predecessor.
-	uint8_t *entry = calloc(n, 1);
-	if (!entry) {
-		free(leaked);
-		free(off);
-		return &hd_error_no_memory;
-	}
-	for (uint32_t v = v0; v < n; v++) {
-		if (!leaked[v])
-			continue;
-		entry[v] = 1;
+	// Entry points: no leaked predecessor.
+	for (uint32_t l = 1; l < n; l++) {
+		uint32_t v = d->leaked[l - 1];
+		entry[l] = 1;
 		for (uint64_t e = g->rev.offsets[v]; e < g->rev.offsets[v + 1]; e++)
-			if (leaked[g->rev.targets[e]]) {
-				entry[v] = 0;
+			if (leak_local(d, g->rev.targets[e]) > 0) {
+				entry[l] = 0;
 				break;
 			}
 	}
-	// Cycles with no entry: mark the lowest vertex of each unreached
-	// component as an entry, with a forward sweep from the entries.
-	uint32_t *stack = malloc((size_t)n * sizeof(*stack));
-	uint8_t *seen = calloc(n, 1);
-	if (!stack || !seen) {
-		free(leaked); free(off); free(entry); free(stack); free(seen);
-		return &hd_error_no_memory;
-	}
+	// Cycles with no entry: the lowest unreached block of each.
 	for (int pass = 0; pass < 2; pass++) {
-		for (uint32_t v = v0; v < n; v++) {
-			if (!leaked[v] || seen[v] || (pass == 0 && !entry[v]))
+		for (uint32_t l = 1; l < n; l++) {
+			if (seen[l] || (pass == 0 && !entry[l]))
 				continue;
-			entry[v] = 1;
+			entry[l] = 1;
 			size_t sp = 0;
-			stack[sp++] = v;
-			seen[v] = 1;
+			stack[sp++] = l;
+			seen[l] = 1;
 			while (sp) {
-				uint32_t u = stack[--sp];
+				uint32_t u = d->leaked[stack[--sp] - 1];
 				for (uint64_t e = g->fwd.offsets[u]; e < g->fwd.offsets[u + 1]; e++) {
-					uint32_t w = HD_EDGE_TARGET(g->fwd.targets[e]);
-					if (leaked[w] && !seen[w]) {
+					int64_t w = leak_local(d, HD_EDGE_TARGET(g->fwd.targets[e]));
+					if (w > 0 && !seen[w]) {
 						seen[w] = 1;
-						stack[sp++] = w;
+						stack[sp++] = (uint32_t)w;
 					}
 				}
 			}
 		}
 	}
-	free(seen);
-	free(stack);
-	// Count edges of the leak graph, then fill.
-	for (uint32_t v = 0; v < n; v++) {
-		uint64_t k = 0;
-		if (v == 0) {
-			for (uint32_t u = v0; u < n; u++)
-				k += entry[u];
-		} else if (leaked[v]) {
-			for (uint64_t e = g->fwd.offsets[v]; e < g->fwd.offsets[v + 1]; e++)
-				k += leaked[HD_EDGE_TARGET(g->fwd.targets[e])];
+	// The local graph in CSR: super-root first, then each leaked block.
+	for (uint32_t l = 0; l < n; l++) {
+		uint64_t c = 0;
+		if (l == 0) {
+			for (uint32_t m = 1; m < n; m++)
+				c += entry[m];
+		} else {
+			uint32_t u = d->leaked[l - 1];
+			for (uint64_t e = g->fwd.offsets[u]; e < g->fwd.offsets[u + 1]; e++)
+				c += leak_local(d, HD_EDGE_TARGET(g->fwd.targets[e])) > 0;
 		}
-		off[v + 1] = off[v] + k;
+		off[l + 1] = off[l] + c;
 	}
-	m = off[n];
-	uint32_t *tg = malloc((m ? m : 1) * sizeof(*tg));
-	struct hd_error *err = NULL;
-	if (!tg) {
+	tg = malloc((off[n] ? off[n] : 1) * sizeof(*tg));
+	size = calloc(n, sizeof(*size));
+	if (!tg || !size) {
 		err = &hd_error_no_memory;
 		goto out;
 	}
-	uint64_t k = 0;
-	for (uint32_t u = v0; u < n; u++)
-		if (entry[u])
-			tg[k++] = u;
-	for (uint32_t v = v0; v < n; v++) {
-		if (!leaked[v])
-			continue;
-		for (uint64_t e = g->fwd.offsets[v]; e < g->fwd.offsets[v + 1]; e++) {
-			uint32_t w = HD_EDGE_TARGET(g->fwd.targets[e]);
-			if (leaked[w])
-				tg[k++] = w;
+	uint64_t c = 0;
+	for (uint32_t m = 1; m < n; m++)
+		if (entry[m])
+			tg[c++] = m;
+	for (uint32_t l = 1; l < n; l++) {
+		uint32_t u = d->leaked[l - 1];
+		size[l] = (uint64_t)h->chunk16[u - v0] << 4;
+		for (uint64_t e = g->fwd.offsets[u]; e < g->fwd.offsets[u + 1]; e++) {
+			int64_t w = leak_local(d, HD_EDGE_TARGET(g->fwd.targets[e]));
+			if (w > 0)
+				tg[c++] = (uint32_t)w;
 		}
 	}
 	struct hd_csr lg = {.n = n, .offsets = off, .targets = tg}, lrev;
@@ -197,10 +195,12 @@ static struct hd_error *leak_forest(struct hd_dom *d, const struct hd_graph *g,
 				    d->leak_count);
 	}
 out:
-	free(tg);
-	free(off);
-	free(leaked);
 	free(entry);
+	free(seen);
+	free(stack);
+	free(off);
+	free(tg);
+	free(size);
 	return err;
 }
 
@@ -258,18 +258,15 @@ struct hd_error *hd_dom_compute(const struct hd_graph *g,
 		err = build_children(d);
 	}
 	// The leak forest costs memory only when something leaked.
-	if (!err && any_leak(d, g, h)) {
-		uint64_t *size = vertex_sizes(g, h);
-		err = size ? leak_forest(d, g, h, size) : &hd_error_no_memory;
-		free(size);
-	}
+	if (!err && any_leak(d, g, h))
+		err = leak_forest(d, g, h);
 	if (err) {
 		hd_dom_destroy(d);
 		return err;
 	}
 	d->bytes = (size_t)d->n * (4 + 8 + 4 + 4) + d->tree.num_reachable * 8;
 	if (d->leak_retained)
-		d->bytes += (size_t)d->n * (4 + 8 + 4) + d->leak_tree.num_reachable * 4;
+		d->bytes += d->num_leaked * (4 + 4 + 4 + 8 + 4);
 	*ret = d;
 	return NULL;
 }
@@ -286,6 +283,7 @@ void hd_dom_destroy(struct hd_dom *d)
 	free(d->children);
 	free(d->leak_retained);
 	free(d->leak_count);
+	free(d->leaked);
 	free(d);
 }
 
@@ -314,18 +312,26 @@ void hd_dom_children(const struct hd_dom *d, uint32_t v,
 
 uint32_t hd_dom_leak_idom(const struct hd_dom *d, uint32_t v)
 {
-	uint32_t i = d->leak_tree.idom ? d->leak_tree.idom[v] : HD_NO_VERTEX;
-	return i == HD_NO_VERTEX ? HD_DOM_NONE : i;
+	int64_t l = d->leak_tree.idom ? leak_local(d, v) : -1;
+	if (l < 0)
+		return HD_DOM_NONE;
+	uint32_t i = d->leak_tree.idom[l];
+	if (i == HD_NO_VERTEX)
+		return HD_DOM_NONE;
+	// The local super-root stands for "nothing": no leaked dominator.
+	return i == 0 ? 0 : d->leaked[i - 1];
 }
 
 uint64_t hd_dom_leak_retained(const struct hd_dom *d, uint32_t v)
 {
-	return d->leak_retained ? d->leak_retained[v] : 0;
+	int64_t l = d->leak_retained ? leak_local(d, v) : -1;
+	return l < 0 ? 0 : d->leak_retained[l];
 }
 
 uint32_t hd_dom_leak_retained_blocks(const struct hd_dom *d, uint32_t v)
 {
-	return d->leak_count ? d->leak_count[v] : 0;
+	int64_t l = d->leak_count ? leak_local(d, v) : -1;
+	return l < 0 ? 0 : d->leak_count[l];
 }
 
 size_t hd_dom_bytes(const struct hd_dom *d) { return d->bytes; }

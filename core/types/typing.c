@@ -312,13 +312,13 @@ struct propagation {
 	struct memory mem;
 	uint32_t *queue;
 	size_t head, tail, cap;
-	uint8_t *queued;
 };
 
+// A block is pushed when its typing changes, which is rare after the
+// first time: no need to avoid duplicates, following a block twice is
+// harmless.
 static struct hd_error *push(struct propagation *p, uint32_t id)
 {
-	if (p->queued[id])
-		return NULL;
 	if (p->tail == p->cap) {
 		// Compact before growing: the consumed head is dead space.
 		if (p->head) {
@@ -337,7 +337,6 @@ static struct hd_error *push(struct propagation *p, uint32_t id)
 		}
 	}
 	p->queue[p->tail++] = id;
-	p->queued[id] = 1;
 	return NULL;
 }
 
@@ -831,9 +830,8 @@ struct hd_error *hd_typing_compute(struct hd_target *t, struct hd_debuginfo *di,
 	ty->block_entry = malloc((h->num_blocks ? h->num_blocks : 1) * sizeof(uint32_t));
 	ty->strength = calloc(h->num_blocks ? h->num_blocks : 1, 1);
 	struct propagation p = {.ty = ty, .h = h, .ix = ix};
-	p.queued = calloc(h->num_blocks ? h->num_blocks : 1, 1);
 	struct hd_error *err = NULL;
-	if (!ty->block_entry || !ty->strength || !p.queued)
+	if (!ty->block_entry || !ty->strength)
 		err = &hd_error_no_memory;
 	else
 		memset(ty->block_entry, 0xff, h->num_blocks * sizeof(uint32_t));
@@ -850,12 +848,10 @@ struct hd_error *hd_typing_compute(struct hd_target *t, struct hd_debuginfo *di,
 		err = typed_locals(&p, t);
 	while (!err && p.head < p.tail) {
 		uint32_t id = p.queue[p.head++];
-		p.queued[id] = 0;
 		err = follow_block(&p, id);
 	}
 	memory_deinit(&p.mem);
 	free(p.queue);
-	free(p.queued);
 	if (err) {
 		hd_typing_destroy(ty);
 		return err;
@@ -909,16 +905,31 @@ const uint8_t *hd_typing_pointer_map(void *arg, size_t block, size_t nwords,
 	if (e->module == NO_MODULE)
 		return NULL; // a class name without a layout: scan it all
 	size_t bytes = nwords / 8 + 1;
-	if (nwords > ty->scratch_words) {
-		uint8_t *m = realloc(ty->scratch_map, bytes);
-		uint8_t *t = m ? realloc(ty->scratch_typed, bytes) : NULL;
+	// Small blocks, the common case: build the maps as one word each.
+	if (nwords <= 56 && e->nwords <= 56 && ty->scratch_words >= 64) {
+		uint64_t m = 0, t = 0, all = (1ULL << nwords) - 1;
+		size_t covered = e->nwords < nwords ? e->nwords : nwords;
+		uint64_t mask = (1ULL << covered) - 1;
+		memcpy(&m, e->map, (e->nwords + 7) / 8);
+		memcpy(&t, e->typed, (e->nwords + 7) / 8);
+		m = (m & mask) | (all & ~mask);
+		t &= mask;
+		memcpy(ty->scratch_map, &m, 8);
+		memcpy(ty->scratch_typed, &t, 8);
+		*typed = ty->scratch_typed;
+		return ty->scratch_map;
+	}
+	if (nwords > ty->scratch_words || ty->scratch_words < 64) {
+		size_t want = nwords < 64 ? 64 : nwords;
+		uint8_t *m = realloc(ty->scratch_map, want / 8 + 1);
+		uint8_t *t = m ? realloc(ty->scratch_typed, want / 8 + 1) : NULL;
 		if (m)
 			ty->scratch_map = m;
 		if (t)
 			ty->scratch_typed = t;
 		if (!m || !t)
 			return NULL;
-		ty->scratch_words = nwords;
+		ty->scratch_words = want;
 	}
 	size_t covered = e->nwords < nwords ? e->nwords : nwords;
 	memset(ty->scratch_map, 0, bytes);
