@@ -107,3 +107,8 @@ else
         || { cat "$TMP/dom.err" >&2; exit 1; }
 fi
 grep '^profile:' "$TMP/dom.err" | sed 's/^/dominators /'
+
+# The same without DWARF typing, for the cost of typing.
+"$HEAPDOM" dominators --profile --untyped --top 5 "$CORE" >/dev/null 2>"$TMP/dom-untyped.err" \
+    || { cat "$TMP/dom-untyped.err" >&2; exit 1; }
+grep '^profile:' "$TMP/dom-untyped.err" | sed 's/^/dominators --untyped /'
