@@ -295,10 +295,15 @@ struct hd_error *hd_render_dominators(FILE *out, struct hd_session *s,
 	if (json) {
 		fputc('{', out);
 		hd_json_heap_header(out, a.t, a.h);
+		struct hd_graph_info gi;
+		hd_graph_get_info(a.g, &gi);
 		fprintf(out, ", \"heap\": {\"used_blocks\": %" PRIu64
 			", \"used_bytes\": %" PRIu64 ", \"leaked_blocks\": %" PRIu64
-			", \"leaked_bytes\": %" PRIu64 "}",
-			a.used_blocks, a.used_bytes, nleak, leak);
+			", \"leaked_bytes\": %" PRIu64 "}, \"edges\": {\"total\": %" PRIu64
+			", \"typed\": %" PRIu64 ", \"conservative\": %" PRIu64
+			", \"interior\": %" PRIu64 "}",
+			a.used_blocks, a.used_bytes, nleak, leak, gi.edges,
+			gi.typed_edges, gi.conservative_edges, gi.interior_edges);
 		json_roots(out, &a, o->all);
 		fputs(", \"nodes\": [", out);
 		if (o->all) {
@@ -319,10 +324,14 @@ struct hd_error *hd_render_dominators(FILE *out, struct hd_session *s,
 		hd_format_size(a.used_bytes, used, sizeof(used));
 		hd_format_size(leak, lk, sizeof(lk));
 		hd_text_problems(out, a.h, o->color);
+		struct hd_graph_info gi;
+		hd_graph_get_info(a.g, &gi);
 		fprintf(out, "heap of %s: %" PRIu64 " used blocks, %s; %zu roots; %" PRIu64
-			" leaked blocks, %s (heapdom leaks)\n\n",
+			" leaked blocks, %s (heapdom leaks); %" PRIu64 " references, %" PRIu64
+			" through typed pointers\n\n",
 			hd_target_name(a.t), a.used_blocks, used,
-			hd_graph_num_roots(a.g), nleak, lk);
+			hd_graph_num_roots(a.g), nleak, lk, gi.edges - hd_graph_num_roots(a.g),
+			gi.typed_edges);
 		text_roots(out, &a, o->top ? o->top : 10, o->color);
 		hd_heading(out, o->color, "\nBlocks holding the most memory");
 		fprintf(out, "  %-12s %7s %10s %10s  %-16s  %-24s %s\n",
