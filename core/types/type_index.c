@@ -439,6 +439,7 @@ struct frame {
 struct build {
 	Dwarf_Debug dbg;
 	const char *path;
+	const char *cu_suffix; // only units whose name ends so, or NULL
 	struct hd_type_index *ix;
 	struct impl *im;
 	struct intern strings;
@@ -1636,6 +1637,19 @@ static bool is_c_language(Dwarf_Unsigned lang)
 }
 
 // Iterates over the units of .debug_info (is_info) or .debug_types.
+// With a filter, only the units of the source file asked for are read.
+static bool unit_matches(struct build *b, Dwarf_Die unit_die, bool is_info)
+{
+	char *name = NULL;
+	Dwarf_Error derr = NULL;
+	if (!is_info || dwarf_diename(unit_die, &name, &derr) != DW_DLV_OK) {
+		drop_error(b, derr);
+		return false;
+	}
+	size_t n = strlen(name), m = strlen(b->cu_suffix);
+	return n >= m && strcmp(name + n - m, b->cu_suffix) == 0;
+}
+
 static struct hd_error *index_section(struct build *b, bool is_info,
 				      size_t *num_units)
 {
@@ -1665,6 +1679,10 @@ static struct hd_error *index_section(struct build *b, bool is_info,
 		if (rc == DW_DLV_NO_ENTRY)
 			continue;
 
+		if (b->cu_suffix && !unit_matches(b, unit_die, is_info)) {
+			dwarf_dealloc_die(unit_die);
+			continue;
+		}
 		Dwarf_Unsigned lang = 0;
 		rc = dwarf_srclang(unit_die, &lang, &derr);
 		if (rc == DW_DLV_ERROR)
@@ -2054,7 +2072,14 @@ static struct hd_error *check_elf(int fd, const char *path)
 struct hd_error *hd_type_index_build(const char *path,
 				     struct hd_type_index **ret)
 {
-	struct build b = {.path = path, .address_size = 8};
+	return hd_type_index_build_filtered(path, NULL, ret);
+}
+
+struct hd_error *hd_type_index_build_filtered(const char *path,
+					      const char *cu_suffix,
+					      struct hd_type_index **ret)
+{
+	struct build b = {.path = path, .address_size = 8, .cu_suffix = cu_suffix};
 	Dwarf_Error derr = NULL;
 	struct hd_error *err;
 

@@ -64,6 +64,11 @@ struct hd_type_index {
 // HD_ERROR_NOT_FOUND if the file has no DWARF.
 struct hd_error *hd_type_index_build(const char *path,
 				     struct hd_type_index **ret);
+// The same for the compilation units whose DW_AT_name ends in cu_suffix
+// only (type units skipped): a quick look at one source file's types.
+struct hd_error *hd_type_index_build_filtered(const char *path,
+					      const char *cu_suffix,
+					      struct hd_type_index **ret);
 void hd_type_index_destroy(struct hd_type_index *ix);
 
 // Follows typedefs and qualifiers (and declarations to definitions) to the
