@@ -742,23 +742,12 @@ fail:
 }
 
 // A process stopped by a debugger: everything but the threads, which the
-// debugger supplies. Nothing here stops or resumes anything.
-static void proc_destroy(struct hd_target *t)
-{
-	struct live_target *lt = t->impl;
-	if (!lt)
-		return;
-	if (lt->mem_fd >= 0)
-		close(lt->mem_fd);
-	free(lt->threads);
-	free(lt);
-	t->impl = NULL;
-}
-
+// debugger supplies. Nothing here stops or resumes anything: it holds no
+// thread, so live_destroy only closes its memory.
 static const struct hd_target_ops proc_ops = {
 	.read = live_read,
 	.direct = NULL,
-	.destroy = proc_destroy,
+	.destroy = live_destroy,
 };
 
 struct hd_error *hd_target_open_proc(int pid,

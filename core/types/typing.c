@@ -282,17 +282,9 @@ static const uint8_t *view_of(const struct memory *mem, uint64_t addr,
 
 static bool read_word(const struct memory *mem, uint64_t addr, uint64_t *ret)
 {
-	size_t lo = 0, hi = mem->n;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (mem->views[mid].addr + mem->views[mid].len <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo < mem->n && mem->views[lo].addr <= addr &&
-	    addr + 8 <= mem->views[lo].addr + mem->views[lo].len) {
-		memcpy(ret, mem->views[lo].data + (addr - mem->views[lo].addr), 8);
+	const uint8_t *d = view_of(mem, addr, 8);
+	if (d) {
+		memcpy(ret, d, 8);
 		return true;
 	}
 	struct hd_error *err = hd_target_read(mem->t, addr, ret, 8);
