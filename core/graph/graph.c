@@ -30,13 +30,12 @@ struct hd_error *hd_graph_build_with(struct hd_target *t,
 	struct hd_error *err = hd_roots_collect(g, t, di, h);
 	if (!err)
 		err = hd_graph_scan(g, t, h, ix);
-	size_t index_bytes = ix->bytes;
 	if (err) {
 		hd_graph_destroy(g);
 		return err;
 	}
-	g->info.bytes = index_bytes +
-			2 * ((size_t)g->num_vertices + 1) * sizeof(uint64_t) +
+	// The address index is the caller's, and is freed after the scan.
+	g->info.bytes = 2 * ((size_t)g->num_vertices + 1) * sizeof(uint64_t) +
 			2 * g->info.edges * sizeof(uint32_t);
 	*ret = g;
 	return NULL;

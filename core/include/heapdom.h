@@ -494,6 +494,7 @@ struct hd_typing_info {
 	uint64_t typed_blocks;
 	uint64_t vtable_blocks;    // typed by their vtable pointer
 	uint64_t ambiguous_blocks; // reached with conflicting types
+	size_t bytes;              // kept per session (the indexes are shared)
 };
 HD_EXPORT void hd_typing_get_info(const struct hd_typing *ty,
 				  struct hd_typing_info *ret);

@@ -134,6 +134,9 @@ struct hd_error *hd_session_typing(struct hd_session *s,
 		return NULL;
 	}
 	if (!s->ty) {
+		if (s->g)
+			return hd_error_create(HD_ERROR_INVALID,
+					       "typing must be computed before the graph");
 		struct hd_error *err = session_index(s);
 		if (err)
 			return err;
@@ -165,6 +168,10 @@ struct hd_error *hd_session_graph(struct hd_session *s,
 		if (err)
 			return err;
 		s->t_graph = now() - t0;
+		// Typing (if any) and the graph are built: the address index
+		// has done its work.
+		hd_index_deinit(&s->ix);
+		s->have_ix = false;
 	}
 	*ret = s->g;
 	return NULL;

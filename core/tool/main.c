@@ -226,9 +226,16 @@ static void print_profile(struct hd_session *s, double open, double total)
 	if (g) {
 		struct hd_graph_info gi;
 		hd_graph_get_info(g, &gi);
-		fprintf(stderr, ", graph+index %zu bytes, dominators %zu bytes: %.1f bytes/block + %.1f bytes/edge",
-			gbytes, dbytes,
-			n ? (double)(table + dbytes + gbytes - 8 * gi.edges) / n : 0.0,
+		size_t tbytes = 0;
+		const struct hd_typing *ty;
+		if (types > 0 && !hd_session_typing(s, &ty) && ty) {
+			struct hd_typing_info ti;
+			hd_typing_get_info(ty, &ti);
+			tbytes = ti.bytes;
+		}
+		fprintf(stderr, ", graph %zu bytes, dominators %zu bytes, types %zu bytes: %.1f bytes/block + %.1f bytes/edge",
+			gbytes, dbytes, tbytes,
+			n ? (double)(table + dbytes + gbytes + tbytes - 8 * gi.edges) / n : 0.0,
 			8.0);
 	}
 	fprintf(stderr, "; anonymous RSS %ld KiB\n", rss_anon_kib());

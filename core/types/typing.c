@@ -341,9 +341,10 @@ static struct hd_error *assign(struct propagation *p, uint32_t id,
 	if (old == entry)
 		return NULL;
 	if (old != HD_ENTRY_NONE) {
-		if (ty->strength[id] > strength)
+		uint8_t have = ty->strength[id] & 0x7f;
+		if (have > strength)
 			return NULL;
-		if (ty->strength[id] == strength) {
+		if (have == strength) {
 			// Conflicting typings: the larger consistent one wins.
 			if (!(ty->strength[id] & 0x80)) {
 				ty->strength[id] |= 0x80;
@@ -854,6 +855,13 @@ struct hd_error *hd_typing_compute(struct hd_target *t, struct hd_debuginfo *di,
 		ty->info.typed_blocks++;
 		ty->info.vtable_blocks += (ty->strength[id] & 0x7f) == 2;
 	}
+	// Only the propagation needs the strengths: keep 4 bytes per block.
+	free(ty->strength);
+	ty->strength = NULL;
+	ty->info.bytes = h->num_blocks * sizeof(*ty->block_entry);
+	for (size_t i = 0; i < ty->num_entries; i++)
+		ty->info.bytes += sizeof(ty->entries[i]) + 2 * (ty->entries[i].nwords / 8 + 1) +
+				  ty->entries[i].nslots * sizeof(*ty->entries[i].slots);
 	ty->info.propagate_seconds = now() - t0;
 	*ret = ty;
 	return NULL;
