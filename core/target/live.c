@@ -232,7 +232,7 @@ static struct hd_error *busy_error(int pid, int tracer)
 	if (!read_proc_file(path, &comm, NULL))
 		comm[strcspn(comm, "\n")] = '\0';
 	struct hd_error *err = hd_error_create(HD_ERROR_BUSY,
-		"process %d is already traced by process %d (%s): run heapdom's commands inside that debugger instead (gdb: heap-stats, heap-blocks after `source gdb-plugin/heapdom.py`; lldb: `heapdom stats`)",
+		"process %d is already traced by process %d (%s): run heapdom's commands inside that debugger instead (gdb: `source gdb-plugin/heapdom.py`, then heap-dominators, heap-stats, ...; lldb: `plugin load build/lldb-plugin/libheapdom_lldb.so`, then heapdom dominators, ...)",
 		pid, tracer, comm && *comm ? comm : "gdb?");
 	free(comm);
 	return err;
