@@ -114,6 +114,7 @@ def _load():
         "hd_session_create": (err, [vp, ctypes.POINTER(_SessionOptions),
                                     ctypes.POINTER(vp)]),
         "hd_session_destroy": (None, [vp]),
+        "hd_command_check": (err, [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]),
         "hd_command_run_string": (err, [vp, ctypes.c_int,
                                         ctypes.POINTER(ctypes.c_char_p),
                                         ctypes.POINTER(vp)]),
@@ -480,8 +481,12 @@ def _open():
 
 
 def _run(words):
-    session = _open()
+    if _load() is None:
+        raise gdb.GdbError(_lib_error)
     argv = (ctypes.c_char_p * len(words))(*[w.encode() for w in words])
+    # A bad option is reported before the process is looked at.
+    _check(_lib.hd_command_check(len(words), argv))
+    session = _open()
     text = ctypes.c_void_p()
     _check(_lib.hd_command_run_string(session, len(words), argv, ctypes.byref(text)))
     try:

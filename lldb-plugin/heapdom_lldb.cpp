@@ -348,10 +348,12 @@ public:
 					throw failure{"heapdom: heapdom why needs an expression: heapdom why PTR"};
 				words.insert(words.begin() + 1, hex(evaluate_address(debugger, expr)));
 			}
-			hd_session *s = open_session(debugger);
 			std::vector<char *> cargv;
 			for (std::string &w : words)
 				cargv.push_back(&w[0]);
+			// A bad option is reported before the process is looked at.
+			check(hd_command_check((int)cargv.size(), cargv.data()));
+			hd_session *s = open_session(debugger);
 			char *text = nullptr;
 			check(hd_command_run_string(s, (int)cargv.size(), cargv.data(), &text));
 			result.Printf("%s", text ? text : "");

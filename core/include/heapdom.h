@@ -630,6 +630,9 @@ struct hd_command {
 };
 HD_EXPORT struct hd_error *hd_command_parse(int argc, char *const *argv,
 					    struct hd_command *ret);
+// Checks the words without running anything: front-ends report a bad
+// option before they look at the process.
+HD_EXPORT struct hd_error *hd_command_check(int argc, char *const *argv);
 // Renders the command's report to out (or to its --output file).
 HD_EXPORT struct hd_error *hd_command_run(struct hd_session *s,
 					  const struct hd_command *c,

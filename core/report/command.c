@@ -193,6 +193,12 @@ struct hd_error *hd_command_parse(int argc, char *const *argv,
 	return NULL;
 }
 
+struct hd_error *hd_command_check(int argc, char *const *argv)
+{
+	struct hd_command c;
+	return hd_command_parse(argc, argv, &c);
+}
+
 struct hd_error *hd_command_run(struct hd_session *s, const struct hd_command *c,
 				FILE *out)
 {
