@@ -35,6 +35,7 @@ import signal
 import subprocess
 import sys
 import time
+import traceback
 
 HEAP_MAX = 64 << 20           # alignment/size limit of non-main heaps, x86-64
 TCACHE_CHUNK = 0x290
@@ -511,3 +512,40 @@ def diff_docs(d1, d2, limit=10):
         out.append("block counts differ (%d vs %d; duplicates?)"
                    % (len(d1["blocks"]), len(d2["blocks"])))
     return out
+
+
+class CaseRunner:
+    """Runs named checks (each returns a list of problems), prints one
+    PASS/FAIL line per check with its problems, and counts them; --only
+    selects checks by the first word of their names."""
+
+    def __init__(self, workdir, only=None, keep=False):
+        self.work = os.path.abspath(workdir)
+        self.only = set(only.split(",")) if only else None
+        self.keep = keep
+        self.passed = self.failed = 0
+        self.cache = {}
+
+    def case(self, name, fn):
+        if self.only and name.split()[0] not in self.only:
+            return
+        t0 = time.monotonic()
+        try:
+            problems = fn() or []
+        except HarnessError as e:
+            problems = ["harness: %s" % e]
+        except Exception:  # a bug in the test itself must still be reported
+            problems = ["exception:\n" + traceback.format_exc()]
+        secs = time.monotonic() - t0
+        if problems:
+            self.failed += 1
+            print("FAIL %s (%.1fs)" % (name, secs))
+            for p in problems:
+                print("    " + str(p).replace("\n", "\n    "))
+        else:
+            self.passed += 1
+            print("PASS %s (%.1fs)" % (name, secs))
+        sys.stdout.flush()
+
+    def path(self, name):
+        return os.path.join(self.work, name)

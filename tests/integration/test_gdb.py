@@ -58,7 +58,6 @@ import shutil
 import subprocess
 import sys
 import time
-import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.dont_write_bytecode = True
@@ -141,46 +140,18 @@ class GdbResult:
             self.rc, self.secs, self.out[-2000:], self.err[-2000:])
 
 
-class Runner:
+class Runner(heaptest.CaseRunner):
     def __init__(self, args):
+        super().__init__(args.workdir, args.only, args.keep)
         self.heapdom = os.path.abspath(args.heapdom)
         self.plugin = os.path.abspath(args.gdb_plugin)
         self.heap_fixture = os.path.abspath(args.heap_fixture)
         self.dom_fixture = os.path.abspath(args.dom_fixture)
-        self.work = os.path.abspath(args.workdir)
         self.lib = os.path.abspath(args.lib) if args.lib else os.path.join(
             os.path.dirname(self.heapdom), "libheapdom.so")
         self.gdb = args.gdb
-        self.only = set(args.only.split(",")) if args.only else None
-        self.keep = args.keep
-        self.passed = self.failed = 0
-        self.cache = {}
 
     # ---------------------------------------------------------- plumbing
-    def case(self, name, fn):
-        if self.only and name.split()[0] not in self.only:
-            return
-        t0 = time.monotonic()
-        try:
-            problems = fn() or []
-        except HarnessError as e:
-            problems = ["harness: %s" % e]
-        except Exception:  # a bug in the test itself must still be reported
-            problems = ["exception:\n" + traceback.format_exc()]
-        secs = time.monotonic() - t0
-        if problems:
-            self.failed += 1
-            print("FAIL %s (%.1fs)" % (name, secs))
-            for p in problems:
-                print("    " + str(p).replace("\n", "\n    "))
-        else:
-            self.passed += 1
-            print("PASS %s (%.1fs)" % (name, secs))
-        sys.stdout.flush()
-
-    def path(self, name):
-        return os.path.join(self.work, name)
-
     def env(self):
         env = heaptest._env()
         if os.path.isfile(self.lib):

@@ -44,42 +44,14 @@ from heaptest import HarnessError  # noqa: E402
 BIG_BLOCKS = 1000000
 
 
-class Runner:
+class Runner(heaptest.CaseRunner):
     def __init__(self, args):
+        super().__init__(args.workdir, args.only, args.keep)
         self.heapdom = os.path.abspath(args.heapdom)
         self.fixture = os.path.abspath(args.fixture)
-        self.work = os.path.abspath(args.workdir)
-        self.only = set(args.only.split(",")) if args.only else None
-        self.keep = args.keep
-        self.passed = self.failed = 0
         self.empty = os.path.join(self.work, "empty-debug-dir")
-        self.cache = {}
 
     # ---------------------------------------------------------- plumbing
-    def case(self, name, fn):
-        if self.only and name.split()[0] not in self.only:
-            return
-        t0 = time.monotonic()
-        try:
-            problems = fn() or []
-        except HarnessError as e:
-            problems = ["harness: %s" % e]
-        except Exception:  # a bug in the test itself must still be reported
-            problems = ["exception:\n" + traceback.format_exc()]
-        secs = time.monotonic() - t0
-        if problems:
-            self.failed += 1
-            print("FAIL %s (%.1fs)" % (name, secs))
-            for p in problems:
-                print("    " + str(p).replace("\n", "\n    "))
-        else:
-            self.passed += 1
-            print("PASS %s (%.1fs)" % (name, secs))
-        sys.stdout.flush()
-
-    def path(self, name):
-        return os.path.join(self.work, name)
-
     def core(self, tag, fixture_args=()):
         """(core path, Truth) for a fixture run, made once."""
         if tag not in self.cache:
