@@ -241,16 +241,31 @@ struct hd_error *hd_render_why(FILE *out, struct hd_session *s,
 		describe_block(out, &a, v, false);
 		fprintf(out, ", which is LEAKED: no root reaches it. Chain from a leaked block nothing points at:\n");
 	}
+	// Where each step refers to the next, found once for both listings.
+	struct step_ref {
+		bool ok;
+		int reg;
+		uint64_t off, val;
+	} *refs = calloc(len, sizeof(*refs));
+	if (!refs) {
+		free(path);
+		return &hd_error_no_memory;
+	}
+	for (size_t i = 0; i < len; i++) {
+		refs[i].reg = -1;
+		if (i + 1 < len)
+			refs[i].ok = find_reference(&a, path[i], path[i + 1], &refs[i].off,
+					    &refs[i].val, &refs[i].reg);
+	}
 	// The chain in one line, C-style, before the detail: for short chains.
 	if (!json && len <= 64) {
 		fputs("  ", out);
 		for (size_t i = 0; i < len; i++) {
 			uint32_t u = path[i];
 			int64_t r = hd_graph_vertex_root(a.g, u);
-			uint64_t off = 0, val = 0;
-			int reg = -1;
-			bool ref = i + 1 < len &&
-				   find_reference(&a, u, path[i + 1], &off, &val, &reg);
+			uint64_t off = refs[i].off;
+			int reg = refs[i].reg;
+			bool ref = refs[i].ok;
 			char stype[512], member[512];
 			step_member(&a, u, off, stype, sizeof(stype), member, sizeof(member));
 			if (i)
@@ -277,10 +292,9 @@ struct hd_error *hd_render_why(FILE *out, struct hd_session *s,
 	for (size_t i = 0; i < len; i++) {
 		uint32_t u = path[i];
 		int64_t r = hd_graph_vertex_root(a.g, u);
-		uint64_t off = 0, val = 0;
-		int reg = -1;
-		bool ref = i + 1 < len &&
-			   find_reference(&a, u, path[i + 1], &off, &val, &reg);
+		uint64_t off = refs[i].off, val = refs[i].val;
+		int reg = refs[i].reg;
+		bool ref = refs[i].ok;
 		if (json) {
 			fputs(i ? ", {" : "{", out);
 			if (r >= 0) {
@@ -349,6 +363,7 @@ struct hd_error *hd_render_why(FILE *out, struct hd_session *s,
 	}
 	if (json)
 		fputs("]}\n", out);
+	free(refs);
 	free(path);
 	if (ferror(out))
 		return hd_error_create(HD_ERROR_OS, "cannot write output");
