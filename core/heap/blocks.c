@@ -110,12 +110,7 @@ void hd_heap_block(const struct hd_heap *h, size_t id, struct hd_block *ret)
 						: HD_LIST_NONE;
 	ret->mmapped = h->flags[id] & HD_FLAG_MMAPPED;
 	ret->arena = h->arena[id] == HD_ARENA_NONE ? HD_NO_ARENA : h->arena[id];
-	// malloc_usable_size: an mmapped chunk has no next chunk whose
-	// prev_size field it could borrow.
-	if (ret->chunk < 16)
-		ret->usable = 0;
-	else
-		ret->usable = ret->chunk - (ret->mmapped ? 16 : 8);
+	ret->usable = ret->chunk < 16 ? 0 : hd_heap_usable(h, id);
 }
 
 int64_t hd_heap_find(const struct hd_heap *h, uint64_t p)

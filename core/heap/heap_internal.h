@@ -56,6 +56,14 @@ static inline enum hd_free_list hd_heap_list(const struct hd_heap *h,
 	return (enum hd_free_list)((h->flags[id] & HD_FLAG_LIST_MASK) >>
 				   HD_FLAG_LIST_SHIFT);
 }
+// What malloc_usable_size says for block id: an mmapped chunk has no next
+// chunk whose prev_size field it could borrow.
+static inline uint64_t hd_heap_usable(const struct hd_heap *h, size_t id)
+{
+	uint64_t chunk = (uint64_t)h->chunk16[id] << 4;
+	uint64_t header = (h->flags[id] & HD_FLAG_MMAPPED) ? 16 : 8;
+	return chunk < header ? 0 : chunk - header;
+}
 // Records a problem (message formatted); the walk goes on.
 void hd_heap_problem_add(struct hd_heap *h, uint64_t address,
 			 const char *fmt, ...)

@@ -414,6 +414,29 @@ static bool single_object(const struct hd_type_index *ix, uint32_t pointee,
 	       enclosing_struct(ix, from_type, from_offset) == pointee;
 }
 
+// Whether a pointee type can say what a block is.
+static bool can_type_blocks(const struct hd_type *t)
+{
+	return t->size && !t->declaration && t->kind != HD_TYPE_VOID &&
+	       t->kind != HD_TYPE_FUNCTION && t->kind != HD_TYPE_OTHER;
+}
+
+// How many objects of size bytes a pointer says a block of usable bytes
+// holds (0: it is too small to be one, the pointer lies about it): one
+// when the rest is only malloc's rounding or the object is allocated one
+// by one, an array when the block holds more. Characters are strings:
+// always an array.
+static uint32_t element_count(uint64_t usable, uint64_t size, bool chars,
+			      bool one)
+{
+	if (!size || usable < size)
+		return 0;
+	if (!chars && (one || usable - size < MALLOC_SLACK))
+		return 1;
+	uint64_t n = usable / size;
+	return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+}
+
 // The entry for a block that a T-typed pointer points at, or NONE.
 static struct hd_error *entry_for_block(struct propagation *p, uint16_t module,
 					uint32_t pointee, uint32_t id, bool one,
@@ -425,22 +448,13 @@ static struct hd_error *entry_for_block(struct propagation *p, uint16_t module,
 	if (st == HD_TYPE_NONE)
 		return NULL;
 	const struct hd_type *t = &ix->types[st];
-	if (t->kind == HD_TYPE_VOID || t->kind == HD_TYPE_FUNCTION ||
-	    t->kind == HD_TYPE_OTHER || t->size == 0 || t->declaration)
+	if (!can_type_blocks(t))
 		return NULL;
-	uint64_t usable = ((uint64_t)p->h->chunk16[id] << 4) -
-			  ((p->h->flags[id] & HD_FLAG_MMAPPED) ? 16 : 8);
-	if (usable < t->size)
-		return NULL; // too small to be one: the pointer lies about it
-	// One object when the rest is only malloc's rounding; an array when
-	// the block holds more. Characters are strings: always an array.
-	uint64_t count = usable / t->size;
-	if (!(t->kind == HD_TYPE_BASE && t->size == 1) &&
-	    (usable - t->size < MALLOC_SLACK || one))
-		count = 1;
-	if (count > UINT32_MAX)
-		count = UINT32_MAX;
-	return get_entry(p->ty, module, st, (uint32_t)count, NULL, ret);
+	uint32_t count = element_count(hd_heap_usable(p->h, id), t->size,
+				       t->kind == HD_TYPE_BASE && t->size == 1, one);
+	if (!count)
+		return NULL;
+	return get_entry(p->ty, module, st, count, NULL, ret);
 }
 
 // Follows the typed pointer slots of (module, type) × count at base.
@@ -529,9 +543,7 @@ static struct hd_error *entry_slots(struct hd_typing *ty, uint32_t ei)
 			.psize = t ? t->size : 0,
 			.chars = t && t->kind == HD_TYPE_BASE && t->size == 1,
 			.one = t && single_object(ix, st, e->type, slots[i].offset),
-			.usable = t && t->size && !t->declaration &&
-				  t->kind != HD_TYPE_VOID && t->kind != HD_TYPE_FUNCTION &&
-				  t->kind != HD_TYPE_OTHER,
+			.usable = t && can_type_blocks(t),
 		};
 	}
 	// Another entry may have been added meanwhile: e may have moved.
@@ -553,8 +565,7 @@ static struct hd_error *follow_block(struct propagation *p, uint32_t id)
 	struct hd_error *err = entry_slots(ty, ei);
 	if (err)
 		return err;
-	uint64_t usable_src = ((uint64_t)h->chunk16[id] << 4) -
-			      ((h->flags[id] & HD_FLAG_MMAPPED) ? 16 : 8);
+	uint64_t usable_src = hd_heap_usable(h, id);
 	uint64_t limit = h->addr[id] + usable_src;
 	uint32_t count = ty->entries[ei].count;
 	uint64_t esize = count ? ty->entries[ei].size / count : 0;
@@ -581,12 +592,13 @@ static struct hd_error *follow_block(struct propagation *p, uint32_t id)
 			if (t < 0 || h->addr[t] != v ||
 			    hd_heap_state(h, (size_t)t) != HD_STATE_USED)
 				continue;
-			uint64_t usable = ((uint64_t)h->chunk16[t] << 4) -
-					  ((h->flags[t] & HD_FLAG_MMAPPED) ? 16 : 8);
-			if (usable < s->psize)
+			uint32_t n = element_count(hd_heap_usable(h, (size_t)t),
+						   s->psize, s->chars, s->one);
+			if (!n)
 				continue;
 			uint32_t e;
-			if (!s->chars && (s->one || usable - s->psize < MALLOC_SLACK)) {
+			if (n == 1) {
+				// The same single-object entry for every block.
 				if (s->single == HD_ENTRY_NONE) {
 					uint32_t pointee = s->pointee;
 					err = get_entry(ty, module, pointee, 1, NULL, &e);
@@ -596,10 +608,8 @@ static struct hd_error *follow_block(struct propagation *p, uint32_t id)
 				}
 				e = ty->entries[ei].slots[i].single;
 			} else {
-				uint64_t n = usable / ty->entries[ei].slots[i].psize;
 				err = get_entry(ty, module, ty->entries[ei].slots[i].pointee,
-						n > UINT32_MAX ? UINT32_MAX : (uint32_t)n,
-						NULL, &e);
+						n, NULL, &e);
 				if (err)
 					return err;
 			}
@@ -961,7 +971,7 @@ static bool text_label(const struct hd_typing *ty, size_t id, char *buf,
 {
 	const struct hd_heap *h = ty->heap;
 	uint8_t data[48];
-	uint64_t usable = ((uint64_t)h->chunk16[id] << 4) - 8;
+	uint64_t usable = hd_heap_usable(h, id);
 	size_t n = usable < sizeof(data) ? usable : sizeof(data);
 	struct hd_error *err = hd_target_read(ty->target, h->addr[id], data, n);
 	if (err) {
