@@ -564,6 +564,19 @@ static struct hd_error *read_auxv(struct hd_target *t)
 	return NULL;
 }
 
+// Mappings, auxiliary vector and modules, from a thread of the process
+// that still has its memory.
+static struct hd_error *read_address_space(struct hd_target *t)
+{
+	struct hd_error *err = read_mappings(t);
+	if (!err)
+		err = read_auxv(t);
+	if (err)
+		return err;
+	hd_target_sort_mappings(t);
+	return hd_target_modules_from_mappings(t);
+}
+
 // ---------------------------------------------------------------- ops
 
 static struct hd_error *live_read(struct hd_target *t, uint64_t addr,
@@ -723,14 +736,7 @@ struct hd_error *hd_target_attach_pid(int pid,
 	err = read_threads(t);
 	if (err)
 		goto fail;
-	err = read_mappings(t);
-	if (err)
-		goto fail;
-	err = read_auxv(t);
-	if (err)
-		goto fail;
-	hd_target_sort_mappings(t);
-	err = hd_target_modules_from_mappings(t);
+	err = read_address_space(t);
 	if (err)
 		goto fail;
 	*ret = t;
@@ -798,17 +804,12 @@ struct hd_error *hd_target_open_proc(int pid,
 		err = hd_error_os(errno, path, "cannot open process memory");
 		goto fail;
 	}
-	err = read_mappings(t);
-	if (!err)
-		err = read_auxv(t);
-	if (!err) {
-		hd_target_sort_mappings(t);
-		err = hd_target_modules_from_mappings(t);
-	}
+	err = read_address_space(t);
 	if (err)
 		goto fail;
 	*ret = t;
 	return NULL;
+
 fail:
 	hd_target_destroy(t);
 	return err;
