@@ -587,11 +587,17 @@ class HeapDominators(_HeapCommand):
 bytes that would be freed with them), what holds them (a global, a stack frame,
 a local variable, a register), and with --depth what they hold.
 
+With --semantic (or --framework NAME|PATH, repeatable) the tree is the
+semantic one: the framework modules' nodes (an allocator, a container, a
+window, a Python global) with the memory each keeps alive, its framework and
+application share, and used vs allocated bytes.
+
 Usage: heap-dominators [--top N] [--depth D] [--min-size SIZE] [--json] [--all]
-                       [--output FILE]
+                       [--semantic] [--framework NAME|PATH]... [--output FILE]
 Defaults for --top and --depth: `set heapdom top N`, `set heapdom depth D`."""
     report = "dominators"
-    options = ("--top", "--depth", "--min-size", "--json", "--all", "--output")
+    options = ("--top", "--depth", "--min-size", "--json", "--all", "--semantic",
+               "--framework", "--output")
 
     def defaults(self, words):
         extra = []
@@ -665,6 +671,16 @@ Usage: heap-types [--sort bytes|count|retained] [--top N] [--all] [--json]
     options = ("--sort", "--top", "--all", "--json", "--output")
 
 
+class HeapFrameworks(_HeapCommand):
+    """The framework modules (built-in, --framework PATH, HEAPDOM_FRAMEWORK_PATH):
+what each is, whether it found its framework in this process, what it did, and
+what it could not understand.
+
+Usage: heap-frameworks [--framework NAME|PATH]... [--json] [--output FILE]"""
+    report = "frameworks"
+    options = ("--framework", "--json", "--output")
+
+
 for _cls in (HeapStats, HeapBlocks, HeapDominators, HeapWhy, HeapLeaks, HeapGraph,
-             HeapTypes):
+             HeapTypes, HeapFrameworks):
     _cls()

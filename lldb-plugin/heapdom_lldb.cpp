@@ -387,7 +387,7 @@ const subcommand kCommands[] = {
 	{"blocks", "Every heap block: address, usable size, chunk size, state (used, free on which list, internal), arena.",
 	 "heapdom blocks [--state used|free|internal] [--json] [--output FILE]"},
 	{"dominators", "What keeps memory alive: the blocks that hold the most (retained size), what holds them, and with --depth what they hold.",
-	 "heapdom dominators [--top N] [--depth D] [--min-size SIZE] [--json] [--all] [--output FILE]"},
+	 "heapdom dominators [--top N] [--depth D] [--min-size SIZE] [--json] [--all] [--semantic] [--framework NAME|PATH]... [--output FILE]"},
 	{"why", "The shortest chain of references from a root (global, frame, local, register) to the block holding an address; takes any expression.",
 	 "heapdom why EXPRESSION [--json] [--output FILE]"},
 	{"leaks", "Used blocks that no root reaches, grouped by size, unreferenced ones first, each with the memory it retains.",
@@ -396,6 +396,8 @@ const subcommand kCommands[] = {
 	 "heapdom graph [--format json|dot] [--from EXPRESSION] [--depth D] [--output FILE]"},
 	{"types", "A heap histogram by type: instances, bytes, and the memory all instances of a type keep alive together.",
 	 "heapdom types [--sort bytes|count|retained] [--top N] [--all] [--json] [--output FILE]"},
+	{"frameworks", "The framework modules: what each is, whether it found its framework in this process, what it did and could not understand.",
+	 "heapdom frameworks [--framework NAME|PATH]... [--json] [--output FILE]"},
 };
 
 // Commands that change memory or registers without a new stop.
@@ -411,7 +413,7 @@ bool lldb::PluginInitialize(lldb::SBDebugger debugger)
 {
 	lldb::SBCommandInterpreter interp = debugger.GetCommandInterpreter();
 	lldb::SBCommand multi = interp.AddMultiwordCommand(
-		"heapdom", "Heap analysis: stats, blocks, dominators, why, leaks, graph, types.");
+		"heapdom", "Heap analysis: stats, blocks, dominators, why, leaks, graph, types, frameworks.");
 	if (!multi.IsValid())
 		return false;
 	for (const subcommand &c : kCommands) {

@@ -10,7 +10,7 @@ struct hd_error *hd_graph_build(struct hd_target *t, struct hd_debuginfo *di,
 	struct hd_error *err = hd_index_init(&ix, h);
 	if (err)
 		return err;
-	err = hd_graph_build_with(t, di, h, &ix, NULL, NULL, ret);
+	err = hd_graph_build_with(t, di, h, &ix, NULL, NULL, NULL, ret);
 	hd_index_deinit(&ix);
 	return err;
 }
@@ -20,6 +20,7 @@ struct hd_error *hd_graph_build_with(struct hd_target *t,
 				     const struct hd_heap *h,
 				     const struct hd_index *ix,
 				     hd_pointer_map_fn map, void *map_arg,
+				     const struct hd_suballoc *sub,
 				     struct hd_graph **ret)
 {
 	struct hd_graph *g = calloc(1, sizeof(*g));
@@ -27,6 +28,7 @@ struct hd_error *hd_graph_build_with(struct hd_target *t,
 		return &hd_error_no_memory;
 	g->pointer_map = map;
 	g->pointer_map_arg = map_arg;
+	g->sub = sub;
 	struct hd_error *err = hd_roots_collect(g, t, di, h);
 	if (!err)
 		err = hd_graph_scan(g, t, h, ix);
@@ -87,7 +89,7 @@ int64_t hd_graph_vertex_root(const struct hd_graph *g, uint32_t v)
 
 int64_t hd_graph_vertex_block(const struct hd_graph *g, uint32_t v)
 {
-	return v > g->num_roots && v < g->num_vertices
+	return v > g->num_roots && v < g->num_vertices - g->num_sub
 		       ? (int64_t)(v - 1 - g->num_roots)
 		       : -1;
 }

@@ -59,8 +59,14 @@ typedef const uint8_t *(*hd_pointer_map_fn)(void *arg, size_t block_id,
 					    size_t nwords,
 					    const uint8_t **typed);
 
+struct hd_suballoc;
+
 struct hd_graph {
 	hd_pointer_map_fn pointer_map;
+	// Blocks of sub-allocators (framework modules), vertices after the
+	// heap's blocks; NULL for the plain graph. Not owned.
+	const struct hd_suballoc *sub;
+	size_t num_sub;
 	void *pointer_map_arg;
 	struct hd_root *roots;
 	size_t num_roots, cap_roots;
@@ -81,12 +87,14 @@ struct hd_graph {
 struct hd_error *hd_roots_collect(struct hd_graph *g, struct hd_target *t,
 				  struct hd_debuginfo *di,
 				  const struct hd_heap *h);
-// Builds the graph with a prebuilt index and an optional pointer map.
+// Builds the graph with a prebuilt index, an optional pointer map and
+// optional sub-allocator blocks (sub may be NULL).
 struct hd_error *hd_graph_build_with(struct hd_target *t,
 				     struct hd_debuginfo *di,
 				     const struct hd_heap *h,
 				     const struct hd_index *ix,
 				     hd_pointer_map_fn map, void *map_arg,
+				     const struct hd_suballoc *sub,
 				     struct hd_graph **ret);
 // Scans roots and used blocks and builds g->fwd and g->rev.
 struct hd_error *hd_graph_scan(struct hd_graph *g, struct hd_target *t,

@@ -8,6 +8,7 @@
 
 #include "debuginfo/debuginfo_internal.h"
 #include "graph/graph_internal.h"
+#include "graph/suballoc.h"
 #include "util/demangle.h"
 #include "util/elf_read.h"
 #include "util/vec.h"
@@ -347,6 +348,10 @@ struct hd_error *hd_roots_collect(struct hd_graph *g, struct hd_target *t,
 		if (!claim(&c, s->start, s->end))
 			err = &hd_error_no_memory;
 	}
+	// Nor are the mappings of sub-allocators: their blocks are vertices.
+	for (size_t i = 0; g->sub && i < g->sub->num_regions && !err; i++)
+		if (!claim(&c, g->sub->regions[i].start, g->sub->regions[i].end))
+			err = &hd_error_no_memory;
 	// So is its state in libc: main_arena's bins point at chunk headers.
 	struct hd_heap_info info;
 	hd_heap_get_info(h, &info);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "graph/graph_internal.h"
+#include "graph/suballoc.h"
 #include "heap/heap_internal.h"
 
 struct builder {
@@ -15,6 +16,9 @@ struct builder {
 	uint32_t *targets;
 	uint64_t n, cap;
 	uint32_t first_block_vertex;
+	const struct hd_suballoc *sa; // or NULL
+	uint32_t first_sub_vertex;
+	int64_t self_sub;             // sub-block being scanned, or -1
 	uint64_t typed_found; // words typed as pointers that made an edge
 };
 
@@ -81,6 +85,22 @@ static uint64_t dedupe(uint32_t *t, uint64_t n)
 static inline void add_word(struct builder *b, uint64_t w, int64_t self)
 {
 	const struct hd_heap *h = b->h;
+	const struct hd_suballoc *sa = b->sa;
+	if (sa && w - sa->lo < sa->hi - sa->lo) {
+		// A sub-allocator's block: the pointer leads to it, not to
+		// the pool around it; a free or internal one holds nothing.
+		int64_t k = hd_suballoc_find(sa, w);
+		if (k >= 0) {
+			const struct hd_subblock *sb = &sa->blocks[k];
+			if (k == b->self_sub || sb->state != HD_STATE_USED)
+				return;
+			uint32_t t = b->first_sub_vertex + (uint32_t)k;
+			if (w != sb->addr)
+				t |= HD_EDGE_INTERIOR;
+			b->targets[b->n++] = t;
+			return;
+		}
+	}
 	int64_t id = hd_index_lookup(b->ix, w);
 	if (id < 0)
 		return;
@@ -165,6 +185,110 @@ static struct hd_error *scan_roots(struct builder *b, struct hd_target *t)
 	return NULL;
 }
 
+static bool is_container(struct builder *b, size_t id)
+{
+	const struct hd_suballoc *sa = b->sa;
+	size_t lo = 0, hi = sa->num_containers;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (sa->containers[mid] < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < sa->num_containers && sa->containers[lo] == id;
+}
+
+// A malloc'd block holding a sub-allocator's blocks: only the words no
+// sub-block covers are its own (the pool's header and slack).
+static bool scan_container(struct builder *b, const uint8_t *d,
+			   const struct hd_block *blk, int64_t self)
+{
+	const struct hd_suballoc *sa = b->sa;
+	uint64_t start = b->n, words = 0;
+	uint64_t p = blk->addr, end = blk->addr + blk->usable;
+	size_t k = hd_suballoc_lower(sa, p);
+	while (p < end) {
+		uint64_t stop = end;
+		if (k < sa->num_blocks && sa->blocks[k].addr < end)
+			stop = sa->blocks[k].addr;
+		if (stop > p) {
+			uint64_t n = (stop - p) / 8;
+			if (!reserve(b, n))
+				return false;
+			for (uint64_t i = 0; i < n; i++) {
+				uint64_t w;
+				memcpy(&w, d + (p - blk->addr) + 8 * i, 8);
+				add_word(b, w, self);
+			}
+			words += n;
+		}
+		if (k >= sa->num_blocks || sa->blocks[k].addr >= end)
+			break;
+		p = sa->blocks[k].addr + sa->blocks[k].size;
+		p = (p + 7) & ~7ull;
+		k++;
+	}
+	b->g->info.words_scanned += words;
+	b->n = start + dedupe(b->targets + start, b->n - start);
+	return true;
+}
+
+// Used sub-blocks are scanned conservatively, reading through one view of
+// the range around them (their pool or region) at a time.
+static struct hd_error *scan_subblocks(struct builder *b, struct hd_target *t)
+{
+	const struct hd_suballoc *sa = b->sa;
+	uint32_t v0 = b->first_sub_vertex;
+	struct hd_view v = {0};
+	bool have = false;
+	for (size_t k = 0; k < sa->num_blocks; k++) {
+		b->offsets[v0 + k] = b->n;
+		const struct hd_subblock *sb = &sa->blocks[k];
+		if (sb->state != HD_STATE_USED)
+			continue;
+		if (!have || sb->addr < v.addr || sb->addr + sb->size > v.addr + v.len) {
+			if (have)
+				hd_view_deinit(&v);
+			have = false;
+			uint64_t lo = sb->addr, hi = sb->addr + sb->size;
+			if (sb->container >= 0) {
+				struct hd_block blk;
+				hd_heap_block(b->h, (size_t)sb->container, &blk);
+				lo = blk.addr;
+				hi = blk.addr + blk.usable;
+			} else {
+				for (size_t r = 0; r < sa->num_regions; r++)
+					if (sa->regions[r].start <= lo &&
+					    sa->regions[r].end >= hi) {
+						lo = sa->regions[r].start;
+						hi = sa->regions[r].end;
+						break;
+					}
+			}
+			struct hd_error *err = hd_target_view(t, lo, hi - lo, &v);
+			if (err) {
+				if (err->code == HD_ERROR_NO_MEMORY)
+					return err;
+				hd_error_destroy(err);
+				continue;
+			}
+			have = true;
+		}
+		b->self_sub = (int64_t)k;
+		bool ok = scan_words(b, v.data + (sb->addr - v.addr), sb->size & ~7ull,
+				     -1, NULL, NULL);
+		b->self_sub = -1;
+		if (!ok) {
+			hd_view_deinit(&v);
+			return &hd_error_no_memory;
+		}
+	}
+	if (have)
+		hd_view_deinit(&v);
+	return NULL;
+}
+
 static struct hd_error *scan_blocks(struct builder *b, struct hd_target *t)
 {
 	const struct hd_heap *h = b->h;
@@ -192,6 +316,14 @@ static struct hd_error *scan_blocks(struct builder *b, struct hd_target *t)
 			hd_heap_block(h, id, &blk);
 			if (blk.addr + blk.usable > seg->end)
 				continue;
+			if (b->sa && is_container(b, id)) {
+				if (!scan_container(b, v.data + (blk.addr - seg->start),
+						    &blk, (int64_t)id)) {
+					hd_view_deinit(&v);
+					return &hd_error_no_memory;
+				}
+				continue;
+			}
 			const uint8_t *typed = NULL;
 			const uint8_t *map = b->g->pointer_map
 				? b->g->pointer_map(b->g->pointer_map_arg, id,
@@ -214,15 +346,17 @@ struct hd_error *hd_graph_scan(struct hd_graph *g, struct hd_target *t,
 			       const struct hd_heap *h,
 			       const struct hd_index *ix)
 {
-	struct builder b = {.g = g, .h = h, .ix = ix};
+	struct builder b = {.g = g, .h = h, .ix = ix, .sa = g->sub, .self_sub = -1};
 	g->num_blocks = h->num_blocks;
-	uint64_t nv = 1 + (uint64_t)g->num_roots + h->num_blocks;
+	g->num_sub = g->sub ? g->sub->num_blocks : 0;
+	uint64_t nv = 1 + (uint64_t)g->num_roots + h->num_blocks + g->num_sub;
 	if (nv >= HD_EDGE_INTERIOR)
 		return hd_error_create(HD_ERROR_UNSUPPORTED,
 				       "%llu blocks and roots: more than the graph's 2^31 vertices",
 				       (unsigned long long)nv);
 	g->num_vertices = (uint32_t)nv;
 	b.first_block_vertex = 1 + (uint32_t)g->num_roots;
+	b.first_sub_vertex = b.first_block_vertex + (uint32_t)h->num_blocks;
 	b.offsets = malloc((nv + 1) * sizeof(*b.offsets));
 	if (!b.offsets || !reserve(&b, g->num_roots + 1024)) {
 		free(b.offsets);
@@ -236,6 +370,8 @@ struct hd_error *hd_graph_scan(struct hd_graph *g, struct hd_target *t,
 	struct hd_error *err = scan_roots(&b, t);
 	if (!err)
 		err = scan_blocks(&b, t);
+	if (!err && b.sa)
+		err = scan_subblocks(&b, t);
 	if (err) {
 		free(b.offsets);
 		free(b.targets);

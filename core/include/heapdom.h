@@ -594,6 +594,11 @@ struct hd_render_options {
 	bool has_address;   // why: address; graph: --from
 	uint64_t address;
 	int sort;           // types: 0 bytes, 1 count, 2 retained
+	bool semantic;      // dominators: the semantic tree of the frameworks
+	// Framework modules to run (names of built-ins or paths of shared
+	// objects); none: the built-ins and HEAPDOM_FRAMEWORK_PATH's.
+	const char *const *frameworks;
+	size_t num_frameworks;
 };
 
 HD_EXPORT struct hd_error *hd_render_stats(FILE *out, struct hd_session *s,
@@ -610,23 +615,37 @@ HD_EXPORT struct hd_error *hd_render_leaks(FILE *out, struct hd_session *s,
 					   const struct hd_render_options *o);
 HD_EXPORT struct hd_error *hd_render_graph(FILE *out, struct hd_session *s,
 					   const struct hd_render_options *o);
+// The semantic tree: the dominator tree with the framework modules' nodes
+// (docs/frameworks.md); hd_render_dominators calls it with o->semantic.
+HD_EXPORT struct hd_error *
+hd_render_semantic(FILE *out, struct hd_session *s,
+		   const struct hd_render_options *o);
+// The framework modules: what each is, whether it detected its framework,
+// what it did, its warnings and errors.
+HD_EXPORT struct hd_error *
+hd_render_frameworks(FILE *out, struct hd_session *s,
+		     const struct hd_render_options *o);
 // A heap histogram by type: instances, bytes, and what all instances of a
 // type keep alive together.
 HD_EXPORT struct hd_error *hd_render_types(FILE *out, struct hd_session *s,
 					   const struct hd_render_options *o);
 // A report and its options, parsed from words the way the CLI takes them:
 // argv[0] is the report ("stats", "blocks", "dominators", "why", "leaks",
-// "graph", "types"), then options (--top N, --depth D, --min-size SIZE,
-// --all, --json, --format FMT, --state STATE, --from ADDR, --sort KEY,
-// --output FILE, --color, --no-color) and, for why, the address. Front-ends share this parser so
+// "graph", "types", "frameworks"), then options (--top N, --depth D,
+// --min-size SIZE, --all, --json, --format FMT, --state STATE, --from ADDR,
+// --sort KEY, --output FILE, --color, --no-color, --semantic, --framework
+// NAME|PATH) and, for why, the address. Front-ends share this parser so
 // every option means the same everywhere.
 enum hd_report { HD_REPORT_STATS, HD_REPORT_BLOCKS, HD_REPORT_DOMINATORS,
 		 HD_REPORT_WHY, HD_REPORT_LEAKS, HD_REPORT_GRAPH,
-		 HD_REPORT_TYPES };
+		 HD_REPORT_TYPES, HD_REPORT_FRAMEWORKS };
+#define HD_MAX_FRAMEWORK_OPTIONS 32
 struct hd_command {
 	enum hd_report report;
 	struct hd_render_options render;
 	const char *output; // points into argv, or NULL
+	// --framework values (render.frameworks points here), into argv.
+	const char *frameworks[HD_MAX_FRAMEWORK_OPTIONS];
 };
 HD_EXPORT struct hd_error *hd_command_parse(int argc, char *const *argv,
 					    struct hd_command *ret);

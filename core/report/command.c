@@ -15,6 +15,7 @@ static const char *const report_names[] = {
 	[HD_REPORT_LEAKS] = "leaks",
 	[HD_REPORT_GRAPH] = "graph",
 	[HD_REPORT_TYPES] = "types",
+	[HD_REPORT_FRAMEWORKS] = "frameworks",
 };
 
 static bool parse_u64(const char *s, uint64_t *ret, bool suffixes)
@@ -78,7 +79,7 @@ struct hd_error *hd_command_parse(int argc, char *const *argv,
 			k = i;
 	if (k == n)
 		return hd_error_create(HD_ERROR_INVALID,
-				       "unknown command '%s': stats, blocks, dominators, why, leaks, graph or types",
+				       "unknown command '%s': stats, blocks, dominators, why, leaks, graph, types or frameworks",
 				       argv[0]);
 	ret->report = (enum hd_report)k;
 	struct hd_render_options *o = &ret->render;
@@ -159,6 +160,18 @@ struct hd_error *hd_command_parse(int argc, char *const *argv,
 				return hd_error_create(HD_ERROR_INVALID,
 						       "--output takes a file name");
 			ret->output = v;
+		} else if (is_opt(a, "--framework")) {
+			v = value_of(argc, argv, &i, "--framework", &bad);
+			if (bad || !*v)
+				return hd_error_create(HD_ERROR_INVALID,
+						       "--framework takes a module name or the path of a shared object");
+			if (o->num_frameworks == HD_MAX_FRAMEWORK_OPTIONS)
+				return hd_error_create(HD_ERROR_INVALID,
+						       "more than %d --framework options",
+						       HD_MAX_FRAMEWORK_OPTIONS);
+			ret->frameworks[o->num_frameworks++] = v;
+		} else if (strcmp(a, "--semantic") == 0) {
+			o->semantic = true;
 		} else if (strcmp(a, "--json") == 0) {
 			o->format = HD_FORMAT_JSON;
 			format_set = true;
@@ -187,6 +200,13 @@ struct hd_error *hd_command_parse(int argc, char *const *argv,
 				       "why needs the address of a block");
 	if (ret->report == HD_REPORT_GRAPH && !format_set)
 		o->format = HD_FORMAT_JSON;
+	if ((o->semantic || o->num_frameworks) &&
+	    ret->report != HD_REPORT_DOMINATORS && ret->report != HD_REPORT_FRAMEWORKS)
+		return hd_error_create(HD_ERROR_INVALID,
+				       "--semantic and --framework are for dominators and frameworks");
+	// Naming a framework asks for its tree.
+	if (o->num_frameworks && ret->report == HD_REPORT_DOMINATORS)
+		o->semantic = true;
 	if (o->format == HD_FORMAT_DOT && ret->report != HD_REPORT_GRAPH)
 		return hd_error_create(HD_ERROR_INVALID,
 				       "--format dot is for the graph command only");
@@ -211,8 +231,10 @@ struct hd_error *hd_command_run(struct hd_session *s, const struct hd_command *c
 		[HD_REPORT_LEAKS] = hd_render_leaks,
 		[HD_REPORT_GRAPH] = hd_render_graph,
 		[HD_REPORT_TYPES] = hd_render_types,
+		[HD_REPORT_FRAMEWORKS] = hd_render_frameworks,
 	};
 	struct hd_render_options o = c->render;
+	o.frameworks = c->frameworks;
 	if (c->report != HD_REPORT_STATS)
 		hd_session_prepare_types(s);
 	FILE *f = out;

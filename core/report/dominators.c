@@ -279,6 +279,8 @@ static struct hd_error *render_tree(FILE *out, const struct hd_analysis *a,
 struct hd_error *hd_render_dominators(FILE *out, struct hd_session *s,
 				      const struct hd_render_options *o)
 {
+	if (o->semantic)
+		return hd_render_semantic(out, s, o);
 	struct hd_analysis a;
 	struct hd_error *err = hd_analysis_get(s, &a);
 	if (err)

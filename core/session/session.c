@@ -1,9 +1,12 @@
 // One analysis object per stop or core: each stage runs on first use and
 // its result is kept, so front-ends ask for what they need.
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "heapdom.h"
+#include "semantic/semantic_internal.h"
+#include "session/session_internal.h"
 #include "target/target_internal.h"
 #include "types/index_cache.h"
 #include "types/typing.h"
@@ -20,7 +23,9 @@ struct hd_session {
 	bool prefetching;
 	struct hd_graph *g;
 	struct hd_dom *d;
-	double t_walk, t_types, t_graph, t_dom;
+	struct hd_semantic *sem;
+	char *sem_key; // the framework list sem was made with
+	double t_walk, t_types, t_graph, t_dom, t_semantic;
 };
 
 static double now(void)
@@ -84,6 +89,8 @@ void hd_session_destroy(struct hd_session *s)
 	if (!s)
 		return;
 	join_prefetch(s);
+	hd_semantic_destroy(s->sem);
+	free(s->sem_key);
 	hd_dom_destroy(s->d);
 	hd_graph_destroy(s->g);
 	hd_typing_destroy(s->ty);
@@ -164,7 +171,7 @@ struct hd_error *hd_session_graph(struct hd_session *s,
 		double t0 = now();
 		err = hd_graph_build_with(s->t, s->di, s->h, &s->ix,
 					  ty ? hd_typing_pointer_map : NULL,
-					  (void *)ty, &s->g);
+					  (void *)ty, NULL, &s->g);
 		if (err)
 			return err;
 		s->t_graph = now() - t0;
@@ -201,4 +208,80 @@ void hd_session_times(const struct hd_session *s, double *walk, double *types,
 	*types = s->t_types;
 	*graph = s->t_graph;
 	*dom = s->t_dom;
+}
+
+// The frameworks asked for, as one string to compare with the last.
+static char *framework_key(const char *const *names, size_t n)
+{
+	size_t len = 1;
+	for (size_t i = 0; i < n; i++)
+		len += strlen(names[i]) + 1;
+	char *key = malloc(len);
+	if (!key)
+		return NULL;
+	key[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		strcat(key, names[i]);
+		strcat(key, "\n");
+	}
+	return key;
+}
+
+struct hd_error *hd_session_semantic(struct hd_session *s,
+				     const char *const *names, size_t n,
+				     const struct hd_semantic **ret)
+{
+	char *key = framework_key(names, n);
+	if (!key)
+		return &hd_error_no_memory;
+	if (s->sem && strcmp(key, s->sem_key) == 0) {
+		free(key);
+		*ret = s->sem;
+		return NULL;
+	}
+	hd_semantic_destroy(s->sem);
+	s->sem = NULL;
+	free(s->sem_key);
+	s->sem_key = key;
+	const struct hd_heap *h;
+	const struct hd_typing *ty = NULL;
+	struct hd_error *err = hd_session_heap(s, &h);
+	if (!err && !s->opts.untyped)
+		err = hd_session_typing(s, &ty);
+	if (err)
+		return err;
+	double t0 = now();
+	struct hd_fw *fw;
+	err = hd_fw_create(s->t, s->di, h, ty, names, n, &fw);
+	if (err)
+		return err;
+	// Its own graph: the sub-allocators' blocks are vertices of it, and
+	// the plain graph of this stop stays as it was.
+	bool had_ix = s->have_ix;
+	err = session_index(s);
+	struct hd_graph *g = NULL;
+	if (!err)
+		err = hd_graph_build_with(s->t, s->di, h, &s->ix,
+					  ty ? hd_typing_pointer_map : NULL,
+					  (void *)ty, &fw->sa, &g);
+	if (!had_ix && s->g) {
+		hd_index_deinit(&s->ix);
+		s->have_ix = false;
+	}
+	if (err) {
+		hd_fw_destroy(fw);
+		return err;
+	}
+	hd_fw_analyze(fw, g);
+	err = hd_semantic_compute(fw, g, &s->sem);
+	if (err)
+		return err;
+	s->t_semantic = now() - t0;
+	*ret = s->sem;
+	return NULL;
+}
+
+double hd_session_semantic_seconds(const struct hd_session *s)
+{
+	return s->t_semantic;
 }

@@ -22,6 +22,7 @@ static const char usage[] =
 	"  leaks            used blocks no root reaches, grouped by size\n"
 	"  graph            export the object graph (--format dot|json)\n"
 	"  types            heap histogram by type: count, bytes, retained\n"
+	"  frameworks       framework modules: loaded, detected, what they did\n"
 	"\n"
 	"options:\n"
 	"  --pid PID         analyse a running process (stopped while analysed)\n"
@@ -36,6 +37,10 @@ static const char usage[] =
 	"  --all             dominators --json: every used block\n"
 	"  --from ADDR       graph: only what ADDR's block reaches in --depth steps\n"
 	"  --sort KEY        types: by bytes (default), count or retained\n"
+	"  --semantic        dominators: the semantic tree of the framework modules\n"
+	"  --framework M     run framework module M (a built-in's name or a .so\n"
+	"                    path; repeatable; implies --semantic); default: the\n"
+	"                    built-ins and the .so files on HEAPDOM_FRAMEWORK_PATH\n"
 	"  --untyped         no DWARF typing: scan every block conservatively\n"
 	"  --format FMT      text, json, or dot (graph)\n"
 	"  --json            same as --format json (see docs/json-format.md)\n"
@@ -69,7 +74,7 @@ static bool takes_value(const char *a)
 {
 	static const char *const opts[] = {"--top", "--depth", "--min-size",
 					   "--state", "--format", "--from",
-					   "--sort", "--output"};
+					   "--sort", "--output", "--framework"};
 	for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
 		if (strcmp(a, opts[i]) == 0)
 			return true;

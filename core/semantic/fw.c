@@ -1,0 +1,537 @@
+// The context framework modules' call-backs get: reads, notes and
+// warnings, interned names, and what they add (sub-allocator blocks,
+// semantic nodes, assignments, marks, names).
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "heap/heap_internal.h"
+#include "semantic/semantic_internal.h"
+#include "util/vec.h"
+
+#define MAX_WARNINGS 100
+
+struct hd_target *hd_fw_target(struct hd_fw *fw) { return fw->t; }
+struct hd_debuginfo *hd_fw_debuginfo(struct hd_fw *fw) { return fw->di; }
+const struct hd_heap *hd_fw_heap(struct hd_fw *fw) { return fw->h; }
+const struct hd_graph *hd_fw_graph(struct hd_fw *fw) { return fw->g; }
+const struct hd_typing *hd_fw_typing(struct hd_fw *fw) { return fw->ty; }
+void **hd_fw_private(struct hd_fw *fw) { return &fw->mods[fw->cur].priv; }
+
+struct hd_error *hd_fw_read(struct hd_fw *fw, uint64_t addr, void *buf,
+			    size_t len)
+{
+	return hd_target_read(fw->t, addr, buf, len);
+}
+
+struct hd_error *hd_fw_read_u64(struct hd_fw *fw, uint64_t addr, uint64_t *ret)
+{
+	return hd_target_read_u64(fw->t, addr, ret);
+}
+
+struct hd_error *hd_fw_read_string(struct hd_fw *fw, uint64_t addr, char *buf,
+				   size_t len)
+{
+	if (!len)
+		return hd_error_create(HD_ERROR_INVALID, "empty string buffer");
+	// Byte by byte from a page boundary's view would be faster; strings
+	// here are type names, short.
+	size_t i = 0;
+	while (i + 1 < len) {
+		size_t chunk = len - 1 - i < 64 ? len - 1 - i : 64;
+		// Do not cross into the next page: it may be unmapped.
+		uint64_t page_left = 4096 - ((addr + i) & 4095);
+		if (chunk > page_left)
+			chunk = page_left;
+		struct hd_error *err = hd_target_read(fw->t, addr + i, buf + i, chunk);
+		if (err)
+			return err;
+		void *nul = memchr(buf + i, 0, chunk);
+		if (nul)
+			return NULL;
+		i += chunk;
+	}
+	buf[len - 1] = '\0';
+	return NULL;
+}
+
+struct hd_error *hd_fw_symbol(struct hd_fw *fw, const char *module_hint,
+			      const char *name, uint64_t *addr, uint64_t *size)
+{
+	uint64_t sz = 0;
+	struct hd_error *err =
+		hd_debuginfo_find_symbol(fw->di, module_hint, name, addr, &sz);
+	if (!err && size)
+		*size = sz;
+	return err;
+}
+
+static char *vformat(const char *fmt, va_list ap)
+{
+	char *s = NULL;
+	if (vasprintf(&s, fmt, ap) < 0)
+		return NULL;
+	return s;
+}
+
+void hd_fw_note(struct hd_fw *fw, const char *fmt, ...)
+{
+	struct hd_fw_module *m = &fw->mods[fw->cur];
+	va_list ap;
+	va_start(ap, fmt);
+	char *s = vformat(fmt, ap);
+	va_end(ap);
+	if (s && !HD_VEC_PUSH(m->notes, m->num_notes, m->cap_notes, s))
+		free(s);
+}
+
+void hd_fw_warn(struct hd_fw *fw, uint64_t addr, const char *fmt, ...)
+{
+	struct hd_fw_module *m = &fw->mods[fw->cur];
+	if (m->num_warnings >= MAX_WARNINGS) {
+		m->dropped_warnings++;
+		return;
+	}
+	va_list ap;
+	va_start(ap, fmt);
+	char *s = vformat(fmt, ap);
+	va_end(ap);
+	struct hd_fw_warning w = {.address = addr, .message = s};
+	if (!s || !HD_VEC_PUSH(m->warnings, m->num_warnings, m->cap_warnings, w)) {
+		free(s);
+		m->dropped_warnings++;
+	}
+}
+
+// ---------------------------------------------------------------- labels
+
+struct label_hash {
+	uint32_t *slots; // label index + 1, 0 empty
+	size_t cap;
+};
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 1099511628211ull;
+	return h;
+}
+
+static bool rehash(struct hd_fw *fw, struct label_hash *lh, size_t cap)
+{
+	uint32_t *slots = calloc(cap, sizeof(*slots));
+	if (!slots)
+		return false;
+	for (size_t i = 0; i < fw->num_labels; i++) {
+		size_t j = hash_str(fw->labels[i]) & (cap - 1);
+		while (slots[j])
+			j = (j + 1) & (cap - 1);
+		slots[j] = (uint32_t)i + 1;
+	}
+	free(lh->slots);
+	lh->slots = slots;
+	lh->cap = cap;
+	return true;
+}
+
+// The index of name in fw->labels, added if new; UINT32_MAX on failure.
+uint32_t hd_fw_intern(struct hd_fw *fw, const char *name)
+{
+	struct label_hash *lh = fw->label_hash;
+	if (!lh) {
+		lh = calloc(1, sizeof(*lh));
+		if (!lh || !rehash(fw, lh, 64)) {
+			free(lh);
+			return UINT32_MAX;
+		}
+		fw->label_hash = lh;
+	}
+	size_t j = hash_str(name) & (lh->cap - 1);
+	while (lh->slots[j]) {
+		uint32_t i = lh->slots[j] - 1;
+		if (strcmp(fw->labels[i], name) == 0)
+			return i;
+		j = (j + 1) & (lh->cap - 1);
+	}
+	if ((fw->num_labels + 1) * 2 > lh->cap) {
+		if (!rehash(fw, lh, lh->cap * 2))
+			return UINT32_MAX;
+		return hd_fw_intern_new(fw, name);
+	}
+	return hd_fw_intern_new(fw, name);
+}
+
+uint32_t hd_fw_intern_new(struct hd_fw *fw, const char *name)
+{
+	struct label_hash *lh = fw->label_hash;
+	char *copy = strdup(name);
+	if (!copy || !HD_VEC_PUSH(fw->labels, fw->num_labels, fw->cap_labels, copy)) {
+		free(copy);
+		return UINT32_MAX;
+	}
+	size_t j = hash_str(name) & (lh->cap - 1);
+	while (lh->slots[j])
+		j = (j + 1) & (lh->cap - 1);
+	lh->slots[j] = (uint32_t)fw->num_labels;
+	return (uint32_t)fw->num_labels - 1;
+}
+
+void hd_fw_labels_free(struct hd_fw *fw)
+{
+	for (size_t i = 0; i < fw->num_labels; i++)
+		free(fw->labels[i]);
+	free(fw->labels);
+	struct label_hash *lh = fw->label_hash;
+	if (lh)
+		free(lh->slots);
+	free(lh);
+}
+
+// -------------------------------------------------------- sub-allocators
+
+static struct hd_error *wrong_phase(struct hd_fw *fw, const char *what,
+				    const char *phase)
+{
+	return hd_error_create(HD_ERROR_INVALID,
+			       "framework %s: %s may only be called from %s",
+			       fw->mods[fw->cur].ops->name, what, phase);
+}
+
+struct hd_error *hd_fw_add_region(struct hd_fw *fw, uint64_t start,
+				  uint64_t end, const char *label)
+{
+	if (fw->phase != HD_FW_BLOCKS)
+		return wrong_phase(fw, "hd_fw_add_region", "the blocks call-back");
+	if (end <= start)
+		return hd_error_at(HD_ERROR_INVALID, start,
+				   "framework %s: empty region 0x%llx-0x%llx",
+				   fw->mods[fw->cur].ops->name,
+				   (unsigned long long)start, (unsigned long long)end);
+	uint32_t l = hd_fw_intern(fw, label ? label : fw->mods[fw->cur].ops->name);
+	struct hd_subregion r = {.start = start, .end = end, .label = l,
+				 .module = fw->cur};
+	if (l == UINT32_MAX ||
+	    !HD_VEC_PUSH(fw->sa.regions, fw->sa.num_regions, fw->sa.cap_regions, r))
+		return &hd_error_no_memory;
+	fw->mods[fw->cur].regions++;
+	return NULL;
+}
+
+struct hd_error *hd_fw_add_block(struct hd_fw *fw, uint64_t addr, uint64_t size,
+				 enum hd_block_state state, const char *type)
+{
+	if (fw->phase != HD_FW_BLOCKS)
+		return wrong_phase(fw, "hd_fw_add_block", "the blocks call-back");
+	if (!size || addr + size < addr || state > HD_STATE_INTERNAL) {
+		hd_fw_warn(fw, addr, "block of %llu bytes in state %d refused",
+			   (unsigned long long)size, (int)state);
+		return NULL;
+	}
+	uint32_t l = UINT32_MAX;
+	if (type && (l = hd_fw_intern(fw, type)) == UINT32_MAX)
+		return &hd_error_no_memory;
+	struct hd_subblock b = {.addr = addr, .size = size, .type = l,
+				.module = fw->cur, .state = (uint8_t)state,
+				.container = -1};
+	if (!HD_VEC_PUSH(fw->sa.blocks, fw->sa.num_blocks, fw->sa.cap_blocks, b))
+		return &hd_error_no_memory;
+	return NULL;
+}
+
+// ------------------------------------------------------ finding vertices
+
+static uint32_t first_sub_vertex(const struct hd_fw *fw)
+{
+	return fw->g->num_vertices - (uint32_t)fw->g->num_sub;
+}
+
+uint32_t hd_fw_subblock_vertex(struct hd_fw *fw, size_t i)
+{
+	if (!fw->g || i >= fw->g->num_sub)
+		return HD_DOM_NONE;
+	return first_sub_vertex(fw) + (uint32_t)i;
+}
+
+int64_t hd_fw_vertex_subblock(struct hd_fw *fw, uint32_t v)
+{
+	if (!fw->g || v < first_sub_vertex(fw) || v >= fw->g->num_vertices)
+		return -1;
+	return (int64_t)(v - first_sub_vertex(fw));
+}
+
+size_t hd_fw_num_subblocks(struct hd_fw *fw)
+{
+	return fw->g ? fw->sa.num_blocks : 0;
+}
+
+bool hd_fw_subblock(struct hd_fw *fw, size_t i, struct hd_fw_subblock *ret)
+{
+	if (!fw->g || i >= fw->sa.num_blocks)
+		return false;
+	const struct hd_subblock *sb = &fw->sa.blocks[i];
+	*ret = (struct hd_fw_subblock){
+		.addr = sb->addr, .size = sb->size,
+		.state = (enum hd_block_state)sb->state,
+		.type = sb->type == UINT32_MAX ? NULL : fw->labels[sb->type],
+		.mine = sb->module == fw->cur,
+		.vertex = first_sub_vertex(fw) + (uint32_t)i,
+	};
+	return true;
+}
+
+bool hd_fw_vertex_block(struct hd_fw *fw, uint32_t v, struct hd_block *ret)
+{
+	if (!fw->g)
+		return false;
+	int64_t id = hd_graph_vertex_block(fw->g, v);
+	if (id >= 0) {
+		hd_heap_block(fw->h, (size_t)id, ret);
+		return true;
+	}
+	int64_t k = hd_fw_vertex_subblock(fw, v);
+	if (k < 0)
+		return false;
+	const struct hd_subblock *sb = &fw->sa.blocks[k];
+	*ret = (struct hd_block){.addr = sb->addr, .chunk = sb->size,
+				 .usable = sb->size,
+				 .state = (enum hd_block_state)sb->state,
+				 .arena = HD_NO_ARENA};
+	return true;
+}
+
+static const struct hd_root *root_at(struct hd_fw *fw, uint64_t addr)
+{
+	const struct hd_graph *g = fw->g;
+	if (!fw->root_order) {
+		// Roots sorted by start; ranges are disjoint (claimed once).
+		fw->root_order = malloc((g->num_roots ? g->num_roots : 1) *
+					sizeof(*fw->root_order));
+		if (!fw->root_order)
+			return NULL;
+		size_t n = 0;
+		for (size_t i = 0; i < g->num_roots; i++)
+			if (g->roots[i].end > g->roots[i].start)
+				fw->root_order[n++] = (uint32_t)i;
+		// Insertion sort would be quadratic on 100k globals: shell sort.
+		for (size_t gap = n / 2; gap > 0; gap /= 2)
+			for (size_t i = gap; i < n; i++) {
+				uint32_t x = fw->root_order[i];
+				size_t j = i;
+				for (; j >= gap && g->roots[fw->root_order[j - gap]].start >
+							   g->roots[x].start; j -= gap)
+					fw->root_order[j] = fw->root_order[j - gap];
+				fw->root_order[j] = x;
+			}
+		fw->num_root_order = n;
+	}
+	size_t lo = 0, hi = fw->num_root_order;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (g->roots[fw->root_order[mid]].end <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < fw->num_root_order) {
+		const struct hd_root *r = &g->roots[fw->root_order[lo]];
+		if (r->start <= addr && addr < r->end)
+			return r;
+	}
+	return NULL;
+}
+
+uint32_t hd_fw_vertex_at(struct hd_fw *fw, uint64_t addr)
+{
+	if (!fw->g)
+		return HD_DOM_NONE;
+	int64_t k = fw->sa.num_blocks ? hd_suballoc_find(&fw->sa, addr) : -1;
+	if (k >= 0)
+		return first_sub_vertex(fw) + (uint32_t)k;
+	int64_t id = hd_heap_find(fw->h, addr);
+	if (id >= 0) {
+		struct hd_block b;
+		hd_heap_block(fw->h, (size_t)id, &b);
+		if (addr >= b.addr && addr < b.addr + b.usable)
+			return hd_graph_block_vertex(fw->g, (size_t)id);
+	}
+	const struct hd_root *r = root_at(fw, addr);
+	if (r)
+		return hd_graph_root_vertex(fw->g, (size_t)(r - fw->g->roots));
+	return HD_DOM_NONE;
+}
+
+// ------------------------------------------------------- semantic nodes
+
+static struct hd_error *journal(struct hd_fw *fw, uint8_t what, uint32_t v,
+				uint64_t old)
+{
+	struct hd_fw_undo u = {.what = what, .v = v, .old = old};
+	if (!HD_VEC_PUSH(fw->undo, fw->num_undo, fw->cap_undo, u))
+		return &hd_error_no_memory;
+	return NULL;
+}
+
+static struct hd_error *lazy_arrays(struct hd_fw *fw)
+{
+	uint32_t n = fw->g->num_vertices;
+	if (!fw->assigned) {
+		fw->assigned = malloc((size_t)n * sizeof(*fw->assigned));
+		fw->fw_bytes = malloc((size_t)n * sizeof(*fw->fw_bytes));
+		fw->names = malloc((size_t)n * sizeof(*fw->names));
+		if (!fw->assigned || !fw->fw_bytes || !fw->names)
+			return &hd_error_no_memory;
+		memset(fw->assigned, 0xff, (size_t)n * sizeof(*fw->assigned));
+		for (uint32_t v = 0; v < n; v++)
+			fw->fw_bytes[v] = HD_FW_UNMARKED;
+		memset(fw->names, 0xff, (size_t)n * sizeof(*fw->names));
+	}
+	return NULL;
+}
+
+static struct hd_error *analyze_only(struct hd_fw *fw, const char *what)
+{
+	if (fw->phase != HD_FW_ANALYZE)
+		return wrong_phase(fw, what, "the analyze call-back");
+	return lazy_arrays(fw);
+}
+
+static bool is_block_vertex(struct hd_fw *fw, uint32_t v)
+{
+	return v > fw->g->num_roots && v < fw->g->num_vertices;
+}
+
+struct hd_error *hd_fw_node(struct hd_fw *fw, uint32_t parent, uint32_t holder,
+			    const char *label, const char *kind,
+			    enum hd_fw_owner owner, uint32_t *node)
+{
+	struct hd_error *err = analyze_only(fw, "hd_fw_node");
+	if (err)
+		return err;
+	const char *name = fw->mods[fw->cur].ops->name;
+	if (parent != HD_FW_NO_NODE &&
+	    (parent >= fw->num_nodes || fw->nodes[parent].module != fw->cur))
+		return hd_error_create(HD_ERROR_INVALID,
+				       "framework %s: node parent %u is not a node of this module",
+				       name, parent);
+	if (holder != HD_DOM_NONE && (holder == 0 || holder >= fw->g->num_vertices))
+		return hd_error_create(HD_ERROR_INVALID,
+				       "framework %s: node holder %u is not a vertex",
+				       name, holder);
+	if (fw->num_nodes >= HD_FW_MAX_NODES)
+		return hd_error_create(HD_ERROR_INVALID,
+				       "framework %s: more than %u semantic nodes",
+				       name, HD_FW_MAX_NODES);
+	struct hd_snode s = {
+		.label = strdup(label ? label : "?"),
+		.kind = strdup(kind ? kind : "node"),
+		.parent = parent,
+		.holder = parent == HD_FW_NO_NODE ? holder : HD_DOM_NONE,
+		.module = fw->cur,
+		.owner = owner == HD_OWNER_FRAMEWORK,
+	};
+	if (!s.label || !s.kind ||
+	    !HD_VEC_PUSH(fw->nodes, fw->num_nodes, fw->cap_nodes, s)) {
+		free(s.label);
+		free(s.kind);
+		return &hd_error_no_memory;
+	}
+	fw->mods[fw->cur].nodes++;
+	*node = (uint32_t)fw->num_nodes - 1;
+	return NULL;
+}
+
+// The nearest common ancestor of two nodes through their parents, or
+// HD_FW_NO_NODE. Parents are created before their children, so the walks
+// end.
+static uint32_t common_node(const struct hd_fw *fw, uint32_t a, uint32_t b)
+{
+	while (a != b && a != HD_FW_NO_NODE && b != HD_FW_NO_NODE) {
+		if (a > b)
+			a = fw->nodes[a].parent;
+		else
+			b = fw->nodes[b].parent;
+	}
+	return a == b ? a : HD_FW_NO_NODE;
+}
+
+struct hd_error *hd_fw_assign(struct hd_fw *fw, uint32_t node, uint32_t v)
+{
+	struct hd_error *err = analyze_only(fw, "hd_fw_assign");
+	if (err)
+		return err;
+	if (node >= fw->num_nodes || fw->nodes[node].module != fw->cur)
+		return hd_error_create(HD_ERROR_INVALID,
+				       "framework %s: %u is not a node of this module",
+				       fw->mods[fw->cur].ops->name, node);
+	if (!is_block_vertex(fw, v))
+		return hd_error_create(HD_ERROR_INVALID,
+				       "framework %s: only blocks can be assigned (vertex %u)",
+				       fw->mods[fw->cur].ops->name, v);
+	uint32_t old = fw->assigned[v], now = node;
+	if (old == HD_FW_SHARED)
+		return NULL;
+	if (old != HD_FW_NO_NODE) {
+		if (old == node)
+			return NULL;
+		// Shared by two elements: it rises to their common parent.
+		now = common_node(fw, old, node);
+		if (now == HD_FW_NO_NODE)
+			now = HD_FW_SHARED;
+	}
+	err = journal(fw, HD_UNDO_ASSIGN, v, old);
+	if (err)
+		return err;
+	fw->assigned[v] = now;
+	if (old == HD_FW_NO_NODE)
+		fw->mods[fw->cur].assigned++;
+	return NULL;
+}
+
+struct hd_error *hd_fw_mark(struct hd_fw *fw, uint32_t v, uint64_t framework_bytes)
+{
+	struct hd_error *err = analyze_only(fw, "hd_fw_mark");
+	if (err)
+		return err;
+	if (!is_block_vertex(fw, v))
+		return hd_error_create(HD_ERROR_INVALID,
+				       "framework %s: only blocks can be marked (vertex %u)",
+				       fw->mods[fw->cur].ops->name, v);
+	if (framework_bytes >= HD_FW_UNMARKED)
+		framework_bytes = HD_FW_ALL;
+	err = journal(fw, HD_UNDO_MARK, v, fw->fw_bytes[v]);
+	if (!err)
+		fw->fw_bytes[v] = framework_bytes;
+	return err;
+}
+
+struct hd_error *hd_fw_name(struct hd_fw *fw, uint32_t v, const char *type)
+{
+	struct hd_error *err = analyze_only(fw, "hd_fw_name");
+	if (err)
+		return err;
+	if (!is_block_vertex(fw, v) || !type)
+		return hd_error_create(HD_ERROR_INVALID,
+				       "framework %s: only blocks can be named (vertex %u)",
+				       fw->mods[fw->cur].ops->name, v);
+	uint32_t l = hd_fw_intern(fw, type);
+	if (l == UINT32_MAX)
+		return &hd_error_no_memory;
+	err = journal(fw, HD_UNDO_NAME, v, fw->names[v]);
+	if (!err)
+		fw->names[v] = l;
+	return err;
+}
+
+void hd_fw_undo_module(struct hd_fw *fw)
+{
+	while (fw->num_undo) {
+		struct hd_fw_undo *u = &fw->undo[--fw->num_undo];
+		switch (u->what) {
+		case HD_UNDO_ASSIGN: fw->assigned[u->v] = (uint32_t)u->old; break;
+		case HD_UNDO_MARK: fw->fw_bytes[u->v] = u->old; break;
+		case HD_UNDO_NAME: fw->names[u->v] = (uint32_t)u->old; break;
+		}
+	}
+}

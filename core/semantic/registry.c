@@ -1,0 +1,406 @@
+// Which framework modules run: the built-ins, shared objects named with
+// --framework or found on HEAPDOM_FRAMEWORK_PATH; and the phases they run
+// in, each module's failure contained to that module.
+#include <dirent.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "heap/heap_internal.h"
+#include "semantic/semantic_internal.h"
+#include "util/vec.h"
+
+extern const struct hd_framework hd_framework_glibc;
+extern const struct hd_framework hd_framework_libstdcxx;
+extern const struct hd_framework hd_framework_cpython;
+
+static const struct hd_framework *const builtins[] = {
+	&hd_framework_glibc,
+	&hd_framework_libstdcxx,
+	&hd_framework_cpython,
+};
+#define NUM_BUILTINS (sizeof(builtins) / sizeof(builtins[0]))
+
+static struct hd_error *add_module(struct hd_fw *fw,
+				   const struct hd_framework *ops,
+				   const char *source, void *dl,
+				   const char *error)
+{
+	struct hd_fw_module m = {.ops = ops, .dl = dl};
+	m.source = strdup(source);
+	if (error)
+		m.error = strdup(error);
+	if (!m.source || (error && !m.error) ||
+	    !HD_VEC_PUSH(fw->mods, fw->num_mods, fw->cap_mods, m)) {
+		free(m.source);
+		free(m.error);
+		if (dl)
+			dlclose(dl);
+		return &hd_error_no_memory;
+	}
+	return NULL;
+}
+
+// A module with no ops, only an error: a shared object that did not load.
+static const struct hd_framework unloadable = {
+	.abi = HD_FRAMEWORK_ABI, .name = "?", .version = "?",
+	.description = "a module that could not be loaded",
+};
+
+// Loads a shared object. With strict (the user named it) a failure is an
+// error; else it is listed as a module that could not load.
+static struct hd_error *load_shared(struct hd_fw *fw, const char *path,
+				    bool strict)
+{
+	void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	const char *why = NULL;
+	char buf[512];
+	const struct hd_framework *ops = NULL;
+	if (!dl) {
+		snprintf(buf, sizeof(buf), "cannot load: %s", dlerror());
+		why = buf;
+	} else {
+		const struct hd_framework *(*init)(void);
+		*(void **)&init = dlsym(dl, HD_FRAMEWORK_ENTRY);
+		if (!init) {
+			why = "exports no " HD_FRAMEWORK_ENTRY "()";
+		} else if (!(ops = init()) || !ops->name || !ops->detect) {
+			why = HD_FRAMEWORK_ENTRY "() gave no module with a name and detect";
+			ops = NULL;
+		} else if (ops->abi != HD_FRAMEWORK_ABI) {
+			snprintf(buf, sizeof(buf),
+				 "built for framework ABI %u, heapdom has %u: rebuild it against this heapdom_framework.h",
+				 ops->abi, HD_FRAMEWORK_ABI);
+			why = buf;
+			ops = NULL;
+		}
+	}
+	if (why) {
+		if (dl)
+			dlclose(dl);
+		if (strict)
+			return hd_error_file(HD_ERROR_INVALID, path,
+					     "framework module %s", why);
+		return add_module(fw, &unloadable, path, NULL, why);
+	}
+	for (size_t i = 0; i < fw->num_mods; i++)
+		if (fw->mods[i].ops != &unloadable &&
+		    strcmp(fw->mods[i].ops->name, ops->name) == 0) {
+			dlclose(dl);
+			if (strict)
+				return hd_error_file(HD_ERROR_INVALID, path,
+						     "framework module %s is already loaded from %s",
+						     ops->name, fw->mods[i].source);
+			return NULL;
+		}
+	return add_module(fw, ops, path, dl, NULL);
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+	return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+// Every *.so of the directories of HEAPDOM_FRAMEWORK_PATH, in name order.
+static struct hd_error *load_search_path(struct hd_fw *fw)
+{
+	const char *env = getenv("HEAPDOM_FRAMEWORK_PATH");
+	if (!env || !*env)
+		return NULL;
+	char *copy = strdup(env), *save = NULL;
+	if (!copy)
+		return &hd_error_no_memory;
+	struct hd_error *err = NULL;
+	for (char *dir = strtok_r(copy, ":", &save); dir && !err;
+	     dir = strtok_r(NULL, ":", &save)) {
+		struct dirent **list = NULL;
+		int n = scandir(dir, &list, NULL, alphasort);
+		for (int i = 0; i < n; i++) {
+			if (!err && ends_with(list[i]->d_name, ".so")) {
+				char path[4096];
+				snprintf(path, sizeof(path), "%s/%s", dir, list[i]->d_name);
+				err = load_shared(fw, path, false);
+			}
+			free(list[i]);
+		}
+		free(list);
+	}
+	free(copy);
+	return err;
+}
+
+// A module by name: a built-in, or NAME.so / heapdom-NAME.so on the
+// search path.
+static struct hd_error *load_named(struct hd_fw *fw, const char *name)
+{
+	if (strchr(name, '/'))
+		return load_shared(fw, name, true);
+	for (size_t i = 0; i < NUM_BUILTINS; i++)
+		if (strcmp(builtins[i]->name, name) == 0) {
+			for (size_t j = 0; j < fw->num_mods; j++)
+				if (fw->mods[j].ops == builtins[i])
+					return NULL;
+			return add_module(fw, builtins[i], "built-in", NULL, NULL);
+		}
+	const char *env = getenv("HEAPDOM_FRAMEWORK_PATH");
+	if (env && *env) {
+		char *copy = strdup(env), *save = NULL;
+		if (!copy)
+			return &hd_error_no_memory;
+		for (char *dir = strtok_r(copy, ":", &save); dir;
+		     dir = strtok_r(NULL, ":", &save)) {
+			const char *forms[] = {"%s/%s.so", "%s/heapdom-%s.so"};
+			for (size_t k = 0; k < 2; k++) {
+				char path[4096];
+				snprintf(path, sizeof(path), forms[k], dir, name);
+				FILE *f = fopen(path, "r");
+				if (f) {
+					fclose(f);
+					free(copy);
+					return load_shared(fw, path, true);
+				}
+			}
+		}
+		free(copy);
+	}
+	char known[256] = "";
+	for (size_t i = 0; i < NUM_BUILTINS; i++) {
+		if (i)
+			strncat(known, ", ", sizeof(known) - strlen(known) - 1);
+		strncat(known, builtins[i]->name, sizeof(known) - strlen(known) - 1);
+	}
+	return hd_error_create(HD_ERROR_NOT_FOUND,
+			       "no framework module called '%s' (built-in: %s; give a path to a shared object, or put it on HEAPDOM_FRAMEWORK_PATH)",
+			       name, known);
+}
+
+static void disable(struct hd_fw *fw, size_t i, const char *phase,
+		    struct hd_error *err)
+{
+	struct hd_fw_module *m = &fw->mods[i];
+	char *msg = NULL;
+	if (asprintf(&msg, "%s failed: %s", phase, err->message) < 0)
+		msg = NULL;
+	hd_error_destroy(err);
+	free(m->error);
+	m->error = msg ? msg : strdup("failed");
+	m->detected = false;
+}
+
+static int block_cmp(const void *a, const void *b)
+{
+	const struct hd_subblock *x = a, *y = b;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static int region_cmp(const void *a, const void *b)
+{
+	const struct hd_subregion *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+// Sorts the sub-allocator's blocks, finds the malloc'd block around each,
+// and refuses the ones that break the rules (with a warning to their
+// module): outside any used block or region of theirs, or overlapping.
+static struct hd_error *finalize_blocks(struct hd_fw *fw)
+{
+	struct hd_suballoc *sa = &fw->sa;
+	qsort(sa->blocks, sa->num_blocks, sizeof(*sa->blocks), block_cmp);
+	qsort(sa->regions, sa->num_regions, sizeof(*sa->regions), region_cmp);
+	size_t out = 0;
+	uint64_t prev_end = 0;
+	for (size_t i = 0; i < sa->num_blocks; i++) {
+		struct hd_subblock b = sa->blocks[i];
+		fw->cur = b.module;
+		if (b.addr < prev_end) {
+			hd_fw_warn(fw, b.addr, "block of %llu bytes overlaps the block before it: refused",
+				   (unsigned long long)b.size);
+			continue;
+		}
+		int64_t id = hd_heap_find(fw->h, b.addr);
+		bool ok = false;
+		if (id >= 0) {
+			struct hd_block hb;
+			hd_heap_block(fw->h, (size_t)id, &hb);
+			if (hb.state == HD_STATE_USED && b.addr >= hb.addr &&
+			    b.addr + b.size <= hb.addr + hb.usable) {
+				b.container = id;
+				ok = true;
+			}
+		}
+		for (size_t r = 0; !ok && r < sa->num_regions; r++) {
+			const struct hd_subregion *rg = &sa->regions[r];
+			if (rg->module == b.module && b.addr >= rg->start &&
+			    b.addr + b.size <= rg->end)
+				ok = true;
+		}
+		if (!ok) {
+			hd_fw_warn(fw, b.addr,
+				   "block of %llu bytes lies in no used heap block and no region of this module: refused",
+				   (unsigned long long)b.size);
+			continue;
+		}
+		sa->blocks[out++] = b;
+		prev_end = b.addr + b.size;
+		fw->mods[b.module].subblocks++;
+	}
+	sa->num_blocks = out;
+	if (out) {
+		sa->lo = sa->blocks[0].addr;
+		sa->hi = sa->blocks[out - 1].addr + sa->blocks[out - 1].size;
+	}
+	// Containers, ascending (blocks are sorted, so are their containers).
+	size_t nc = 0;
+	for (size_t i = 0; i < out; i++)
+		nc += sa->blocks[i].container >= 0 &&
+		      (i == 0 || sa->blocks[i - 1].container != sa->blocks[i].container);
+	sa->containers = malloc((nc ? nc : 1) * sizeof(*sa->containers));
+	sa->container_bytes = calloc(nc ? nc : 1, sizeof(*sa->container_bytes));
+	if (!sa->containers || !sa->container_bytes)
+		return &hd_error_no_memory;
+	for (size_t i = 0; i < out; i++) {
+		const struct hd_subblock *b = &sa->blocks[i];
+		if (b->container < 0)
+			continue;
+		if (!sa->num_containers ||
+		    sa->containers[sa->num_containers - 1] != (uint32_t)b->container)
+			sa->containers[sa->num_containers++] = (uint32_t)b->container;
+		sa->container_bytes[sa->num_containers - 1] += b->size;
+	}
+	return NULL;
+}
+
+struct hd_error *hd_fw_create(struct hd_target *t, struct hd_debuginfo *di,
+			      const struct hd_heap *h, const struct hd_typing *ty,
+			      const char *const *names, size_t n,
+			      struct hd_fw **ret)
+{
+	struct hd_fw *fw = calloc(1, sizeof(*fw));
+	if (!fw)
+		return &hd_error_no_memory;
+	fw->t = t;
+	fw->di = di;
+	fw->h = h;
+	fw->ty = ty;
+	struct hd_error *err = NULL;
+	if (n) {
+		for (size_t i = 0; i < n && !err; i++)
+			err = load_named(fw, names[i]);
+	} else {
+		for (size_t i = 0; i < NUM_BUILTINS && !err; i++)
+			err = add_module(fw, builtins[i], "built-in", NULL, NULL);
+		if (!err)
+			err = load_search_path(fw);
+	}
+	if (err) {
+		hd_fw_destroy(fw);
+		return err;
+	}
+	fw->phase = HD_FW_DETECT;
+	for (size_t i = 0; i < fw->num_mods; i++) {
+		struct hd_fw_module *m = &fw->mods[i];
+		if (m->error)
+			continue;
+		fw->cur = (uint16_t)i;
+		bool detected = false;
+		err = m->ops->detect(fw, &detected);
+		if (err == &hd_error_no_memory)
+			goto fail;
+		if (err)
+			disable(fw, i, "detect", err);
+		else
+			m->detected = detected;
+	}
+	fw->phase = HD_FW_BLOCKS;
+	for (size_t i = 0; i < fw->num_mods; i++) {
+		struct hd_fw_module *m = &fw->mods[i];
+		if (!m->detected || !m->ops->blocks)
+			continue;
+		fw->cur = (uint16_t)i;
+		size_t nb = fw->sa.num_blocks, nr = fw->sa.num_regions;
+		err = m->ops->blocks(fw);
+		if (err == &hd_error_no_memory)
+			goto fail;
+		if (err) {
+			// Undo what it added: nothing of a failed module stays.
+			fw->sa.num_blocks = nb;
+			fw->sa.num_regions = nr;
+			m->regions = 0;
+			disable(fw, i, "blocks", err);
+		}
+	}
+	err = finalize_blocks(fw);
+	if (err)
+		goto fail;
+	*ret = fw;
+	return NULL;
+fail:
+	hd_fw_destroy(fw);
+	return err;
+}
+
+void hd_fw_analyze(struct hd_fw *fw, const struct hd_graph *g)
+{
+	fw->g = g;
+	fw->phase = HD_FW_ANALYZE;
+	for (size_t i = 0; i < fw->num_mods; i++) {
+		struct hd_fw_module *m = &fw->mods[i];
+		if (!m->detected || !m->ops->analyze)
+			continue;
+		fw->cur = (uint16_t)i;
+		size_t nodes = fw->num_nodes;
+		fw->num_undo = 0;
+		struct hd_error *err = m->ops->analyze(fw);
+		if (err) {
+			hd_fw_undo_module(fw);
+			for (size_t k = nodes; k < fw->num_nodes; k++) {
+				free(fw->nodes[k].label);
+				free(fw->nodes[k].kind);
+			}
+			fw->num_nodes = nodes;
+			m->nodes = m->assigned = 0;
+			disable(fw, i, "analyze", err);
+		}
+		fw->num_undo = 0;
+	}
+	fw->phase = HD_FW_DONE;
+}
+
+void hd_fw_destroy(struct hd_fw *fw)
+{
+	if (!fw)
+		return;
+	for (size_t i = 0; i < fw->num_mods; i++) {
+		struct hd_fw_module *m = &fw->mods[i];
+		free(m->source);
+		free(m->error);
+		for (size_t k = 0; k < m->num_notes; k++)
+			free(m->notes[k]);
+		free(m->notes);
+		for (size_t k = 0; k < m->num_warnings; k++)
+			free(m->warnings[k].message);
+		free(m->warnings);
+		free(m->priv);
+		if (m->dl)
+			dlclose(m->dl);
+	}
+	free(fw->mods);
+	for (size_t i = 0; i < fw->num_nodes; i++) {
+		free(fw->nodes[i].label);
+		free(fw->nodes[i].kind);
+	}
+	free(fw->nodes);
+	free(fw->sa.blocks);
+	free(fw->sa.regions);
+	free(fw->sa.containers);
+	free(fw->sa.container_bytes);
+	free(fw->assigned);
+	free(fw->fw_bytes);
+	free(fw->names);
+	free(fw->undo);
+	free(fw->root_order);
+	hd_fw_labels_free(fw);
+	free(fw);
+}

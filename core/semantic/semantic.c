@@ -1,0 +1,297 @@
+// The semantic graph: the object graph with the framework modules' nodes
+// added as vertices, the incoming edges of assigned blocks suspended and
+// replaced by an edge from their node; then its dominator tree, with
+// allocated, used and framework bytes retained per vertex.
+#include <stdlib.h>
+#include <string.h>
+
+#include "heap/heap_internal.h"
+#include "semantic/semantic_internal.h"
+
+// A vertex's final node: assignments shared by unrelated nodes do not
+// count (the block keeps its own edges).
+static uint32_t node_of(const struct hd_fw *fw, uint32_t v)
+{
+	if (!fw->assigned)
+		return HD_FW_NO_NODE;
+	uint32_t a = fw->assigned[v];
+	return a == HD_FW_SHARED ? HD_FW_NO_NODE : a;
+}
+
+static uint64_t container_bytes(const struct hd_suballoc *sa, size_t id)
+{
+	size_t lo = 0, hi = sa->num_containers;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (sa->containers[mid] < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < sa->num_containers && sa->containers[lo] == id
+		       ? sa->container_bytes[lo]
+		       : 0;
+}
+
+// Own sizes: a heap block's chunk (minus the sub-allocator blocks inside
+// it), a sub-allocator block's size; free memory is allocated, not used.
+static void own_sizes(struct hd_semantic *s, const struct hd_heap *h)
+{
+	const struct hd_fw *fw = s->fw;
+	const struct hd_graph *g = s->g;
+	uint32_t first_block = 1 + (uint32_t)g->num_roots;
+	uint32_t first_sub = s->nv - (uint32_t)g->num_sub;
+	for (uint32_t v = first_block; v < s->nv; v++) {
+		uint64_t alloc, used;
+		enum hd_block_state st;
+		if (v < first_sub) {
+			size_t id = v - first_block;
+			alloc = (uint64_t)h->chunk16[id] << 4;
+			used = hd_heap_usable(h, id);
+			st = hd_heap_state(h, id);
+			uint64_t inner = fw->sa.num_containers ? container_bytes(&fw->sa, id) : 0;
+			alloc = alloc > inner ? alloc - inner : 0;
+			used = used > inner ? used - inner : 0;
+		} else {
+			const struct hd_subblock *b = &fw->sa.blocks[v - first_sub];
+			alloc = used = b->size;
+			st = (enum hd_block_state)b->state;
+		}
+		if (st == HD_STATE_FREE)
+			used = 0;
+		s->alloc[v] = alloc;
+		s->used[v] = used;
+		uint64_t f = fw->fw_bytes ? fw->fw_bytes[v] : HD_FW_UNMARKED;
+		if (f == HD_FW_UNMARKED) {
+			uint32_t n = node_of(fw, v);
+			f = n != HD_FW_NO_NODE && fw->nodes[n].owner ? alloc : 0;
+		} else if (f > alloc) {
+			f = alloc;
+		}
+		s->fwb[v] = f;
+	}
+}
+
+// The semantic graph in CSR form: counts first, then fills.
+static struct hd_error *build_csr(struct hd_semantic *s)
+{
+	const struct hd_fw *fw = s->fw;
+	const struct hd_graph *g = s->g;
+	uint32_t nv = s->nv, n = s->n;
+	uint64_t *off = calloc((size_t)n + 2, sizeof(*off));
+	if (!off)
+		return &hd_error_no_memory;
+	// Pass 0 counts into off[v + 2], pass 1 fills at off[v + 1]; the
+	// shift makes both a prefix sum away.
+	uint32_t *tg = NULL;
+	for (int pass = 0; pass < 2; pass++) {
+		uint64_t *at = off + (pass ? 1 : 2);
+		for (uint32_t v = 0; v < nv; v++) {
+			const uint32_t *e;
+			size_t k;
+			hd_graph_successors(g, v, &e, &k);
+			for (size_t i = 0; i < k; i++) {
+				uint32_t w = HD_EDGE_TARGET(e[i]);
+				if (node_of(fw, w) != HD_FW_NO_NODE)
+					continue; // suspended
+				if (pass)
+					tg[at[v]] = e[i];
+				at[v]++;
+			}
+		}
+		for (uint32_t k = 0; k < fw->num_nodes; k++) {
+			const struct hd_snode *sn = &fw->nodes[k];
+			uint32_t from = sn->parent != HD_FW_NO_NODE ? nv + sn->parent
+				      : sn->holder != HD_DOM_NONE ? sn->holder
+				      : 0;
+			if (pass)
+				tg[at[from]] = nv + k;
+			at[from]++;
+		}
+		for (uint32_t v = 0; fw->assigned && v < nv; v++) {
+			uint32_t k = node_of(fw, v);
+			if (k == HD_FW_NO_NODE)
+				continue;
+			if (pass)
+				tg[at[nv + k]] = v;
+			at[nv + k]++;
+		}
+		if (pass == 0) {
+			for (uint32_t v = 0; v < n; v++)
+				off[v + 2] += off[v + 1];
+			tg = malloc((off[n + 1] ? off[n + 1] : 1) * sizeof(*tg));
+			if (!tg) {
+				free(off);
+				return &hd_error_no_memory;
+			}
+		}
+	}
+	s->fwd = (struct hd_csr){.n = n, .offsets = off, .targets = tg};
+	return hd_csr_reverse(&s->fwd, &s->rev);
+}
+
+static const uint64_t *g_by;
+
+static int by_retained(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	if (g_by[x] != g_by[y])
+		return g_by[x] > g_by[y] ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+static struct hd_error *retained(struct hd_semantic *s)
+{
+	const struct hd_domtree *t = &s->tree;
+	uint32_t n = s->n;
+	s->r_alloc = calloc(n, sizeof(uint64_t));
+	s->r_used = calloc(n, sizeof(uint64_t));
+	s->r_fwb = calloc(n, sizeof(uint64_t));
+	s->r_count = calloc(n, sizeof(uint32_t));
+	s->child_off = calloc((size_t)n + 1, sizeof(uint32_t));
+	s->children = malloc((t->num_reachable ? t->num_reachable : 1) * sizeof(uint32_t));
+	if (!s->r_alloc || !s->r_used || !s->r_fwb || !s->r_count ||
+	    !s->child_off || !s->children)
+		return &hd_error_no_memory;
+	uint32_t first_block = 1 + (uint32_t)s->g->num_roots;
+	// Reverse preorder: a vertex's dominator comes before it.
+	for (uint32_t i = t->num_reachable; i-- > 0;) {
+		uint32_t v = t->preorder[i];
+		s->r_alloc[v] += s->alloc[v];
+		s->r_used[v] += s->used[v];
+		s->r_fwb[v] += s->fwb[v];
+		s->r_count[v] += v >= first_block && v < s->nv;
+		if (i == 0)
+			break;
+		uint32_t d = t->idom[v];
+		s->r_alloc[d] += s->r_alloc[v];
+		s->r_used[d] += s->r_used[v];
+		s->r_fwb[d] += s->r_fwb[v];
+		s->r_count[d] += s->r_count[v];
+	}
+	for (uint32_t v = 0; v < n; v++)
+		if (t->idom[v] != HD_NO_VERTEX && v != t->root)
+			s->child_off[t->idom[v] + 1]++;
+	for (uint32_t v = 0; v < n; v++)
+		s->child_off[v + 1] += s->child_off[v];
+	for (uint32_t i = 0; i < t->num_reachable; i++) {
+		uint32_t v = t->preorder[i];
+		if (v != t->root)
+			s->children[s->child_off[t->idom[v]]++] = v;
+	}
+	for (uint32_t v = n; v > 0; v--)
+		s->child_off[v] = s->child_off[v - 1];
+	s->child_off[0] = 0;
+	g_by = s->r_alloc;
+	for (uint32_t v = 0; v < n; v++) {
+		uint32_t k = s->child_off[v + 1] - s->child_off[v];
+		if (k > 1)
+			qsort(s->children + s->child_off[v], k, sizeof(uint32_t),
+			      by_retained);
+	}
+	return NULL;
+}
+
+// Each node's object memory: its assigned blocks; and what no root or
+// node reaches.
+static struct hd_error *node_objects(struct hd_semantic *s,
+				     const struct hd_heap *h)
+{
+	const struct hd_fw *fw = s->fw;
+	size_t k = fw->num_nodes ? fw->num_nodes : 1;
+	s->obj_alloc = calloc(k, sizeof(uint64_t));
+	s->obj_used = calloc(k, sizeof(uint64_t));
+	s->obj_count = calloc(k, sizeof(uint32_t));
+	if (!s->obj_alloc || !s->obj_used || !s->obj_count)
+		return &hd_error_no_memory;
+	uint32_t first_block = 1 + (uint32_t)s->g->num_roots;
+	uint32_t first_sub = s->nv - (uint32_t)s->g->num_sub;
+	for (uint32_t v = first_block; v < s->nv; v++) {
+		uint32_t node = node_of(fw, v);
+		if (node != HD_FW_NO_NODE) {
+			s->obj_alloc[node] += s->alloc[v];
+			s->obj_used[node] += s->used[v];
+			s->obj_count[node]++;
+		}
+		if (s->tree.idom[v] != HD_NO_VERTEX)
+			continue;
+		bool used = v < first_sub
+			? hd_heap_state(h, v - first_block) == HD_STATE_USED
+			: fw->sa.blocks[v - first_sub].state == HD_STATE_USED;
+		if (used) {
+			s->unreachable_alloc += s->alloc[v];
+			s->unreachable_blocks++;
+		}
+	}
+	return NULL;
+}
+
+struct hd_error *hd_semantic_compute(struct hd_fw *fw, struct hd_graph *g,
+				     struct hd_semantic **ret)
+{
+	struct hd_semantic *s = calloc(1, sizeof(*s));
+	if (!s) {
+		hd_fw_destroy(fw);
+		hd_graph_destroy(g);
+		return &hd_error_no_memory;
+	}
+	s->fw = fw;
+	s->g = g;
+	s->nv = g->num_vertices;
+	uint64_t n = (uint64_t)s->nv + fw->num_nodes;
+	struct hd_error *err = NULL;
+	if (n >= HD_EDGE_INTERIOR) {
+		err = hd_error_create(HD_ERROR_UNSUPPORTED,
+				      "%llu vertices and semantic nodes: more than 2^31",
+				      (unsigned long long)n);
+		goto fail;
+	}
+	s->n = (uint32_t)n;
+	s->alloc = calloc(n, sizeof(uint64_t));
+	s->used = calloc(n, sizeof(uint64_t));
+	s->fwb = calloc(n, sizeof(uint64_t));
+	if (!s->alloc || !s->used || !s->fwb) {
+		err = &hd_error_no_memory;
+		goto fail;
+	}
+	own_sizes(s, fw->h);
+	err = build_csr(s);
+	if (!err)
+		err = hd_dominators(&s->fwd, &s->rev, 0, &s->tree);
+	if (!err)
+		err = retained(s);
+	if (!err)
+		err = node_objects(s, fw->h);
+	if (err)
+		goto fail;
+	*ret = s;
+	return NULL;
+fail:
+	hd_semantic_destroy(s);
+	return err;
+}
+
+void hd_semantic_destroy(struct hd_semantic *s)
+{
+	if (!s)
+		return;
+	hd_domtree_deinit(&s->tree);
+	free((void *)s->fwd.offsets);
+	free((void *)s->fwd.targets);
+	hd_csr_free_owned(&s->rev);
+	free(s->alloc);
+	free(s->used);
+	free(s->fwb);
+	free(s->r_alloc);
+	free(s->r_used);
+	free(s->r_fwb);
+	free(s->r_count);
+	free(s->child_off);
+	free(s->children);
+	free(s->obj_alloc);
+	free(s->obj_used);
+	free(s->obj_count);
+	hd_graph_destroy(s->g);
+	hd_fw_destroy(s->fw);
+	free(s);
+}

@@ -1,0 +1,130 @@
+// Framework modules and the semantic graph: internals shared by the files
+// of core/semantic/.
+#ifndef HD_SEMANTIC_INTERNAL_H
+#define HD_SEMANTIC_INTERNAL_H
+
+#include "graph/graph_internal.h"
+#include "graph/suballoc.h"
+#include "heapdom.h"
+#include "heapdom_framework.h"
+#include "dom/dom.h"
+#include "types/typing.h"
+
+// A semantic node as a module created it.
+struct hd_snode {
+	char *label;
+	char *kind;
+	uint32_t parent;   // node id or HD_FW_NO_NODE
+	uint32_t holder;   // vertex or HD_DOM_NONE
+	uint16_t module;
+	uint8_t owner;     // enum hd_fw_owner
+};
+
+// One loaded module and what it did in this analysis.
+struct hd_fw_module {
+	const struct hd_framework *ops;
+	char *source;      // "built-in" or the shared object's path
+	void *dl;          // dlopen handle, or NULL
+	bool detected;
+	char *error;       // why it was disabled, or NULL
+	char **notes;
+	size_t num_notes, cap_notes;
+	struct hd_fw_warning {
+		uint64_t address; // 0: none
+		char *message;
+	} *warnings;
+	size_t num_warnings, cap_warnings, dropped_warnings;
+	size_t subblocks, regions, nodes, assigned;
+	void *priv;
+};
+
+#define HD_FW_SHARED (UINT32_MAX - 1) // assigned by nodes with no common one
+#define HD_FW_MAX_NODES (1u << 30)
+#define HD_FW_UNMARKED UINT64_MAX      // fw_bytes: no mark
+#define HD_FW_ALL (UINT64_MAX - 1)     // fw_bytes: the whole block
+
+// What a module's analyze changed, to undo it if the module fails.
+struct hd_fw_undo {
+	uint8_t what; // HD_UNDO_*
+	uint32_t v;
+	uint64_t old;
+};
+enum { HD_UNDO_ASSIGN, HD_UNDO_MARK, HD_UNDO_NAME };
+
+// The context given to call-backs: everything the analysis has, and what
+// the modules add to it.
+struct hd_fw {
+	struct hd_target *t;
+	struct hd_debuginfo *di;
+	const struct hd_heap *h;
+	const struct hd_typing *ty;   // NULL when untyped
+	const struct hd_graph *g;     // NULL until analyze
+	struct hd_suballoc sa;
+	// Interned strings: sub-block types, region labels, block names.
+	char **labels;
+	size_t num_labels, cap_labels;
+	void *label_hash;
+	struct hd_fw_module *mods;
+	size_t num_mods, cap_mods;
+	uint16_t cur;                 // module whose call-back is running
+	enum { HD_FW_DETECT, HD_FW_BLOCKS, HD_FW_ANALYZE, HD_FW_DONE } phase;
+	// Semantic nodes and assignments (analyze).
+	struct hd_snode *nodes;
+	size_t num_nodes, cap_nodes;
+	uint32_t *assigned;      // per vertex: node id or HD_FW_NO_NODE (lazy)
+	uint16_t *assigned_by;   // per vertex: module of the assignment
+	uint64_t *fw_bytes;      // per vertex: framework bytes, UINT64_MAX-1:
+				 // unmarked (lazy)
+	uint32_t *names;         // per vertex: label index or UINT32_MAX (lazy)
+	struct hd_fw_undo *undo; // of the module running analyze
+	size_t num_undo, cap_undo;
+	// Roots sorted by start address, for hd_fw_vertex_at (lazy).
+	uint32_t *root_order;
+	size_t num_root_order;
+};
+
+// Interned strings of fw->labels; UINT32_MAX when out of memory.
+uint32_t hd_fw_intern(struct hd_fw *fw, const char *name);
+uint32_t hd_fw_intern_new(struct hd_fw *fw, const char *name);
+void hd_fw_labels_free(struct hd_fw *fw);
+// Reverts the assignments, marks and names of the running module.
+void hd_fw_undo_module(struct hd_fw *fw);
+
+// Loads the modules (names of built-ins, paths of shared objects; none:
+// the built-ins and HEAPDOM_FRAMEWORK_PATH) and runs detect and blocks.
+struct hd_error *hd_fw_create(struct hd_target *t, struct hd_debuginfo *di,
+			      const struct hd_heap *h,
+			      const struct hd_typing *ty,
+			      const char *const *names, size_t n,
+			      struct hd_fw **ret);
+// Runs the detected modules' analyze over the graph built with fw->sa.
+void hd_fw_analyze(struct hd_fw *fw, const struct hd_graph *g);
+void hd_fw_destroy(struct hd_fw *fw);
+
+// The semantic graph's dominator tree: the graph's vertices, then one per
+// semantic node (vertex nv + node id).
+struct hd_semantic {
+	struct hd_fw *fw;       // owned
+	struct hd_graph *g;     // owned: the graph with sub-allocator blocks
+	uint32_t nv, n;
+	struct hd_csr fwd, rev; // owned
+	struct hd_domtree tree;
+	// Own sizes and retained sizes per vertex.
+	uint64_t *alloc, *used, *fwb;
+	uint64_t *r_alloc, *r_used, *r_fwb;
+	uint32_t *r_count;
+	uint32_t *child_off, *children; // dominator tree, largest first
+	// Per node: its assigned blocks' own sizes.
+	uint64_t *obj_alloc, *obj_used;
+	uint32_t *obj_count;
+	uint64_t unreachable_alloc; // used blocks no root or node reaches
+	uint32_t unreachable_blocks;
+};
+
+// Builds the semantic graph (suspending assigned blocks' incoming edges,
+// adding node edges) and its dominator tree. Takes ownership of fw and g.
+struct hd_error *hd_semantic_compute(struct hd_fw *fw, struct hd_graph *g,
+				     struct hd_semantic **ret);
+void hd_semantic_destroy(struct hd_semantic *s);
+
+#endif
