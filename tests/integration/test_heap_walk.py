@@ -105,6 +105,76 @@ class Runner(heaptest.CaseRunner):
         missing = [k for k in ("totals", "arenas", "size_classes") if k not in doc]
         return ["stats --json lacks %s" % ", ".join(missing)] if missing else []
 
+    FREE_NODES = {"tcache": "free: tcache", "fastbin": "free: fastbins",
+                  "unsorted": "free: unsorted bin", "small": "free: small bins",
+                  "large": "free: large bins", "top": "free: top chunks"}
+
+    def case_glibc_module(self, debug_dir):
+        """The glibc framework module: every freed block of the truth under
+        the node of its list, tcache structures under the allocator's
+        bookkeeping, no live block of the application in the allocator's
+        nodes, free memory never counted as used, and the free bytes equal
+        to mallinfo2's fordblks (tcache chunks count as in use there)."""
+        core, truth = self.core("heap")
+        args = ["dominators", "--framework", "glibc", "--json", "--all", core]
+        if debug_dir:
+            args += ["--debug-dir", self.empty]
+        doc = heaptest.heapdom_json(self.heapdom, args)
+        out = []
+        nodes = {n["label"]: n for n in doc["nodes"]}
+        by_id = {n["id"]: n for n in doc["nodes"]}
+        blocks = {int(b["address"], 16): b for b in doc["blocks"]}
+        if "glibc malloc" not in nodes or nodes["glibc malloc"]["idom"] != "super":
+            return ["no glibc malloc node under the super-root: %s" % sorted(nodes)]
+
+        def node_of(addr):
+            b = blocks.get(addr)
+            return by_id[b["node"]]["label"] if b and b["node"] is not None else None
+        for addr, lst, _area in truth.freed:
+            if lst == "any":
+                continue
+            want = self.FREE_NODES[lst]
+            got = node_of(addr)
+            if got != want:
+                out.append("freed 0x%x (%s) is under %r, expected %r" % (addr, lst, got, want))
+        for addr, _area, state in truth.tcache:
+            if state != "live":
+                continue
+            b = blocks.get(addr)
+            if node_of(addr) != "tcache structures and fenceposts" or \
+                    b["type"] != "struct tcache_perthread_struct":
+                out.append("tcache struct 0x%x: %s" % (addr, b))
+        glibc_ids = {n["id"] for n in doc["nodes"] if n["framework"] == "glibc"}
+        for addr, usable, _area, _arena, _kind in truth.live:
+            b = blocks.get(addr)
+            if b and b["node"] in glibc_ids:
+                out.append("live block 0x%x is in the allocator's node %s" % (addr, b["node"]))
+            elif b and b["object"]["used"] != usable:
+                out.append("live block 0x%x: used %d, usable %d" % (addr, b["object"]["used"], usable))
+        for label, n in nodes.items():
+            if n["kind"] == "free" and n["bound"]["used"] != 0:
+                out.append("%s counts %d free bytes as used" % (label, n["bound"]["used"]))
+            if n["framework"] == "glibc" and n["bound"]["framework"] != n["bound"]["alloc"]:
+                out.append("%s: not all framework memory" % label)
+        free = nodes["free chunks"]["bound"]["alloc"]
+        tcache = nodes.get("free: tcache", {"bound": {"alloc": 0}})["bound"]["alloc"]
+        if free - tcache != truth.mallinfo["fordblks"]:
+            out.append("free chunks %d - tcache %d != mallinfo2 fordblks %d"
+                       % (free, tcache, truth.mallinfo["fordblks"]))
+        arena = nodes["arena state and heap headers"]
+        types = sorted(b["type"] for b in doc["blocks"] if b["node"] == arena["id"])
+        want = []
+        for a in doc["arenas"]:
+            if not a["main"]:
+                want += ["heap_info + struct malloc_state"] + ["heap_info"] * (a["heaps"] - 1)
+        if not debug_dir:
+            want += ["struct malloc_par (mp_)", "struct malloc_state (main_arena)"]
+        else:
+            want += ["struct malloc_state (main_arena)"]
+        if types != sorted(want):
+            out.append("arena state blocks %s, expected %s" % (types, sorted(want)))
+        return out
+
     def case_identical(self):
         core, _ = self.core("heap")
         d1 = self.blocks([core], False)
@@ -245,6 +315,9 @@ class Runner(heaptest.CaseRunner):
             self.case("e core modes identical", self.case_identical)
             self.case("f core with %d list blocks" % BIG_BLOCKS, self.case_big)
             self.case("g error cases", self.case_errors)
+            self.case("h glibc framework module", lambda: self.case_glibc_module(False))
+            self.case("i glibc framework module, empty --debug-dir",
+                      lambda: self.case_glibc_module(True))
         if self.failed == 0 and not self.keep:
             for name in os.listdir(self.work):
                 if name.endswith((".core", ".truth", ".ready")):

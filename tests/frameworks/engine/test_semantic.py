@@ -178,6 +178,8 @@ def main():
     ap.add_argument("--gdb-plugin", required=True)
     ap.add_argument("--lib", required=True)
     ap.add_argument("--workdir", required=True)
+    ap.add_argument("--lldb-plugin", help="run the lldb case with this plugin")
+    ap.add_argument("--lldb", default="lldb-14")
     a = ap.parse_args()
     os.makedirs(a.workdir, exist_ok=True)
     run = heaptest.CaseRunner(a.workdir)
@@ -302,11 +304,36 @@ def main():
             fn(m)
             return m.items
         return go
+    def lldb_case(m):
+        out = run.path("lldb.json")
+        env = dict(os.environ, DEBUGINFOD_URLS="", LC_ALL="C",
+                   PATH="/usr/bin:/bin:" + os.environ.get("PATH", ""))
+        py = "/usr/lib/llvm-14/lib/python3.11/dist-packages"
+        if os.path.isdir(py):
+            env["PYTHONPATH"] = py
+        if os.path.exists(out):
+            os.unlink(out)
+        cmd = [shutil.which(a.lldb) or a.lldb, "-x", "-b",
+               "-o", "plugin load " + a.lldb_plugin,
+               "-o", "b hd_fixture_stop", "-o", "run",
+               "-o", "heap-dominators --semantic --framework %s --json --all --output %s"
+               % (a.probe, out),
+               "-o", "kill", "--", a.fixture, run.path("truth-lldb")]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env,
+                           stdin=subprocess.DEVNULL)
+        if not os.path.exists(out):
+            m.add("lldb", "no output: %s %s" % (r.stdout[-1500:], r.stderr[-1500:]))
+            return
+        with open(out) as f:
+            check_doc(json.load(f), parse_truth(run.path("truth-lldb")), m, "lldb")
+
     run.case("core", checked(core_case))
     run.case("broken modules", checked(broken_case))
     run.case("abi and names", checked(abi_case))
     run.case("live", checked(live_case))
     run.case("gdb", checked(gdb_case))
+    if a.lldb_plugin:
+        run.case("lldb", checked(lldb_case))
     print("%d passed, %d failed" % (run.passed, run.failed))
     return 1 if run.failed or not run.passed else 0
 
