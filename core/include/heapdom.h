@@ -571,6 +571,9 @@ HD_EXPORT void hd_session_prepare_types(struct hd_session *s);
 HD_EXPORT struct hd_error *hd_session_typing(struct hd_session *s,
 					     const struct hd_typing **ret);
 // Seconds spent in each stage so far (0 if not run).
+// Seconds the semantic tree took (framework modules, its graph and
+// dominators), 0 if not computed.
+HD_EXPORT double hd_session_semantic_seconds(const struct hd_session *s);
 HD_EXPORT void hd_session_times(const struct hd_session *s, double *walk,
 				double *types, double *graph, double *dom);
 

@@ -72,7 +72,6 @@ struct hd_fw {
 	struct hd_snode *nodes;
 	size_t num_nodes, cap_nodes;
 	uint32_t *assigned;      // per vertex: node id or HD_FW_NO_NODE (lazy)
-	uint16_t *assigned_by;   // per vertex: module of the assignment
 	uint64_t *fw_bytes;      // per vertex: framework bytes, UINT64_MAX-1:
 				 // unmarked (lazy)
 	uint32_t *names;         // per vertex: label index or UINT32_MAX (lazy)

@@ -11,7 +11,5 @@ struct hd_semantic;
 struct hd_error *hd_session_semantic(struct hd_session *s,
 				     const char *const *names, size_t n,
 				     const struct hd_semantic **ret);
-// Seconds the semantic analysis took (modules, graph, dominators).
-double hd_session_semantic_seconds(const struct hd_session *s);
 
 #endif

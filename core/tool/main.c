@@ -223,8 +223,11 @@ static void print_profile(struct hd_session *s, double open, double total)
 		dbytes = hd_dom_bytes(d);
 		fprintf(stderr, ", dominators %.3f s", dom);
 	}
+	double sem = hd_session_semantic_seconds(s);
+	if (sem > 0)
+		fprintf(stderr, ", semantic %.3f s (modules, its graph, dominators)", sem);
 	fprintf(stderr, ", report %.3f s; total %.3f s\n",
-		total - open - walk - types - graph - dom, total);
+		total - open - walk - types - graph - dom - sem, total);
 	fprintf(stderr,
 		"profile: %zu blocks, %.1f M blocks/s walked; block table %.1f bytes/block",
 		n, walk > 0 ? n / walk / 1e6 : 0.0, n ? (double)table / n : 0.0);

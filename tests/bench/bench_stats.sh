@@ -112,3 +112,18 @@ grep '^profile:' "$TMP/dom.err" | sed 's/^/dominators /'
 "$HEAPDOM" dominators --profile --untyped --top 5 "$CORE" >/dev/null 2>"$TMP/dom-untyped.err" \
     || { cat "$TMP/dom-untyped.err" >&2; exit 1; }
 grep '^profile:' "$TMP/dom-untyped.err" | sed 's/^/dominators --untyped /'
+
+# The semantic tree (framework modules: glibc here), for its cost over the
+# plain dominators.
+if [ -x /usr/bin/time ] && /usr/bin/time -v true >/dev/null 2>&1; then
+    /usr/bin/time -v -o "$TMP/time-sem.txt" "$HEAPDOM" dominators --semantic --profile --top 5 "$CORE" \
+        >/dev/null 2>"$TMP/sem.err" || { cat "$TMP/sem.err" >&2; exit 1; }
+    SWALL=$(awk -F': ' '/Elapsed \(wall clock\)/ { n = split($2, p, ":"); s = 0;
+              for (i = 1; i <= n; i++) s = s * 60 + p[i]; print s }' "$TMP/time-sem.txt")
+    SRSS=$(awk -F': ' '/Maximum resident set size/ { print $2 }' "$TMP/time-sem.txt")
+    echo "heapdom dominators --semantic wall time  $SWALL s, peak RSS $SRSS KiB (with the core's mapped pages)"
+else
+    "$HEAPDOM" dominators --semantic --profile --top 5 "$CORE" >/dev/null 2>"$TMP/sem.err" \
+        || { cat "$TMP/sem.err" >&2; exit 1; }
+fi
+grep '^profile:' "$TMP/sem.err" | sed 's/^/dominators --semantic /'

@@ -122,6 +122,14 @@ def main():
     check("stats on a smashed heap warns and succeeds",
           st is not None and st.returncode == 0 and "partial" in st.stdout,
           st.stderr if st else "timeout")
+    sem = run(a.heapdom, ["dominators", "--semantic", "--json", bad])
+    ok = sem is not None and sem.returncode == 0
+    if ok:
+        doc = json.loads(sem.stdout)
+        ok = doc["partial"] and any(f["name"] == "glibc" and f["detected"]
+                                    for f in doc["frameworks"])
+    check("semantic tree of a smashed heap: partial, glibc module still runs", ok,
+          sem.stderr[-300:] if sem else "timeout")
 
     # 2. A tcache entry whose safe-linked next points at itself: a loop.
     tc = [b for b in base["blocks"] if b.get("list") == "tcache"]
@@ -168,6 +176,12 @@ def main():
                                                          len(p.stderr.strip().splitlines()) != 1):
                 crashes.append((i, mode, None if p is None else p.returncode,
                                 "" if p is None else p.stderr[-300:]))
+        if i % 3 == 0:
+            p = run(a.heapdom, ["dominators", "--semantic", fuzzed], timeout=30)
+            if p is None or p.returncode not in (0, 1) or (p.returncode == 1 and
+                                                         len(p.stderr.strip().splitlines()) != 1):
+                crashes.append((i, "--semantic", None if p is None else p.returncode,
+                                "" if p is None else p.stderr[-300:]))
     check("random corruption: exit 0 or one-line error, never a crash or hang",
           not crashes, repr(crashes[:3]))
     del heap_lo
@@ -178,12 +192,14 @@ def main():
         cut = os.path.join(a.workdir, "cut.core")
         with open(core, "rb") as src, open(cut, "wb") as dst:
             dst.write(src.read(int(size * frac)))
-        p = run(a.heapdom, ["stats", cut])
-        ok = p is not None and p.returncode in (0, 1)
-        if ok and p.returncode == 1:
-            ok = len(p.stderr.strip().splitlines()) == 1 and cut in p.stderr
-        check(f"core truncated at {frac:.1%}: clean error or partial result", ok,
-              "timeout" if p is None else f"rc={p.returncode} {p.stderr[-300:]}")
+        for cmd in (["stats"], ["dominators", "--semantic"]):
+            p = run(a.heapdom, cmd + [cut])
+            ok = p is not None and p.returncode in (0, 1)
+            if ok and p.returncode == 1:
+                ok = len(p.stderr.strip().splitlines()) == 1 and cut in p.stderr
+            check(f"{cmd[0]}{' --semantic' if len(cmd) > 1 else ''} on a core truncated "
+                  f"at {frac:.1%}: clean error or partial result", ok,
+                  "timeout" if p is None else f"rc={p.returncode} {p.stderr[-300:]}")
     os.remove(core)
     for f in ("smashed.core", "loop.core", "wild.core", "fuzz.core", "cut.core"):
         path = os.path.join(a.workdir, f)
