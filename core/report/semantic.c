@@ -101,8 +101,8 @@ static void json_sizes(FILE *out, const struct sem_view *w, uint32_t v)
 		ou = s->obj_used[v - s->nv];
 		oc = s->obj_count[v - s->nv];
 	} else if (k == V_BLOCK || k == V_SUB) {
-		oa = s->alloc[v];
-		ou = s->used[v];
+		uint64_t f;
+		hd_semantic_own(s, v, &oa, &ou, &f);
 		oc = 1;
 	}
 	fprintf(out, "\"object\": {\"alloc\": %" PRIu64 ", \"used\": %" PRIu64
@@ -276,7 +276,11 @@ static void entry(FILE *out, const struct sem_view *w, uint32_t v,
 	hd_format_size(s->r_alloc[v], bound, sizeof(bound));
 	hd_format_size(s->r_used[v], used, sizeof(used));
 	hd_format_size(s->r_fwb[v], fwb, sizeof(fwb));
-	uint64_t own = k == V_NODE ? s->obj_alloc[v - s->nv] : s->alloc[v];
+	uint64_t own = 0, ou, of;
+	if (k == V_NODE)
+		own = s->obj_alloc[v - s->nv];
+	else
+		hd_semantic_own(s, v, &own, &ou, &of);
 	hd_format_size(own, obj, sizeof(obj));
 	fprintf(out, "  %-11s %-11s %-11s %-11s %8u  %*s", bound, used, fwb,
 		k == V_ROOT ? "" : obj, s->r_count[v], (int)(2 * level), "");

@@ -373,19 +373,29 @@ static struct hd_error *journal(struct hd_fw *fw, uint8_t what, uint32_t v,
 	return NULL;
 }
 
-static struct hd_error *lazy_arrays(struct hd_fw *fw)
+// Per-vertex arrays, made on first use: a module that only names blocks
+// pays for names only.
+static struct hd_error *lazy_u32(struct hd_fw *fw, uint32_t **arr)
 {
-	uint32_t n = fw->g->num_vertices;
-	if (!fw->assigned) {
-		fw->assigned = malloc((size_t)n * sizeof(*fw->assigned));
-		fw->fw_bytes = malloc((size_t)n * sizeof(*fw->fw_bytes));
-		fw->names = malloc((size_t)n * sizeof(*fw->names));
-		if (!fw->assigned || !fw->fw_bytes || !fw->names)
+	if (!*arr) {
+		size_t n = fw->g->num_vertices;
+		*arr = malloc(n * sizeof(**arr));
+		if (!*arr)
 			return &hd_error_no_memory;
-		memset(fw->assigned, 0xff, (size_t)n * sizeof(*fw->assigned));
-		for (uint32_t v = 0; v < n; v++)
+		memset(*arr, 0xff, n * sizeof(**arr));
+	}
+	return NULL;
+}
+
+static struct hd_error *lazy_fw_bytes(struct hd_fw *fw)
+{
+	if (!fw->fw_bytes) {
+		size_t n = fw->g->num_vertices;
+		fw->fw_bytes = malloc(n * sizeof(*fw->fw_bytes));
+		if (!fw->fw_bytes)
+			return &hd_error_no_memory;
+		for (size_t v = 0; v < n; v++)
 			fw->fw_bytes[v] = HD_FW_UNMARKED;
-		memset(fw->names, 0xff, (size_t)n * sizeof(*fw->names));
 	}
 	return NULL;
 }
@@ -394,7 +404,7 @@ static struct hd_error *analyze_only(struct hd_fw *fw, const char *what)
 {
 	if (fw->phase != HD_FW_ANALYZE)
 		return wrong_phase(fw, what, "the analyze call-back");
-	return lazy_arrays(fw);
+	return NULL;
 }
 
 static bool is_block_vertex(struct hd_fw *fw, uint32_t v)
@@ -469,6 +479,8 @@ struct hd_error *hd_fw_assign(struct hd_fw *fw, uint32_t node, uint32_t v)
 		return hd_error_create(HD_ERROR_INVALID,
 				       "framework %s: only blocks can be assigned (vertex %u)",
 				       fw->mods[fw->cur].ops->name, v);
+	if ((err = lazy_u32(fw, &fw->assigned)))
+		return err;
 	uint32_t old = fw->assigned[v], now = node;
 	if (old == HD_FW_SHARED)
 		return NULL;
@@ -500,6 +512,8 @@ struct hd_error *hd_fw_mark(struct hd_fw *fw, uint32_t v, uint64_t framework_byt
 				       fw->mods[fw->cur].ops->name, v);
 	if (framework_bytes >= HD_FW_UNMARKED)
 		framework_bytes = HD_FW_ALL;
+	if ((err = lazy_fw_bytes(fw)))
+		return err;
 	err = journal(fw, HD_UNDO_MARK, v, fw->fw_bytes[v]);
 	if (!err)
 		fw->fw_bytes[v] = framework_bytes;
@@ -518,6 +532,8 @@ struct hd_error *hd_fw_name(struct hd_fw *fw, uint32_t v, const char *type)
 	uint32_t l = hd_fw_intern(fw, type);
 	if (l == UINT32_MAX)
 		return &hd_error_no_memory;
+	if ((err = lazy_u32(fw, &fw->names)))
+		return err;
 	err = journal(fw, HD_UNDO_NAME, v, fw->names[v]);
 	if (!err)
 		fw->names[v] = l;

@@ -35,14 +35,16 @@ static uint64_t container_bytes(const struct hd_suballoc *sa, size_t id)
 
 // Own sizes: a heap block's chunk (minus the sub-allocator blocks inside
 // it), a sub-allocator block's size; free memory is allocated, not used.
-static void own_sizes(struct hd_semantic *s, const struct hd_heap *h)
+// Computed when asked rather than kept: three words per vertex of 10M.
+void hd_semantic_own(const struct hd_semantic *s, uint32_t v, uint64_t *alloc_r,
+		     uint64_t *used_r, uint64_t *fwb_r)
 {
 	const struct hd_fw *fw = s->fw;
-	const struct hd_graph *g = s->g;
-	uint32_t first_block = 1 + (uint32_t)g->num_roots;
-	uint32_t first_sub = s->nv - (uint32_t)g->num_sub;
-	for (uint32_t v = first_block; v < s->nv; v++) {
-		uint64_t alloc, used;
+	const struct hd_heap *h = fw->h;
+	uint32_t first_block = 1 + (uint32_t)s->g->num_roots;
+	uint32_t first_sub = s->nv - (uint32_t)s->g->num_sub;
+	uint64_t alloc = 0, used = 0, f = 0;
+	if (v >= first_block && v < s->nv) {
 		enum hd_block_state st;
 		if (v < first_sub) {
 			size_t id = v - first_block;
@@ -59,17 +61,17 @@ static void own_sizes(struct hd_semantic *s, const struct hd_heap *h)
 		}
 		if (st == HD_STATE_FREE)
 			used = 0;
-		s->alloc[v] = alloc;
-		s->used[v] = used;
-		uint64_t f = fw->fw_bytes ? fw->fw_bytes[v] : HD_FW_UNMARKED;
+		f = fw->fw_bytes ? fw->fw_bytes[v] : HD_FW_UNMARKED;
 		if (f == HD_FW_UNMARKED) {
 			uint32_t n = node_of(fw, v);
 			f = n != HD_FW_NO_NODE && fw->nodes[n].owner ? alloc : 0;
 		} else if (f > alloc) {
 			f = alloc;
 		}
-		s->fwb[v] = f;
 	}
+	*alloc_r = alloc;
+	*used_r = used;
+	*fwb_r = f;
 }
 
 // The semantic graph in CSR form: counts first, then fills.
@@ -157,9 +159,11 @@ static struct hd_error *retained(struct hd_semantic *s)
 	// Reverse preorder: a vertex's dominator comes before it.
 	for (uint32_t i = t->num_reachable; i-- > 0;) {
 		uint32_t v = t->preorder[i];
-		s->r_alloc[v] += s->alloc[v];
-		s->r_used[v] += s->used[v];
-		s->r_fwb[v] += s->fwb[v];
+		uint64_t a, u, f;
+		hd_semantic_own(s, v, &a, &u, &f);
+		s->r_alloc[v] += a;
+		s->r_used[v] += u;
+		s->r_fwb[v] += f;
 		s->r_count[v] += v >= first_block && v < s->nv;
 		if (i == 0)
 			break;
@@ -208,9 +212,12 @@ static struct hd_error *node_objects(struct hd_semantic *s,
 	uint32_t first_sub = s->nv - (uint32_t)s->g->num_sub;
 	for (uint32_t v = first_block; v < s->nv; v++) {
 		uint32_t node = node_of(fw, v);
+		uint64_t a, u, f;
+		if (node != HD_FW_NO_NODE || s->tree.idom[v] == HD_NO_VERTEX)
+			hd_semantic_own(s, v, &a, &u, &f);
 		if (node != HD_FW_NO_NODE) {
-			s->obj_alloc[node] += s->alloc[v];
-			s->obj_used[node] += s->used[v];
+			s->obj_alloc[node] += a;
+			s->obj_used[node] += u;
 			s->obj_count[node]++;
 		}
 		if (s->tree.idom[v] != HD_NO_VERTEX)
@@ -219,7 +226,7 @@ static struct hd_error *node_objects(struct hd_semantic *s,
 			? hd_heap_state(h, v - first_block) == HD_STATE_USED
 			: fw->sa.blocks[v - first_sub].state == HD_STATE_USED;
 		if (used) {
-			s->unreachable_alloc += s->alloc[v];
+			s->unreachable_alloc += a;
 			s->unreachable_blocks++;
 		}
 	}
@@ -247,15 +254,15 @@ struct hd_error *hd_semantic_compute(struct hd_fw *fw, struct hd_graph *g,
 		goto fail;
 	}
 	s->n = (uint32_t)n;
-	s->alloc = calloc(n, sizeof(uint64_t));
-	s->used = calloc(n, sizeof(uint64_t));
-	s->fwb = calloc(n, sizeof(uint64_t));
-	if (!s->alloc || !s->used || !s->fwb) {
-		err = &hd_error_no_memory;
-		goto fail;
-	}
-	own_sizes(s, fw->h);
 	err = build_csr(s);
+	if (!err) {
+		// The semantic graph has its own copy of the edges; modules
+		// have run, nothing reads the object graph's edges again.
+		free((void *)g->fwd.offsets);
+		free((void *)g->fwd.targets);
+		hd_csr_free_owned(&g->rev);
+		g->fwd = g->rev = (struct hd_csr){0};
+	}
 	if (!err)
 		err = hd_dominators(&s->fwd, &s->rev, 0, &s->tree);
 	if (!err)
@@ -279,9 +286,6 @@ void hd_semantic_destroy(struct hd_semantic *s)
 	free((void *)s->fwd.offsets);
 	free((void *)s->fwd.targets);
 	hd_csr_free_owned(&s->rev);
-	free(s->alloc);
-	free(s->used);
-	free(s->fwb);
 	free(s->r_alloc);
 	free(s->r_used);
 	free(s->r_fwb);

@@ -108,8 +108,7 @@ struct hd_semantic {
 	uint32_t nv, n;
 	struct hd_csr fwd, rev; // owned
 	struct hd_domtree tree;
-	// Own sizes and retained sizes per vertex.
-	uint64_t *alloc, *used, *fwb;
+	// Retained sizes per vertex (own sizes: hd_semantic_own).
 	uint64_t *r_alloc, *r_used, *r_fwb;
 	uint32_t *r_count;
 	uint32_t *child_off, *children; // dominator tree, largest first
@@ -125,5 +124,8 @@ struct hd_semantic {
 struct hd_error *hd_semantic_compute(struct hd_fw *fw, struct hd_graph *g,
 				     struct hd_semantic **ret);
 void hd_semantic_destroy(struct hd_semantic *s);
+// A vertex's own allocated, used and framework bytes.
+void hd_semantic_own(const struct hd_semantic *s, uint32_t v, uint64_t *alloc,
+		     uint64_t *used, uint64_t *fwb);
 
 #endif

@@ -1,0 +1,584 @@
+// Typed objects for framework modules: every object of static or heap
+// storage whose DWARF type's name starts with one of a few prefixes
+// ("std::map<"), found through the typing of heap blocks and the global
+// variables of each module's type index.
+//
+// Per (module, type) we flatten the layout once into the list of matching
+// sub-objects (offset, type): nested structs, base classes and arrays are
+// expanded, unions are not (which member is live is unknown), and a match
+// is not looked into. The flattening is an explicit post-order walk (types
+// can nest deeply; no recursion), memoized in a small hash map per call so
+// that a call costs what it touches, not the size of the index.
+#include <stdlib.h>
+#include <string.h>
+
+#include "semantic/semantic_internal.h"
+
+// A struct nests at most this deep before we call its layout broken.
+#define MAX_DEPTH 64
+// Matches one type may expand to (an array of 1M structs each holding a
+// std::string is legitimate; beyond this we stop and the module sees a
+// prefix of them).
+#define MAX_MATCHES (1u << 22)
+
+struct match {
+	uint64_t offset;
+	uint32_t type;
+};
+
+enum { ST_OPEN = 1, ST_DONE = 2 };
+
+struct memo_slot {
+	uint32_t type;   // HD_TYPE_NONE: empty slot
+	uint8_t state;
+	uint32_t first;  // into matches
+	uint32_t count;
+};
+
+struct memo {
+	struct memo_slot *slots;
+	size_t cap, n;
+};
+
+struct objects {
+	struct hd_fw *fw;
+	const char *const *prefixes;
+	size_t n;
+	struct memo *memos;      // one per typing module, lazily filled
+	size_t num_memos;
+	struct match *matches;
+	size_t num_matches, cap_matches;
+	uint32_t *stack;
+	size_t num_stack, cap_stack;
+	bool truncated;          // warned once
+	char where[1024];
+};
+
+static uint64_t hash32(uint32_t x)
+{
+	uint64_t h = x * 0x9e3779b97f4a7c15ull;
+	return h ^ (h >> 29);
+}
+
+static struct memo_slot *memo_find(struct memo *m, uint32_t type)
+{
+	if (!m->cap)
+		return NULL;
+	size_t i = hash32(type) & (m->cap - 1);
+	while (m->slots[i].type != HD_TYPE_NONE) {
+		if (m->slots[i].type == type)
+			return &m->slots[i];
+		i = (i + 1) & (m->cap - 1);
+	}
+	return NULL;
+}
+
+// The slot of type, inserted (state 0) if missing; NULL on no memory.
+static struct memo_slot *memo_get(struct memo *m, uint32_t type)
+{
+	struct memo_slot *s = memo_find(m, type);
+	if (s)
+		return s;
+	if ((m->n + 1) * 2 > m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 64;
+		struct memo_slot *slots = malloc(cap * sizeof(*slots));
+		if (!slots)
+			return NULL;
+		for (size_t i = 0; i < cap; i++)
+			slots[i].type = HD_TYPE_NONE;
+		for (size_t i = 0; i < m->cap; i++) {
+			if (m->slots[i].type == HD_TYPE_NONE)
+				continue;
+			size_t j = hash32(m->slots[i].type) & (cap - 1);
+			while (slots[j].type != HD_TYPE_NONE)
+				j = (j + 1) & (cap - 1);
+			slots[j] = m->slots[i];
+		}
+		free(m->slots);
+		m->slots = slots;
+		m->cap = cap;
+	}
+	size_t i = hash32(type) & (m->cap - 1);
+	while (m->slots[i].type != HD_TYPE_NONE)
+		i = (i + 1) & (m->cap - 1);
+	m->slots[i] = (struct memo_slot){ .type = type };
+	m->n++;
+	return &m->slots[i];
+}
+
+static bool name_matches(const struct objects *ob, const char *name)
+{
+	if (!name)
+		return false;
+	for (size_t i = 0; i < ob->n; i++) {
+		if (strncmp(name, ob->prefixes[i], strlen(ob->prefixes[i])) == 0)
+			return true;
+	}
+	return false;
+}
+
+// Appends a match; false when the cap is reached (the caller stops).
+static struct hd_error *add_match(struct objects *ob, uint64_t offset,
+				  uint32_t type, bool *full)
+{
+	if (ob->num_matches >= MAX_MATCHES) {
+		*full = true;
+		return NULL;
+	}
+	if (ob->num_matches == ob->cap_matches) {
+		size_t cap = ob->cap_matches ? ob->cap_matches * 2 : 256;
+		struct match *m = realloc(ob->matches, cap * sizeof(*m));
+		if (!m)
+			return &hd_error_no_memory;
+		ob->matches = m;
+		ob->cap_matches = cap;
+	}
+	ob->matches[ob->num_matches++] = (struct match){ offset, type };
+	return NULL;
+}
+
+static struct hd_error *push(struct objects *ob, uint32_t type)
+{
+	if (ob->num_stack == ob->cap_stack) {
+		size_t cap = ob->cap_stack ? ob->cap_stack * 2 : 64;
+		uint32_t *s = realloc(ob->stack, cap * sizeof(*s));
+		if (!s)
+			return &hd_error_no_memory;
+		ob->stack = s;
+		ob->cap_stack = cap;
+	}
+	ob->stack[ob->num_stack++] = type;
+	return NULL;
+}
+
+// Types worth looking into: structs (members, bases) and arrays.
+static bool composite(const struct hd_type *t)
+{
+	return t->kind == HD_TYPE_STRUCT || t->kind == HD_TYPE_ARRAY;
+}
+
+// The children of t (stripped) not yet flattened, pushed; returns how many.
+static struct hd_error *push_children(struct objects *ob,
+				      const struct hd_type_index *ix,
+				      struct memo *memo, uint32_t t,
+				      size_t *pushed)
+{
+	const struct hd_type *ty = &ix->types[t];
+	uint32_t n = ty->kind == HD_TYPE_ARRAY ? 1 : ty->num_members;
+	*pushed = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t c;
+		if (ty->kind == HD_TYPE_ARRAY) {
+			c = hd_type_strip(ix, ty->target);
+		} else {
+			const struct hd_member *m = &ix->members[ty->first_member + i];
+			if (m->bitfield)
+				continue;
+			c = hd_type_strip(ix, m->type);
+		}
+		if (c == HD_TYPE_NONE || c >= ix->num_types || !composite(&ix->types[c]))
+			continue;
+		struct memo_slot *s = memo_get(memo, c);
+		if (!s)
+			return &hd_error_no_memory;
+		if (s->state)
+			continue; // done, or open (a cycle in broken DWARF: empty)
+		struct hd_error *err = push(ob, c);
+		if (err)
+			return err;
+		(*pushed)++;
+	}
+	return NULL;
+}
+
+// Appends the matches of child c (done) shifted by base, count times at
+// stride.
+static struct hd_error *append_child(struct objects *ob, struct memo *memo,
+				     uint32_t c, uint64_t base, uint64_t count,
+				     uint64_t stride, bool *full)
+{
+	struct memo_slot *s = memo_find(memo, c);
+	if (!s || s->state != ST_DONE || !s->count)
+		return NULL;
+	uint32_t first = s->first, num = s->count;
+	for (uint64_t k = 0; k < count && !*full; k++) {
+		for (uint32_t i = 0; i < num && !*full; i++) {
+			struct match m = ob->matches[first + i];
+			struct hd_error *err = add_match(ob, base + k * stride + m.offset,
+							 m.type, full);
+			if (err)
+				return err;
+		}
+	}
+	return NULL;
+}
+
+// Builds t's list from its children's (all done).
+static struct hd_error *flatten_one(struct objects *ob,
+				    const struct hd_type_index *ix,
+				    struct memo *memo, uint32_t t, bool *full)
+{
+	const struct hd_type *ty = &ix->types[t];
+	struct hd_error *err;
+	if (ty->kind == HD_TYPE_ARRAY) {
+		uint32_t c = hd_type_strip(ix, ty->target);
+		if (c == HD_TYPE_NONE || c >= ix->num_types)
+			return NULL;
+		uint64_t stride = ix->types[c].size;
+		if (!stride)
+			return NULL;
+		return append_child(ob, memo, c, 0, ty->count, stride, full);
+	}
+	for (uint32_t i = 0; i < ty->num_members; i++) {
+		const struct hd_member *m = &ix->members[ty->first_member + i];
+		if (m->bitfield)
+			continue;
+		uint32_t c = hd_type_strip(ix, m->type);
+		if (c == HD_TYPE_NONE || c >= ix->num_types)
+			continue;
+		if ((err = append_child(ob, memo, c, m->offset, 1, 0, full)))
+			return err;
+	}
+	return NULL;
+}
+
+// The memo slot of stripped type root in module mi, flattened.
+static struct hd_error *flatten(struct objects *ob, size_t mi, uint32_t root,
+				const struct memo_slot **ret)
+{
+	const struct hd_type_index *ix = ob->fw->ty->mods[mi].ix;
+	struct memo *memo = &ob->memos[mi];
+	struct hd_error *err;
+	struct memo_slot *s = memo_get(memo, root);
+	if (!s)
+		return &hd_error_no_memory;
+	if (s->state == ST_DONE) {
+		*ret = s;
+		return NULL;
+	}
+	ob->num_stack = 0;
+	if ((err = push(ob, root)))
+		return err;
+	while (ob->num_stack) {
+		uint32_t t = ob->stack[ob->num_stack - 1];
+		struct memo_slot *ts = memo_get(memo, t);
+		if (!ts)
+			return &hd_error_no_memory;
+		if (ts->state == ST_DONE) {
+			ob->num_stack--;
+			continue;
+		}
+		const struct hd_type *ty = &ix->types[t];
+		bool full = false;
+		if (ty->kind == HD_TYPE_STRUCT && name_matches(ob, ty->name)) {
+			uint32_t first = (uint32_t)ob->num_matches;
+			if ((err = add_match(ob, 0, t, &full)))
+				return err;
+			ts = memo_get(memo, t);
+			*ts = (struct memo_slot){ t, ST_DONE, first,
+						  (uint32_t)(ob->num_matches - first) };
+			ob->num_stack--;
+			continue;
+		}
+		if (!composite(ty)) {
+			*ts = (struct memo_slot){ t, ST_DONE, 0, 0 };
+			ob->num_stack--;
+			continue;
+		}
+		if (!ts->state) {
+			ts->state = ST_OPEN;
+			size_t pushed;
+			if ((err = push_children(ob, ix, memo, t, &pushed)))
+				return err;
+			if (pushed)
+				continue;
+		}
+		uint32_t first = (uint32_t)ob->num_matches;
+		if ((err = flatten_one(ob, ix, memo, t, &full)))
+			return err;
+		if (full && !ob->truncated) {
+			ob->truncated = true;
+			hd_fw_warn(ob->fw, 0,
+				   "type %s holds more than %u matching objects: only the first are listed",
+				   ty->name ? ty->name : "(anonymous)", MAX_MATCHES);
+		}
+		ts = memo_get(memo, t);
+		*ts = (struct memo_slot){ t, ST_DONE, first,
+					  (uint32_t)(ob->num_matches - first) };
+		ob->num_stack--;
+	}
+	*ret = memo_find(memo, root);
+	return NULL;
+}
+
+// ------------------------------------------------------------ where
+
+static void append(char *buf, size_t len, const char *s)
+{
+	size_t n = strlen(buf);
+	if (n + 1 < len)
+		snprintf(buf + n, len - n, "%s", s);
+}
+
+// Appends the member path from type (at offset 0) to the object of type
+// target at offset: ".second.name", "[3].by_name". Base classes add
+// nothing.
+static void member_path(const struct hd_type_index *ix, uint32_t type,
+			uint64_t offset, uint32_t target, char *buf, size_t len)
+{
+	uint32_t t = hd_type_strip(ix, type);
+	for (int depth = 0; depth < MAX_DEPTH && t != HD_TYPE_NONE; depth++) {
+		if (t == target && offset == 0)
+			return;
+		const struct hd_type *ty = &ix->types[t];
+		if (ty->kind == HD_TYPE_ARRAY) {
+			uint32_t c = hd_type_strip(ix, ty->target);
+			if (c == HD_TYPE_NONE || !ix->types[c].size)
+				return;
+			char tmp[32];
+			snprintf(tmp, sizeof(tmp), "[%llu]",
+				 (unsigned long long)(offset / ix->types[c].size));
+			append(buf, len, tmp);
+			offset %= ix->types[c].size;
+			t = c;
+			continue;
+		}
+		if (ty->kind != HD_TYPE_STRUCT)
+			return;
+		// The last member covering the offset: an empty base at 0
+		// comes before the member that really lies there.
+		const struct hd_member *best = NULL;
+		uint32_t bt = HD_TYPE_NONE;
+		for (uint32_t i = 0; i < ty->num_members; i++) {
+			const struct hd_member *m = &ix->members[ty->first_member + i];
+			uint32_t mt = hd_type_strip(ix, m->type);
+			if (m->bitfield || mt == HD_TYPE_NONE)
+				continue;
+			if (m->offset <= offset &&
+			    offset < m->offset + ix->types[mt].size) {
+				best = m;
+				bt = mt;
+			}
+		}
+		if (!best)
+			return;
+		if (!best->is_base && best->name) {
+			append(buf, len, ".");
+			append(buf, len, best->name);
+		}
+		offset -= best->offset;
+		t = bt;
+	}
+}
+
+// ------------------------------------------------------------ visiting
+
+static uint32_t holder_of(struct hd_fw *fw, uint64_t addr, uint32_t given)
+{
+	if (given != HD_DOM_NONE || !fw->g)
+		return given;
+	return hd_fw_vertex_at(fw, addr);
+}
+
+// Calls fn for the matches of (module mi, stripped type t) × count at
+// base (stride tsize); where_base names the object, "[k]" added per
+// element when count > 1.
+static struct hd_error *visit(struct objects *ob, size_t mi, uint32_t type,
+			      uint64_t base, uint64_t count, uint64_t tsize,
+			      const char *where_base, uint32_t holder,
+			      hd_fw_object_fn fn, void *arg)
+{
+	const struct hd_type_index *ix = ob->fw->ty->mods[mi].ix;
+	uint32_t t = hd_type_strip(ix, type);
+	if (t == HD_TYPE_NONE || t >= ix->num_types)
+		return NULL;
+	const struct memo_slot *s;
+	struct hd_error *err = flatten(ob, mi, t, &s);
+	if (err)
+		return err;
+	if (!s || !s->count)
+		return NULL;
+	for (uint64_t k = 0; k < count; k++) {
+		// s->first stays valid: nothing is flattened while we visit
+		// (fn may call hd_fw_objects_in, which has its own state).
+		for (uint32_t i = 0; i < s->count; i++) {
+			struct match m = ob->matches[s->first + i];
+			const struct hd_type *mt = &ix->types[m.type];
+			uint64_t addr = base + k * tsize + m.offset;
+			ob->where[0] = '\0';
+			append(ob->where, sizeof(ob->where), where_base);
+			if (count > 1) {
+				char tmp[32];
+				snprintf(tmp, sizeof(tmp), "[%llu]",
+					 (unsigned long long)k);
+				append(ob->where, sizeof(ob->where), tmp);
+			}
+			member_path(ix, t, m.offset, m.type, ob->where,
+				    sizeof(ob->where));
+			struct hd_fw_object o = {
+				.addr = addr,
+				.size = mt->size,
+				.type = mt->name,
+				.holder = holder_of(ob->fw, addr, holder),
+				.where = ob->where,
+			};
+			if ((err = fn(ob->fw, &o, arg)))
+				return err;
+		}
+	}
+	return NULL;
+}
+
+static struct hd_error *objects_init(struct objects *ob, struct hd_fw *fw,
+				     const char *const *prefixes, size_t n)
+{
+	memset(ob, 0, sizeof(*ob));
+	ob->fw = fw;
+	ob->prefixes = prefixes;
+	ob->n = n;
+	ob->num_memos = fw->ty->num_mods;
+	ob->memos = calloc(ob->num_memos ? ob->num_memos : 1, sizeof(*ob->memos));
+	return ob->memos ? NULL : &hd_error_no_memory;
+}
+
+static void objects_deinit(struct objects *ob)
+{
+	for (size_t i = 0; i < ob->num_memos; i++)
+		free(ob->memos[i].slots);
+	free(ob->memos);
+	free(ob->matches);
+	free(ob->stack);
+}
+
+static struct hd_error *visit_blocks(struct objects *ob, hd_fw_object_fn fn,
+				     void *arg)
+{
+	const struct hd_typing *ty = ob->fw->ty;
+	char name[512];
+	for (size_t id = 0; id < ty->num_blocks; id++) {
+		uint32_t ei = ty->block_entry[id];
+		if (ei == HD_ENTRY_NONE)
+			continue;
+		const struct hd_type_entry *e = &ty->entries[ei];
+		if (e->module == UINT16_MAX || e->module >= ty->num_mods ||
+		    !ty->mods[e->module].ix || !e->count)
+			continue;
+		const struct hd_type_index *ix = ty->mods[e->module].ix;
+		// Cheap reject before naming the block.
+		const struct memo_slot *s;
+		uint32_t t = hd_type_strip(ix, e->type);
+		if (t == HD_TYPE_NONE || t >= ix->num_types)
+			continue;
+		struct hd_error *err = flatten(ob, e->module, t, &s);
+		if (err)
+			return err;
+		if (!s || !s->count)
+			continue;
+		struct hd_block b;
+		hd_heap_block(ob->fw->h, id, &b);
+		hd_type_name(ix, t, name, sizeof(name));
+		// The vertex at each object's address: the block, or a
+		// sub-allocator block inside it.
+		if ((err = visit(ob, e->module, t, b.addr, e->count,
+				 e->size / e->count, name, HD_DOM_NONE, fn, arg)))
+			return err;
+	}
+	return NULL;
+}
+
+static struct hd_error *visit_globals(struct objects *ob, hd_fw_object_fn fn,
+				      void *arg)
+{
+	const struct hd_typing *ty = ob->fw->ty;
+	for (size_t mi = 0; mi < ty->num_mods; mi++) {
+		const struct hd_type_index *ix = ty->mods[mi].ix;
+		if (!ix)
+			continue;
+		uint64_t bias = ty->mods[mi].m->bias;
+		for (size_t i = 0; i < ix->num_variables; i++) {
+			const struct hd_variable *v = &ix->variables[i];
+			// The same definition seen from two units.
+			if (i && ix->variables[i - 1].addr == v->addr &&
+			    ix->variables[i - 1].type == v->type)
+				continue;
+			uint64_t addr = bias + v->addr;
+			uint32_t holder = ob->fw->g ? hd_fw_vertex_at(ob->fw, addr)
+						    : HD_DOM_NONE;
+			struct hd_error *err = visit(ob, mi, v->type, addr, 1, 0,
+						     v->name ? v->name : "?",
+						     holder, fn, arg);
+			if (err)
+				return err;
+		}
+	}
+	return NULL;
+}
+
+struct hd_error *hd_fw_objects(struct hd_fw *fw, const char *const *prefixes,
+			       size_t n, hd_fw_object_fn fn, void *arg)
+{
+	if (!fw->ty || !n)
+		return NULL;
+	struct objects ob;
+	struct hd_error *err = objects_init(&ob, fw, prefixes, n);
+	if (!err)
+		err = visit_blocks(&ob, fn, arg);
+	if (!err)
+		err = visit_globals(&ob, fn, arg);
+	objects_deinit(&ob);
+	return err;
+}
+
+// The module and stripped type of the complete struct named name.
+static bool find_type(struct hd_fw *fw, const char *name, size_t *mi,
+		      uint32_t *type)
+{
+	if (!fw->ty || !name)
+		return false;
+	for (size_t m = 0; m < fw->ty->num_mods; m++) {
+		const struct hd_type_index *ix = fw->ty->mods[m].ix;
+		if (!ix)
+			continue;
+		uint32_t t = hd_type_find_struct(ix, name);
+		if (t != HD_TYPE_NONE && ix->types[t].size) {
+			*mi = m;
+			*type = t;
+			return true;
+		}
+	}
+	return false;
+}
+
+struct hd_error *hd_fw_objects_in(struct hd_fw *fw, const char *type,
+				  uint64_t addr, uint32_t holder,
+				  const char *where,
+				  const char *const *prefixes, size_t n,
+				  hd_fw_object_fn fn, void *arg)
+{
+	size_t mi;
+	uint32_t t;
+	if (!find_type(fw, type, &mi, &t))
+		return hd_error_create(HD_ERROR_NOT_FOUND,
+				       "no complete type named %s", type);
+	if (!n)
+		return NULL;
+	struct objects ob;
+	struct hd_error *err = objects_init(&ob, fw, prefixes, n);
+	if (!err)
+		err = visit(&ob, mi, t, addr, 1, 0, where ? where : "", holder,
+			    fn, arg);
+	objects_deinit(&ob);
+	return err;
+}
+
+struct hd_error *hd_fw_type_size(struct hd_fw *fw, const char *type,
+				 uint64_t *size)
+{
+	size_t mi;
+	uint32_t t;
+	if (!find_type(fw, type, &mi, &t))
+		return hd_error_create(HD_ERROR_NOT_FOUND,
+				       "no complete type named %s", type);
+	*size = fw->ty->mods[mi].ix->types[t].size;
+	return NULL;
+}
