@@ -7,5 +7,6 @@ heap-stats
 heap-dominators --top 5 --depth 1
 heap-why g_cache->buckets[1]
 heap-leaks
+heap-dominators --semantic --top 3 --depth 2
 gcore build/demo.core
 kill

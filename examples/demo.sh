@@ -1,7 +1,8 @@
 #!/bin/bash
 # The main job on the bundled example: install what is missing, build, run
 # examples/session_cache under gdb to its checkpoint and print heapdom's
-# view of its heap (heap-stats, heap-dominators, heap-why, heap-leaks), then
+# view of its heap (heap-stats, heap-dominators, heap-why, heap-leaks, the
+# semantic tree), then
 # the same from the command line on the core saved there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
