@@ -174,14 +174,12 @@ static bool symbol(struct hd_fw *fw, const char *hint, const char *name,
 
 // Checks one python module: its version and the symbols the module needs.
 static struct hd_error *detect_module(struct hd_fw *fw, const char *hint,
-				      bool *detected)
+				      bool *detected, bool *has_version)
 {
 	uint64_t addr, version;
-	if (!symbol(fw, hint, "Py_Version", &addr)) {
-		hd_fw_note(fw, "%s: no Py_Version symbol: CPython before 3.11, "
-			   "not supported (the module knows 3.11)", hint);
+	if (!symbol(fw, hint, "Py_Version", &addr))
 		return NULL;
-	}
+	*has_version = true;
 	if (!read_u64(fw, addr, &version)) {
 		hd_fw_note(fw, "%s: Py_Version at 0x%" PRIx64 " is not readable",
 			   hint, addr);
@@ -226,20 +224,31 @@ static struct hd_error *cpy_detect(struct hd_fw *fw, bool *detected)
 	*detected = false;
 	struct hd_target *t = hd_fw_target(fw);
 	size_t n = hd_target_num_modules(t);
-	bool seen = false;
+	// A python executable may only be linked with libpython, which holds
+	// the interpreter: every python module is tried, and a missing
+	// Py_Version only means "before 3.11" when no module has it.
+	char names[256] = "";
+	size_t seen = 0;
+	bool has_version = false;
 	for (size_t i = 0; i < n && !*detected; i++) {
 		const struct hd_module *m = hd_target_module(t, i);
 		char hint[64];
 		if (!python_module_hint(m->name, hint, sizeof(hint)) &&
 		    !(m->file && python_module_hint(m->file, hint, sizeof(hint))))
 			continue;
-		seen = true;
-		struct hd_error *err = detect_module(fw, hint, detected);
+		size_t used = strlen(names);
+		snprintf(names + used, sizeof(names) - used, "%s%s",
+			 seen++ ? ", " : "", hint);
+		struct hd_error *err = detect_module(fw, hint, detected,
+						     &has_version);
 		if (err)
 			return err;
 	}
 	if (!seen)
 		hd_fw_note(fw, "no python3.N or libpython3.N module mapped");
+	else if (!has_version)
+		hd_fw_note(fw, "%s: no Py_Version symbol: CPython before 3.11, "
+			   "not supported (the module knows 3.11)", names);
 	return NULL;
 }
 

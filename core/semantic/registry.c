@@ -103,13 +103,25 @@ static bool ends_with(const char *s, const char *suffix)
 	return n >= k && strcmp(s + n - k, suffix) == 0;
 }
 
-// Every *.so of the directories of HEAPDOM_FRAMEWORK_PATH, in name order.
-static struct hd_error *load_search_path(struct hd_fw *fw)
+#ifndef HD_FRAMEWORK_DIR
+#define HD_FRAMEWORK_DIR "/usr/local/lib/heapdom/frameworks"
+#endif
+
+// HEAPDOM_FRAMEWORK_PATH, then the directory modules are installed in.
+static char *search_path(void)
 {
 	const char *env = getenv("HEAPDOM_FRAMEWORK_PATH");
-	if (!env || !*env)
+	char *path = NULL;
+	if (asprintf(&path, "%s%s%s", env && *env ? env : "", env && *env ? ":" : "",
+		     HD_FRAMEWORK_DIR) < 0)
 		return NULL;
-	char *copy = strdup(env), *save = NULL;
+	return path;
+}
+
+// Every *.so of the directories of the search path, in name order.
+static struct hd_error *load_search_path(struct hd_fw *fw)
+{
+	char *copy = search_path(), *save = NULL;
 	if (!copy)
 		return &hd_error_no_memory;
 	struct hd_error *err = NULL;
@@ -144,9 +156,8 @@ static struct hd_error *load_named(struct hd_fw *fw, const char *name)
 					return NULL;
 			return add_module(fw, builtins[i], "built-in", NULL, NULL);
 		}
-	const char *env = getenv("HEAPDOM_FRAMEWORK_PATH");
-	if (env && *env) {
-		char *copy = strdup(env), *save = NULL;
+	{
+		char *copy = search_path(), *save = NULL;
 		if (!copy)
 			return &hd_error_no_memory;
 		for (char *dir = strtok_r(copy, ":", &save); dir;
@@ -172,8 +183,8 @@ static struct hd_error *load_named(struct hd_fw *fw, const char *name)
 		strncat(known, builtins[i]->name, sizeof(known) - strlen(known) - 1);
 	}
 	return hd_error_create(HD_ERROR_NOT_FOUND,
-			       "no framework module called '%s' (built-in: %s; give a path to a shared object, or put it on HEAPDOM_FRAMEWORK_PATH)",
-			       name, known);
+			       "no framework module called '%s' (built-in: %s; give a path to a shared object, or put it on HEAPDOM_FRAMEWORK_PATH or in %s)",
+			       name, known, HD_FRAMEWORK_DIR);
 }
 
 static void disable(struct hd_fw *fw, size_t i, const char *phase,
