@@ -6,13 +6,25 @@
 // from exported symbols (Py_Version, _PyRuntime, PyType_Type, PySet_Type,
 // PyFrozenSet_Type, PyModule_Type) and from the 3.11 layouts in
 // cpython_layout.h.
-#include <elf.h>
-#include <fcntl.h>
+//
+// Choices worth knowing:
+// - pymalloc's arena table is a static of obmalloc.c in 3.11, so arenas are
+//   found by scanning anonymous writable memory for pool headers that
+//   validate strictly; an arena's region starts at its first pool (up to
+//   a pool of its mmap before that stays outside).
+// - Ownership of a global's data is Python's own: what its container
+//   refers to with a refcount of 1 (and so on down) is assigned to the
+//   global's node. The pointer scan alone cannot tell: every GC head
+//   links to its neighbours in the collector's lists, so unassigned GC
+//   objects hang off the interpreter state rather than their owners.
+// - A GC head's 16 bytes are marked framework (the collector's links);
+//   the rest of an object, its refcount and type pointer included, are
+//   the application's. Pool headers, free slots and dead objects on the
+//   types' free lists are the framework's, under their own nodes.
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "heapdom_framework.h"
 #include "frameworks/cpython_layout.h"
@@ -46,73 +58,22 @@ static struct cpy_priv *priv(struct hd_fw *fw)
 	return *hd_fw_private(fw);
 }
 
-// Bytes of an unwritable PT_LOAD segment of the module mapped at addr,
-// read from its file. gdb's gcore and the kernel leave such segments out
-// of a core, and the core target only falls back to the file for segments
-// the core lists: .rodata (Py_Version, the tp_name of every built-in type)
-// would be unreadable. Unwritable segments hold what the file holds.
-static bool read_module_file(struct hd_fw *fw, uint64_t addr, void *buf,
-			     size_t len)
-{
-	const struct hd_module *m =
-		hd_target_find_module(hd_fw_target(fw), addr);
-	if (!m || !m->file)
-		return false;
-	int fd = open(m->file, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	bool ok = false;
-	Elf64_Ehdr eh;
-	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
-	    memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
-	    eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum > 256)
-		goto out;
-	uint64_t vaddr = addr - m->bias;
-	for (unsigned i = 0; i < eh.e_phnum && !ok; i++) {
-		Elf64_Phdr ph;
-		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + i * sizeof(ph))) !=
-		    (ssize_t)sizeof(ph))
-			break;
-		if (ph.p_type != PT_LOAD || (ph.p_flags & PF_W) ||
-		    vaddr < ph.p_vaddr || vaddr - ph.p_vaddr > ph.p_filesz ||
-		    len > ph.p_filesz - (vaddr - ph.p_vaddr))
-			continue;
-		off_t off = (off_t)(ph.p_offset + (vaddr - ph.p_vaddr));
-		ok = pread(fd, buf, len, off) == (ssize_t)len;
-	}
-out:
-	close(fd);
-	return ok;
-}
-
 static bool read_ok(struct hd_fw *fw, uint64_t addr, void *buf, size_t len)
 {
 	struct hd_error *err = hd_fw_read(fw, addr, buf, len);
-	if (err) {
-		hd_error_destroy(err);
-		return read_module_file(fw, addr, buf, len);
-	}
-	return true;
+	bool ok = !err;
+	hd_error_destroy(err);
+	return ok;
 }
 
-// A NUL-terminated string of at most len - 1 bytes, from the target or,
-// for read-only data a core lacks, from the module's file.
+// A NUL-terminated string of at most len - 1 bytes.
 static bool read_cstring(struct hd_fw *fw, uint64_t addr, char *buf,
 			 size_t len)
 {
 	struct hd_error *err = hd_fw_read_string(fw, addr, buf, len);
-	if (!err)
-		return true;
+	bool ok = !err;
 	hd_error_destroy(err);
-	for (size_t i = 0; i + 1 < len; i++) {
-		if (!read_module_file(fw, addr + i, &buf[i], 1))
-			return false;
-		if (!buf[i])
-			return true;
-	}
-	buf[len - 1] = '\0';
-	return false;
+	return ok;
 }
 
 static bool read_u64(struct hd_fw *fw, uint64_t addr, uint64_t *ret)
@@ -645,7 +606,9 @@ static struct hd_error *object_in_block(struct hd_fw *fw, struct type_cache *c,
 	for (size_t off = 0; off + 16 <= have; off += 16) {
 		uint64_t refcnt = ld64(buf + off + HD_PY311_OB_REFCNT);
 		uint64_t type = ld64(buf + off + HD_PY311_OB_TYPE);
-		if (!refcnt || refcnt > (1ull << 40) || !type || (type & 7) ||
+		// Refcount 0: a dead object kept on a type's free list
+		// (tuples, lists, dicts...) for reuse.
+		if (refcnt > (1ull << 40) || !type || (type & 7) ||
 		    type >= (1ull << 47))
 			continue;
 		const struct pytype *t;
@@ -698,7 +661,7 @@ static struct hd_error *object_at(struct hd_fw *fw, struct type_cache *c,
 	struct hd_error *err = object_in_block(fw, c, start, size, ret, found);
 	if (err || !*found)
 		return err;
-	if (ret->addr != addr)
+	if (ret->addr != addr || !ret->refcnt)
 		*found = false;
 	ret->vertex = v;
 	return NULL;
@@ -851,7 +814,8 @@ static struct hd_error *tuple_refs(struct hd_fw *fw, const struct pyobj *o,
 
 // Keys and values of a dict (3.11: a keys object with an index table then
 // dk_nentries entries; a split dict keeps its values apart, in ma_values).
-// Keys go to r only when with_keys (a split dict's keys are its class's).
+// keys may be NULL (values only). A split dict's keys object is its
+// class's, so only its values block is its own.
 static struct hd_error *dict_entries(struct hd_fw *fw, uint64_t dict,
 				     struct refs *keys, struct refs *values)
 {
@@ -1084,6 +1048,8 @@ struct analysis {
 	struct hd_fw *fw;
 	struct type_cache types;
 	uint32_t cpython, pymalloc;
+	uint32_t freelists;   // created when the first dead object is seen
+	uint64_t dead;
 	uint64_t objects, gc_objects, aux_named;
 	size_t globals;
 };
@@ -1115,6 +1081,26 @@ static uint32_t aux_vertex(struct hd_fw *fw, uint64_t addr)
 	return v;
 }
 
+// A dead object on its type's free list: the interpreter's cache, shown
+// under a "free lists" node as framework memory. (Such objects link to
+// each other, so unassigned the first would seem to keep the rest alive.)
+static struct hd_error *free_list_object(struct analysis *a, uint32_t v,
+					 const struct pyobj *o)
+{
+	struct hd_fw *fw = a->fw;
+	struct hd_error *err;
+	if (a->freelists == HD_FW_NO_NODE &&
+	    (err = hd_fw_node(fw, a->cpython, HD_DOM_NONE, "free lists",
+			      "allocator", HD_OWNER_FRAMEWORK, &a->freelists)))
+		return err;
+	char name[MAX_TYPE_NAME + 16];
+	snprintf(name, sizeof(name), "%s (free list)", o->type->name);
+	if ((err = hd_fw_name(fw, v, name)))
+		return err;
+	a->dead++;
+	return hd_fw_assign(fw, a->freelists, v);
+}
+
 // Names every Python object by its type, and the blocks holding list
 // items, dict keys and values, set tables; marks GC heads as framework
 // bytes (the collector's links, nothing the program stored). Pool headers
@@ -1144,6 +1130,10 @@ static struct hd_error *name_blocks(struct analysis *a)
 				      &found);
 		if (err || !found)
 			continue;
+		if (!o.refcnt) {
+			err = free_list_object(a, v, &o);
+			continue;
+		}
 		a->objects++;
 		if ((err = hd_fw_name(fw, v, o.type->name)))
 			break;
@@ -1388,7 +1378,7 @@ static struct hd_error *main_globals(struct analysis *a)
 
 static struct hd_error *cpy_analyze(struct hd_fw *fw)
 {
-	struct analysis a = {.fw = fw};
+	struct analysis a = {.fw = fw, .freelists = HD_FW_NO_NODE};
 	struct hd_error *err = hd_fw_node(fw, HD_FW_NO_NODE, HD_DOM_NONE,
 					  "CPython", "interpreter",
 					  HD_OWNER_FRAMEWORK, &a.cpython);
@@ -1405,8 +1395,9 @@ static struct hd_error *cpy_analyze(struct hd_fw *fw)
 			valid += a.types.slots[i].valid;
 		hd_fw_note(fw, "%" PRIu64 " objects of %zu types named (%" PRIu64
 			   " with a GC head, marked framework), %" PRIu64
-			   " item arrays and tables; %zu globals of __main__",
-			   a.objects, valid, a.gc_objects, a.aux_named,
+			   " item arrays and tables, %" PRIu64 " dead objects "
+			   "on free lists; %zu globals of __main__",
+			   a.objects, valid, a.gc_objects, a.aux_named, a.dead,
 			   a.globals);
 	}
 	type_cache_deinit(&a.types);

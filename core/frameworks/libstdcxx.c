@@ -504,7 +504,7 @@ static struct hd_error *walk_vector(struct ctx *c, struct walk *w)
 		return NULL;
 	}
 	if (start > finish || finish > eos)
-		return fail(w, p->addr, "std::vector with start > finish > end_of_storage"), NULL;
+		return fail(w, p->addr, "std::vector whose start, finish and end_of_storage are out of order"), NULL;
 	uint32_t v;
 	struct hd_block b;
 	if (!block_at(c->fw, start, eos - start, &v, &b))
@@ -884,8 +884,11 @@ static struct hd_error *container(struct ctx *c, const struct pending *p,
 	if (err)
 		return err;
 	if (w.why) {
-		hd_fw_warn(c->fw, w.why_addr, "%s at 0x%llx (%s %s): skipped",
-			   w.why, (unsigned long long)p->addr, p->type, p->where);
+		char *st = short_type(p->type);
+		hd_fw_warn(c->fw, w.why_addr, "%s%s%s at 0x%llx: %s; skipped",
+			   st ? st : p->type, *p->where ? " " : "", p->where,
+			   (unsigned long long)p->addr, w.why);
+		free(st);
 		return NULL;
 	}
 	if (w.empty || !c->num_blocks)

@@ -88,10 +88,14 @@ static inline void add_word(struct builder *b, uint64_t w, int64_t self)
 	const struct hd_suballoc *sa = b->sa;
 	if (sa && w - sa->lo < sa->hi - sa->lo) {
 		// A sub-allocator's block: the pointer leads to it, not to
-		// the pool around it; a free or internal one holds nothing.
+		// the pool around it. A free slot holds nothing; a pointer to
+		// the sub-allocator's own header (a pool list's link) holds
+		// the malloc'd block the pool lives in.
 		int64_t k = hd_suballoc_find(sa, w);
 		if (k >= 0) {
 			const struct hd_subblock *sb = &sa->blocks[k];
+			if (sb->state == HD_STATE_INTERNAL && sb->container >= 0)
+				goto heap;
 			if (k == b->self_sub || sb->state != HD_STATE_USED)
 				return;
 			uint32_t t = b->first_sub_vertex + (uint32_t)k;
@@ -101,6 +105,7 @@ static inline void add_word(struct builder *b, uint64_t w, int64_t self)
 			return;
 		}
 	}
+heap:;
 	int64_t id = hd_index_lookup(b->ix, w);
 	if (id < 0)
 		return;
@@ -200,7 +205,7 @@ static bool is_container(struct builder *b, size_t id)
 }
 
 // A malloc'd block holding a sub-allocator's blocks: only the words no
-// sub-block covers are its own (the pool's header and slack).
+// used or free sub-block covers are its own (the pool's header and slack).
 static bool scan_container(struct builder *b, const uint8_t *d,
 			   const struct hd_block *blk, int64_t self)
 {
@@ -209,6 +214,11 @@ static bool scan_container(struct builder *b, const uint8_t *d,
 	uint64_t p = blk->addr, end = blk->addr + blk->usable;
 	size_t k = hd_suballoc_lower(sa, p);
 	while (p < end) {
+		// Internal blocks (the pool's header) are scanned as the
+		// container's own words.
+		while (k < sa->num_blocks && sa->blocks[k].addr < end &&
+		       sa->blocks[k].state == HD_STATE_INTERNAL)
+			k++;
 		uint64_t stop = end;
 		if (k < sa->num_blocks && sa->blocks[k].addr < end)
 			stop = sa->blocks[k].addr;

@@ -80,7 +80,11 @@ HD_EXPORT struct hd_error *hd_fw_read_u64(struct hd_fw *fw, uint64_t addr,
 HD_EXPORT struct hd_error *hd_fw_read_string(struct hd_fw *fw, uint64_t addr,
 					     char *buf, size_t len);
 // A symbol's run-time address (hd_debuginfo_find_symbol); module_hint as
-// there ("libpython3", NULL: any module).
+// there ("libpython3", NULL: any module, the executable first). Mind copy
+// relocations: a library variable the executable refers to lives in the
+// executable, and the library's own copy is unused — look variables up with
+// a NULL hint, and use the hint for functions (to know the library is
+// loaded).
 HD_EXPORT struct hd_error *hd_fw_symbol(struct hd_fw *fw,
 					const char *module_hint,
 					const char *name, uint64_t *addr,
@@ -109,8 +113,12 @@ HD_EXPORT struct hd_error *hd_fw_add_region(struct hd_fw *fw, uint64_t start,
 // module, and overlap no other block. type names it ("dict", "Widget"), or
 // NULL. state: HD_STATE_USED for a live object (scanned for pointers, and
 // pointers into it lead to it rather than to the malloc'd block around it),
-// HD_STATE_FREE for a free slot, HD_STATE_INTERNAL for the sub-allocator's
-// own headers. A block that breaks these rules is refused with a warning.
+// HD_STATE_FREE for a free slot (a pointer into it holds nothing),
+// HD_STATE_INTERNAL for the sub-allocator's own headers. An internal block
+// inside a malloc'd block stays part of it — its bytes, its references, and
+// pointers into it lead to it — and is a vertex of size 0; one in a region
+// is a vertex of its own (reachable once assigned to a node). A block that
+// breaks these rules is refused with a warning.
 HD_EXPORT struct hd_error *hd_fw_add_block(struct hd_fw *fw, uint64_t addr,
 					   uint64_t size,
 					   enum hd_block_state state,

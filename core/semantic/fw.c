@@ -452,18 +452,74 @@ struct hd_error *hd_fw_node(struct hd_fw *fw, uint32_t parent, uint32_t holder,
 	return NULL;
 }
 
-// The nearest common ancestor of two nodes through their parents, or
-// HD_FW_NO_NODE. Parents are created before their children, so the walks
-// end.
-static uint32_t common_node(const struct hd_fw *fw, uint32_t a, uint32_t b)
+// A node's parent in the semantic tree: the node it was created under,
+// else the node its holder block is assigned to.
+static uint32_t node_parent(const struct hd_fw *fw, uint32_t k)
 {
-	while (a != b && a != HD_FW_NO_NODE && b != HD_FW_NO_NODE) {
-		if (a > b)
-			a = fw->nodes[a].parent;
-		else
-			b = fw->nodes[b].parent;
+	const struct hd_snode *n = &fw->nodes[k];
+	if (n->parent != HD_FW_NO_NODE)
+		return n->parent;
+	if (n->holder != HD_DOM_NONE && fw->assigned &&
+	    fw->assigned[n->holder] < fw->num_nodes)
+		return fw->assigned[n->holder];
+	return HD_FW_NO_NODE;
+}
+
+// The nearest common ancestor of nodes a and b, or HD_FW_NO_NODE. Holders
+// can make the parent relation cyclic: walks stop after num_nodes steps.
+static uint32_t common_node(struct hd_fw *fw, uint32_t a, uint32_t b)
+{
+	if (++fw->stamp == 0) {
+		memset(fw->marks, 0, fw->num_nodes * sizeof(*fw->marks));
+		fw->stamp = 1;
 	}
-	return a == b ? a : HD_FW_NO_NODE;
+	for (size_t i = 0; a != HD_FW_NO_NODE && i <= fw->num_nodes; i++) {
+		if (fw->marks[a] == fw->stamp)
+			break;
+		fw->marks[a] = fw->stamp;
+		a = node_parent(fw, a);
+	}
+	for (size_t i = 0; b != HD_FW_NO_NODE && i <= fw->num_nodes; i++) {
+		if (fw->marks[b] == fw->stamp)
+			return b;
+		b = node_parent(fw, b);
+	}
+	return HD_FW_NO_NODE;
+}
+
+static int conflict_cmp(const void *x, const void *y)
+{
+	const struct hd_fw_conflict *a = x, *b = y;
+	if (a->v != b->v)
+		return a->v < b->v ? -1 : 1;
+	return a->node < b->node ? -1 : a->node > b->node;
+}
+
+struct hd_error *hd_fw_resolve_shared(struct hd_fw *fw)
+{
+	if (!fw->num_conflicts)
+		return NULL;
+	fw->marks = calloc(fw->num_nodes ? fw->num_nodes : 1, sizeof(*fw->marks));
+	if (!fw->marks)
+		return &hd_error_no_memory;
+	fw->stamp = 0;
+	qsort(fw->conflicts, fw->num_conflicts, sizeof(*fw->conflicts), conflict_cmp);
+	// First the common nodes of every shared block, from the first
+	// claims (so holders' own assignments are as the modules made them),
+	// then set them all.
+	for (size_t i = 0; i < fw->num_conflicts;) {
+		uint32_t v = fw->conflicts[i].v, now = fw->assigned[v];
+		for (; i < fw->num_conflicts && fw->conflicts[i].v == v; i++)
+			if (now != HD_FW_NO_NODE)
+				now = common_node(fw, now, fw->conflicts[i].node);
+		fw->conflicts[i - 1].resolved = now == HD_FW_NO_NODE ? HD_FW_SHARED : now;
+	}
+	for (size_t i = 0; i < fw->num_conflicts; i++)
+		if (i + 1 == fw->num_conflicts || fw->conflicts[i + 1].v != fw->conflicts[i].v)
+			fw->assigned[fw->conflicts[i].v] = fw->conflicts[i].resolved;
+	free(fw->marks);
+	fw->marks = NULL;
+	return NULL;
 }
 
 struct hd_error *hd_fw_assign(struct hd_fw *fw, uint32_t node, uint32_t v)
@@ -482,15 +538,15 @@ struct hd_error *hd_fw_assign(struct hd_fw *fw, uint32_t node, uint32_t v)
 	if ((err = lazy_u32(fw, &fw->assigned)))
 		return err;
 	uint32_t old = fw->assigned[v], now = node;
-	if (old == HD_FW_SHARED)
+	if (old == node)
 		return NULL;
 	if (old != HD_FW_NO_NODE) {
-		if (old == node)
-			return NULL;
-		// Shared by two elements: it rises to their common parent.
-		now = common_node(fw, old, node);
-		if (now == HD_FW_NO_NODE)
-			now = HD_FW_SHARED;
+		// Shared by two elements: it rises to their common ancestor,
+		// found once every module has run.
+		struct hd_fw_conflict c = {.v = v, .node = node};
+		if (!HD_VEC_PUSH(fw->conflicts, fw->num_conflicts, fw->cap_conflicts, c))
+			return &hd_error_no_memory;
+		return NULL;
 	}
 	err = journal(fw, HD_UNDO_ASSIGN, v, old);
 	if (err)

@@ -278,7 +278,10 @@ static struct hd_error *finalize_blocks(struct hd_fw *fw)
 		if (!sa->num_containers ||
 		    sa->containers[sa->num_containers - 1] != (uint32_t)b->container)
 			sa->containers[sa->num_containers++] = (uint32_t)b->container;
-		sa->container_bytes[sa->num_containers - 1] += b->size;
+		// An internal block (a pool's header) stays part of the
+		// malloc'd block around it: its bytes and its references.
+		if (b->state != HD_STATE_INTERNAL)
+			sa->container_bytes[sa->num_containers - 1] += b->size;
 	}
 	return NULL;
 }
@@ -352,7 +355,7 @@ fail:
 	return err;
 }
 
-void hd_fw_analyze(struct hd_fw *fw, const struct hd_graph *g)
+struct hd_error *hd_fw_analyze(struct hd_fw *fw, const struct hd_graph *g)
 {
 	fw->g = g;
 	fw->phase = HD_FW_ANALYZE;
@@ -361,11 +364,14 @@ void hd_fw_analyze(struct hd_fw *fw, const struct hd_graph *g)
 		if (!m->detected || !m->ops->analyze)
 			continue;
 		fw->cur = (uint16_t)i;
-		size_t nodes = fw->num_nodes;
+		size_t nodes = fw->num_nodes, conflicts = fw->num_conflicts;
 		fw->num_undo = 0;
 		struct hd_error *err = m->ops->analyze(fw);
+		if (err == &hd_error_no_memory)
+			return err;
 		if (err) {
 			hd_fw_undo_module(fw);
+			fw->num_conflicts = conflicts;
 			for (size_t k = nodes; k < fw->num_nodes; k++) {
 				free(fw->nodes[k].label);
 				free(fw->nodes[k].kind);
@@ -377,6 +383,7 @@ void hd_fw_analyze(struct hd_fw *fw, const struct hd_graph *g)
 		fw->num_undo = 0;
 	}
 	fw->phase = HD_FW_DONE;
+	return hd_fw_resolve_shared(fw);
 }
 
 void hd_fw_destroy(struct hd_fw *fw)
@@ -411,6 +418,8 @@ void hd_fw_destroy(struct hd_fw *fw)
 	free(fw->fw_bytes);
 	free(fw->names);
 	free(fw->undo);
+	free(fw->conflicts);
+	free(fw->marks);
 	free(fw->root_order);
 	hd_fw_labels_free(fw);
 	free(fw);

@@ -58,6 +58,9 @@ void hd_semantic_own(const struct hd_semantic *s, uint32_t v, uint64_t *alloc_r,
 			const struct hd_subblock *b = &fw->sa.blocks[v - first_sub];
 			alloc = used = b->size;
 			st = (enum hd_block_state)b->state;
+			// Counted in the malloc'd block around it.
+			if (st == HD_STATE_INTERNAL && b->container >= 0)
+				alloc = used = 0;
 		}
 		if (st == HD_STATE_FREE)
 			used = 0;

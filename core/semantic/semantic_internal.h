@@ -77,6 +77,12 @@ struct hd_fw {
 	uint32_t *names;         // per vertex: label index or UINT32_MAX (lazy)
 	struct hd_fw_undo *undo; // of the module running analyze
 	size_t num_undo, cap_undo;
+	// Blocks assigned to a second node: resolved after analyze.
+	struct hd_fw_conflict {
+		uint32_t v, node, resolved;
+	} *conflicts;
+	size_t num_conflicts, cap_conflicts;
+	uint32_t *marks, stamp; // scratch of common_node
 	// Roots sorted by start address, for hd_fw_vertex_at (lazy).
 	uint32_t *root_order;
 	size_t num_root_order;
@@ -88,6 +94,9 @@ uint32_t hd_fw_intern_new(struct hd_fw *fw, const char *name);
 void hd_fw_labels_free(struct hd_fw *fw);
 // Reverts the assignments, marks and names of the running module.
 void hd_fw_undo_module(struct hd_fw *fw);
+// Blocks assigned to several nodes go to their nearest common ancestor
+// (through parents and holders' nodes), or to none.
+struct hd_error *hd_fw_resolve_shared(struct hd_fw *fw);
 
 // Loads the modules (names of built-ins, paths of shared objects; none:
 // the built-ins and HEAPDOM_FRAMEWORK_PATH) and runs detect and blocks.
@@ -96,8 +105,9 @@ struct hd_error *hd_fw_create(struct hd_target *t, struct hd_debuginfo *di,
 			      const struct hd_typing *ty,
 			      const char *const *names, size_t n,
 			      struct hd_fw **ret);
-// Runs the detected modules' analyze over the graph built with fw->sa.
-void hd_fw_analyze(struct hd_fw *fw, const struct hd_graph *g);
+// Runs the detected modules' analyze over the graph built with fw->sa,
+// then settles the shared blocks.
+struct hd_error *hd_fw_analyze(struct hd_fw *fw, const struct hd_graph *g);
 void hd_fw_destroy(struct hd_fw *fw);
 
 // The semantic graph's dominator tree: the graph's vertices, then one per

@@ -272,7 +272,12 @@ struct hd_error *hd_session_semantic(struct hd_session *s,
 		hd_fw_destroy(fw);
 		return err;
 	}
-	hd_fw_analyze(fw, g);
+	err = hd_fw_analyze(fw, g);
+	if (err) {
+		hd_fw_destroy(fw);
+		hd_graph_destroy(g);
+		return err;
+	}
 	err = hd_semantic_compute(fw, g, &s->sem);
 	if (err)
 		return err;

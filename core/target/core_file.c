@@ -170,6 +170,20 @@ struct nt_file_entry {
 	uint64_t start, end, pgoff;
 };
 
+// A mapped file's range that has no segment in the core at all (gcore and
+// the kernel leave out read-only file mappings): its bytes are the file's.
+static struct hd_error *add_file_only(struct core_file *c, uint64_t start,
+				      uint64_t end, int file, uint64_t offset)
+{
+	struct core_segment s = {
+		.start = start, .end = end, .prot = HD_PROT_READ,
+		.file_index = file, .file_offset = offset,
+	};
+	if (!HD_VEC_PUSH(c->segs, c->num_segs, c->cap_segs, s))
+		return &hd_error_no_memory;
+	return NULL;
+}
+
 // NT_FILE: count, page size, count × {start, end, pgoff}, count names.
 static struct hd_error *parse_nt_file(struct hd_target *t, const uint8_t *d,
 				      size_t len)
@@ -206,7 +220,9 @@ static struct hd_error *parse_nt_file(struct hd_target *t, const uint8_t *d,
 		c->num_files = i + 1;
 		names += n + 1;
 		// Attach the file to the segments it covers.
-		for (size_t s = 0; s < c->num_segs; s++) {
+		size_t nsegs = c->num_segs; // the core's own, sorted
+		uint64_t p = e.start;
+		for (size_t s = 0; s < nsegs; s++) {
 			struct core_segment *seg = &c->segs[s];
 			if (seg->start >= e.start && seg->start < e.end &&
 			    seg->file_index < 0) {
@@ -214,6 +230,22 @@ static struct hd_error *parse_nt_file(struct hd_target *t, const uint8_t *d,
 				seg->file_offset =
 					e.pgoff * page + (seg->start - e.start);
 			}
+			if (seg->end <= p || seg->start >= e.end)
+				continue;
+			if (seg->start > p) {
+				struct hd_error *err = add_file_only(c, p, seg->start,
+								     (int)i, e.pgoff * page + (p - e.start));
+				if (err)
+					return err;
+			}
+			if (seg->end > p)
+				p = seg->end;
+		}
+		if (p < e.end) {
+			struct hd_error *err = add_file_only(c, p, e.end, (int)i,
+							     e.pgoff * page + (p - e.start));
+			if (err)
+				return err;
 		}
 	}
 	return NULL;
@@ -360,6 +392,8 @@ static struct hd_error *load_core(struct hd_target *t, struct core_file *c)
 	if (!have_notes)
 		return hd_error_file(HD_ERROR_FORMAT, t->name,
 				     "core has no notes segment (no threads or mapped files)");
+	// NT_FILE added the file ranges the core left out.
+	qsort(c->segs, c->num_segs, sizeof(*c->segs), segment_cmp);
 	for (size_t i = 0; i < c->num_segs; i++) {
 		struct core_segment *s = &c->segs[i];
 		struct hd_mapping m = {

@@ -28,6 +28,7 @@
 //   expect ADDR IDX WHAT          the block at ADDR (application data shared
 //                                 by several views) hangs directly under
 //                                 node IDX in the semantic dominator tree
+//   version ADDR                  where uk_version is (the live copy)
 //   pool ADDR CHUNK SLOT_SIZE NSLOTS   a widget pool (ADDR = its malloc'd
 //                                 chunk, also where its header is)
 //   slot ADDR SIZE used|free KIND NODE   a slot of the pool before it;
@@ -390,6 +391,10 @@ __attribute__((noinline)) static void write_truth(const char *path)
 	ostr(&o, "\n");
 	o.nrec++;
 	write_nodes(&o);
+	ostr(&o, "version ");
+	ohex(&o, (uintptr_t)&uk_version);
+	ostr(&o, "\n");
+	o.nrec++;
 	write_pools(&o);
 	ostr(&o, "end ");
 	odec(&o, o.nrec);

@@ -128,30 +128,14 @@ static const char *kind_name(uint32_t kind)
 	return NULL;
 }
 
-// Adds a block; a block heapdom refuses is warned about (by heapdom) and
-// ends this pool: its other slots would not fit either.
-static struct hd_error *add_block(struct hd_fw *fw, uint64_t addr,
-				  uint64_t size, enum hd_block_state state,
-				  const char *type, bool *ok)
-{
-	struct hd_error *err = hd_fw_add_block(fw, addr, size, state, type);
-	*ok = !err;
-	if (err && !fatal(err)) {
-		hd_fw_warn(fw, addr, "widget pool block refused: %s",
-			   err->message);
-		hd_error_destroy(err);
-		return NULL;
-	}
-	return err;
-}
-
 static struct hd_error *add_pool(struct hd_fw *fw, uint64_t addr,
 				 const struct uk_pool *p)
 {
-	bool ok;
-	struct hd_error *err = add_block(fw, addr, sizeof(*p),
-					 HD_STATE_INTERNAL, "uk_pool", &ok);
-	for (uint32_t i = 0; !err && ok && i < p->nslots; i++) {
+	// A block that breaks heapdom's rules (outside the pool's chunk,
+	// overlapping another) is refused with a warning, once all are in.
+	struct hd_error *err = hd_fw_add_block(fw, addr, sizeof(*p),
+					       HD_STATE_INTERNAL, "uk_pool");
+	for (uint32_t i = 0; !err && i < p->nslots; i++) {
 		uint64_t slot = addr + sizeof(*p) + (uint64_t)i * p->slot_size;
 		struct uk_slot s;
 		err = hd_fw_read(fw, slot, &s, sizeof(s));
@@ -174,11 +158,11 @@ static struct hd_error *add_pool(struct hd_fw *fw, uint64_t addr,
 			continue;
 		}
 		if (s.magic == UK_SLOT_USED)
-			err = add_block(fw, slot, p->slot_size, HD_STATE_USED,
-					type, &ok);
+			err = hd_fw_add_block(fw, slot, p->slot_size,
+					      HD_STATE_USED, type);
 		else
-			err = add_block(fw, slot, p->slot_size, HD_STATE_FREE,
-					NULL, &ok);
+			err = hd_fw_add_block(fw, slot, p->slot_size,
+					      HD_STATE_FREE, NULL);
 	}
 	return err;
 }

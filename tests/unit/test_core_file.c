@@ -289,6 +289,12 @@ static void core_build(struct blob *out, uint16_t type, uint16_t machine,
 //                                the core (as the kernel keeps ELF headers)
 //   K  [0xa00000, 0xa02000) r--  backing file at pgoff 4: its second page
 //                                lies past the end of the file
+//   N  [0xb00000, 0xb02000)      backing file at pgoff 0, no segment in the
+//                                core at all (gcore leaves read-only file
+//                                mappings out): read from the file
+//   Q  [0xc00000, 0xc03000)      backing file at pgoff 1 with a segment for
+//                                its middle page only: the pages around it
+//                                come from the file
 #define A_START 0x400000ULL
 #define A_END 0x402000ULL
 #define F_START 0x402000ULL
@@ -312,6 +318,13 @@ static void core_build(struct blob *out, uint16_t type, uint16_t machine,
 #define K_START 0xa00000ULL
 #define K_END 0xa02000ULL
 #define K_PGOFF 4
+#define N_START 0xb00000ULL
+#define N_END 0xb02000ULL
+#define Q_START 0xc00000ULL
+#define Q_MID 0xc01000ULL
+#define Q_MID_END 0xc02000ULL
+#define Q_END 0xc03000ULL
+#define Q_PGOFF 1
 #define BACKING_SIZE (5 * 4096)
 #define MISSING_FILE "/nonexistent-heapdom-test-dir/libmissing.so"
 
@@ -354,8 +367,10 @@ static void main_notes(struct blob *notes)
 		{M_START, M_END, 0, MISSING_FILE},
 		{H_START, H_END, H_PGOFF, bp},
 		{K_START, K_END, K_PGOFF, bp},
+		{N_START, N_END, 0, bp},
+		{Q_START, Q_END, Q_PGOFF, bp},
 	};
-	note_file(notes, files, 5);
+	note_file(notes, files, 7);
 }
 
 // Program headers deliberately not in address order.
@@ -369,6 +384,7 @@ static const struct seg main_segs[] = {
 	{Z_START, Z_END - Z_START, 0, PF_R | PF_W, NULL},
 	{K_START, K_END - K_START, 0, PF_R, NULL},
 	{H_START, H_END - H_START, H_PRESENT, PF_R | PF_X, NULL},
+	{Q_MID, Q_MID_END - Q_MID, 0, PF_R, NULL},
 };
 #define NMAIN (sizeof(main_segs) / sizeof(main_segs[0]))
 
@@ -485,6 +501,10 @@ START_TEST(test_mappings)
 		{Z_START, Z_END, HD_PROT_READ | HD_PROT_WRITE, NULL, false},
 		{H_START, H_END, HD_PROT_READ | HD_PROT_EXEC, "", true},
 		{K_START, K_END, HD_PROT_READ, "", true},
+		{N_START, N_END, HD_PROT_READ, "", true},
+		{Q_START, Q_MID, HD_PROT_READ, "", true},
+		{Q_MID, Q_MID_END, HD_PROT_READ, "", true},
+		{Q_MID_END, Q_END, HD_PROT_READ, "", true},
 	};
 	size_t n = sizeof(want) / sizeof(want[0]);
 	ck_assert_uint_eq(hd_target_num_mappings(t), n);
@@ -517,6 +537,12 @@ START_TEST(test_mappings)
 			  H_PGOFF * 4096);
 	ck_assert_uint_eq(hd_target_mapping(t, 8)->file_offset,
 			  K_PGOFF * 4096);
+	ck_assert_uint_eq(hd_target_mapping(t, 9)->file_offset, 0);
+	ck_assert_uint_eq(hd_target_mapping(t, 10)->file_offset, Q_PGOFF * 4096);
+	ck_assert_uint_eq(hd_target_mapping(t, 11)->file_offset,
+			  Q_PGOFF * 4096 + 0x1000);
+	ck_assert_uint_eq(hd_target_mapping(t, 12)->file_offset,
+			  Q_PGOFF * 4096 + 0x2000);
 	ck_assert_ptr_null(hd_target_mapping(t, n));
 	ck_assert_ptr_null(hd_target_find_mapping(t, A_START - 1));
 	ck_assert_ptr_null(hd_target_find_mapping(t, F_END));
@@ -608,6 +634,19 @@ START_TEST(test_read_backing_file)
 			   K_START + 0x1000, "past the end");
 	ck_assert_fault_at(hd_target_read(t, K_START, buf, 0x2000),
 			   K_START + 0x1000, "past the end");
+
+	// N and Q: file ranges the core has no segment for read from the
+	// file; one read crosses Q's three parts.
+	memset(buf, 0, sizeof(buf));
+	ck_assert_no_error(hd_target_read(t, N_START + 0x1ff0, buf, 16));
+	for (size_t i = 0; i < 16; i++)
+		ck_assert_uint_eq(buf[i], file_pattern(0x1ff0 + i));
+	uint8_t *q = malloc(Q_END - Q_START);
+	ck_assert_ptr_nonnull(q);
+	ck_assert_no_error(hd_target_read(t, Q_START, q, Q_END - Q_START));
+	for (size_t i = 0; i < Q_END - Q_START; i++)
+		ck_assert_uint_eq(q[i], file_pattern(Q_PGOFF * 4096 + i));
+	free(q);
 	hd_target_destroy(t);
 }
 END_TEST

@@ -1,0 +1,388 @@
+#!/usr/bin/env python3
+"""heapdom integration test of the cpython framework module against a Python
+program whose data is known by construction.
+
+    test_cpython.py --heapdom PATH --workdir DIR [--python /usr/bin/python3]
+                    [--only core,live] [--keep]
+
+The fixture (cpython_fixture.py, its truth format at its top) runs under the
+target Python (Debian 12's CPython 3.11), builds globals of __main__ whose
+objects only their container refers to, and records every block they own
+with its size as the allocator has it (pymalloc pool header or glibc chunk
+header, read by the fixture itself through ctypes).
+
+Cases:
+  core   gdb gcore of the running fixture, then the CLI on the core
+  live   the CLI with --pid on the running fixture; afterwards no thread of
+         it may be left stopped or traced
+Checks for each (one PASS/FAIL line each):
+  - `frameworks --framework cpython --json`: cpython detected, no error,
+    no warnings, the note names the fixture's exact version; pymalloc
+    arenas and pools found
+  - `dominators --semantic --framework cpython --json`: the "CPython" node
+    (interpreter, framework) and under it "pymalloc" (allocator,
+    framework; and "free lists" if present) whose bound is framework
+    memory only; pymalloc holds one
+    "pymalloc pool header" block of 48 bytes per pool found, each
+    POOL_SIZE-aligned; the semantic analysis finds no more unreachable
+    blocks than the plain `leaks` report (sub-allocator bookkeeping is no
+    leak)
+  - globals: exactly one node per truth global, label "TYPE 'NAME'
+    (__main__)", kind global, owner application, under CPython; its bound
+    alloc and blocks equal the truth (exact: the data is exclusively
+    owned), its framework bytes are 16 per GC head
+  - types: every truth block is in its global's subtree at its address,
+    with its size and its type (tp_name, or "list items", "dict keys",
+    "set table", "instance values"); per global, the count of each type in
+    the subtree equals the truth's
+
+Exit status 0 when every check passed, 1 otherwise, 77 (skipped) when the
+target Python is not 3.11 (after checking the module says so); the last
+line is "N passed, N failed".
+"""
+import argparse
+import collections
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "integration"))
+import heaptest  # noqa: E402
+from heaptest import HarnessError  # noqa: E402
+
+FIXTURE = os.path.join(HERE, "cpython_fixture.py")
+POOL_SIZE = 16384
+GC_HEAD = 16
+
+
+class Truth:
+    def __init__(self):
+        self.pid = None
+        self.version = None
+        self.globals = {}  # name -> (type, bound, blocks, gcheads)
+        self.blocks = collections.defaultdict(list)  # name -> [(addr, size, type)]
+
+
+def parse_truth(path):
+    t = Truth()
+    end = None
+    with open(path) as f:
+        lines = f.read().splitlines()
+    if not lines or lines[0] != "cpython-fixture-truth 1":
+        raise HarnessError("%s: not a cpython fixture truth file" % path)
+    for line in lines[1:]:
+        w = line.split()
+        if w[0] == "pid":
+            t.pid = int(w[1])
+        elif w[0] == "version":
+            t.version = w[1]
+        elif w[0] == "global":
+            t.globals[w[1]] = (w[2], int(w[3]), int(w[4]), int(w[5]))
+        elif w[0] == "block":
+            t.blocks[w[1]].append((int(w[2], 16), int(w[3]), w[4].replace("_", " ")))
+        elif w[0] == "end":
+            end = (int(w[1]), int(w[2]))
+    if end != (len(t.globals), sum(len(b) for b in t.blocks.values())):
+        raise HarnessError("%s: truncated or inconsistent (end %r)" % (path, end))
+    return t
+
+
+def start(python, workdir):
+    truth = os.path.join(workdir, "truth")
+    ready = os.path.join(workdir, "ready")
+    for p in (truth, ready):
+        if os.path.exists(p):
+            os.unlink(p)
+    proc = subprocess.Popen([python, "-I", FIXTURE, truth, ready],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while not os.path.exists(ready):
+        if proc.poll() is not None:
+            raise HarnessError("fixture exited with %d: %s" % (
+                proc.returncode, proc.stderr.read().decode(errors="replace")))
+        if time.monotonic() > deadline:
+            heaptest.stop_fixture(proc)
+            raise HarnessError("fixture not ready after 120s")
+        time.sleep(0.02)
+    return proc, parse_truth(truth)
+
+
+def gcore(pid, core):
+    if os.path.exists(core):
+        os.unlink(core)
+    r = subprocess.run(["gdb", "-q", "-nx", "-batch", "-p", str(pid),
+                        "-ex", "gcore " + core, "-ex", "detach"],
+                       capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, DEBUGINFOD_URLS=""))
+    if not os.path.isfile(core) or os.path.getsize(core) == 0:
+        raise HarnessError("gdb wrote no core (rc %d): %s" % (r.returncode, r.stderr[-2000:]))
+
+
+# ------------------------------------------------------------------ checks
+def cpython_entry(doc):
+    fws = [f for f in doc.get("frameworks", []) if f.get("name") == "cpython"]
+    if len(fws) != 1:
+        raise HarnessError("%d cpython entries in frameworks" % len(fws))
+    return fws[0]
+
+
+def check_frameworks(doc, truth):
+    pb = []
+    fw = cpython_entry(doc)
+    if fw.get("detected") is not True:
+        pb.append("cpython not detected; notes %r" % fw.get("notes"))
+    if fw.get("error") is not None:
+        pb.append("error: %s" % fw["error"])
+    if fw.get("warnings") or fw.get("dropped_warnings"):
+        pb.append("warnings: %r" % (fw.get("warnings")[:5],))
+    notes = " | ".join(fw.get("notes") or [])
+    if "CPython %s" % truth.version not in notes:
+        pb.append("no note naming CPython %s: %s" % (truth.version, notes))
+    m = re.search(r"pymalloc: (\d+) arenas, (\d+) pools", notes)
+    if not m or int(m.group(1)) < 1 or int(m.group(2)) < 1:
+        pb.append("no pymalloc arenas/pools found: %s" % notes)
+    if fw.get("regions", 0) < 1 or fw.get("subblocks", 0) < 1:
+        pb.append("regions %s, subblocks %s" % (fw.get("regions"), fw.get("subblocks")))
+    return pb
+
+
+def pools_in_notes(doc):
+    notes = " | ".join(cpython_entry(doc).get("notes") or [])
+    m = re.search(r"pymalloc: (\d+) arenas, (\d+) pools", notes)
+    return int(m.group(2)) if m else None
+
+
+def find_node(doc, label, kind):
+    found = [n for n in doc.get("nodes", [])
+             if n.get("label") == label and n.get("kind") == kind
+             and n.get("framework") == "cpython"]
+    return found[0] if len(found) == 1 else None
+
+
+def tree_node(doc, node_id):
+    stack = list(doc.get("tree", []))
+    while stack:
+        e = stack.pop()
+        if e.get("kind") == "node" and e.get("node") == node_id:
+            return e
+        stack.extend(e.get("children", []))
+    return None
+
+
+def subtree_blocks(entry):
+    """Every block/subblock entry below entry (not entry itself)."""
+    out = []
+    stack = list(entry.get("children", []))
+    while stack:
+        e = stack.pop()
+        if e.get("kind") in ("block", "subblock"):
+            out.append(e)
+        stack.extend(e.get("children", []))
+    return out
+
+
+def check_nodes(doc, truth, plain_leaks):
+    pb = []
+    top = find_node(doc, "CPython", "interpreter")
+    pm = find_node(doc, "pymalloc", "allocator")
+    if not top or not pm:
+        return ["nodes CPython/interpreter and pymalloc/allocator: %r"
+                % [(n.get("label"), n.get("kind")) for n in doc.get("nodes", [])][:20]]
+    if top.get("owner") != "framework" or top.get("parent") is not None:
+        pb.append("CPython node: owner %s parent %s" % (top.get("owner"), top.get("parent")))
+    if pm.get("owner") != "framework" or pm.get("parent") != top["id"]:
+        pb.append("pymalloc node: owner %s parent %s" % (pm.get("owner"), pm.get("parent")))
+    b = pm["bound"]
+    if b["framework"] != b["alloc"] or b["application"] != 0 or b["alloc"] <= 0:
+        pb.append("pymalloc bound is not all framework memory: %r" % b)
+    entry = tree_node(doc, pm["id"])
+    if entry is None:
+        pb.append("pymalloc node not in the tree")
+    else:
+        blocks = subtree_blocks(entry)
+        headers = [e for e in blocks if e.get("type") == "pymalloc pool header"]
+        npools = pools_in_notes(doc)
+        if len(headers) != npools:
+            pb.append("%d pool headers under pymalloc, %s pools found" % (len(headers), npools))
+        for e in headers:
+            a = int(e["address"], 16)
+            if a % POOL_SIZE or e["object"]["alloc"] != 48:
+                pb.append("pool header %s: %r" % (e["address"], e["object"]))
+        if len(blocks) != pm["bound"]["blocks"]:
+            pb.append("pymalloc: %d blocks in the tree, bound says %d"
+                      % (len(blocks), pm["bound"]["blocks"]))
+    fl = find_node(doc, "free lists", "allocator")
+    if fl and (fl.get("parent") != top["id"] or fl["bound"]["framework"] != fl["bound"]["alloc"]):
+        pb.append("free lists node: parent %s, bound %r" % (fl.get("parent"), fl["bound"]))
+    unreachable = doc.get("totals", {}).get("unreachable_blocks")
+    if unreachable is not None and unreachable != plain_leaks:
+        pb.append("semantic analysis: %s unreachable blocks, plain leaks report %d"
+                  % (unreachable, plain_leaks))
+    return pb
+
+
+def global_label(name, typ):
+    return "%s '%s' (__main__)" % (typ, name)
+
+
+def check_globals(doc, truth):
+    pb = []
+    top = find_node(doc, "CPython", "interpreter")
+    want = {global_label(n, g[0]) for n, g in truth.globals.items()}
+    have = {n["label"] for n in doc.get("nodes", [])
+            if n.get("kind") == "global" and n.get("framework") == "cpython"}
+    if want != have:
+        pb.append("global nodes: missing %s, unexpected %s"
+                  % (sorted(want - have), sorted(have - want)))
+    for name, (typ, bound, nblocks, gc) in sorted(truth.globals.items()):
+        n = find_node(doc, global_label(name, typ), "global")
+        if not n:
+            continue
+        if n.get("owner") != "application" or not top or n.get("parent") != top["id"]:
+            pb.append("%s: owner %s, parent %s" % (name, n.get("owner"), n.get("parent")))
+        b = n["bound"]
+        got = (b["alloc"], b["blocks"], b["framework"])
+        exp = (bound, nblocks, gc * GC_HEAD)
+        if got != exp:
+            pb.append("%s: bound alloc/blocks/framework %r, truth %r" % (name, got, exp))
+    return pb
+
+
+def check_types(doc, truth):
+    pb = []
+    for name, (typ, bound, nblocks, gc) in sorted(truth.globals.items()):
+        n = find_node(doc, global_label(name, typ), "global")
+        entry = tree_node(doc, n["id"]) if n else None
+        if entry is None:
+            pb.append("%s: no node in the tree" % name)
+            continue
+        blocks = {int(e["address"], 16): e for e in subtree_blocks(entry)}
+        want = collections.Counter()
+        for addr, size, t in truth.blocks[name]:
+            want[t] += 1
+            e = blocks.get(addr)
+            if e is None:
+                pb.append("%s: %s block 0x%x not in its subtree" % (name, t, addr))
+            elif e.get("type") != t or e["object"]["alloc"] != size:
+                pb.append("%s: block 0x%x is %r of %d bytes, truth %s of %d"
+                          % (name, addr, e.get("type"), e["object"]["alloc"], t, size))
+        got = collections.Counter(e.get("type") for e in blocks.values())
+        if got != want:
+            pb.append("%s: types in the subtree %r, truth %r"
+                      % (name, dict(got), dict(want)))
+    return pb
+
+
+class Run:
+    def __init__(self):
+        self.passed = self.failed = 0
+
+    def result(self, case, check, problems):
+        if problems:
+            self.failed += 1
+            print("FAIL %s: %s" % (case, check))
+            for p in problems[:20]:
+                print("    " + str(p))
+            if len(problems) > 20:
+                print("    ... %d more" % (len(problems) - 20))
+        else:
+            self.passed += 1
+            print("PASS %s: %s" % (case, check))
+        sys.stdout.flush()
+
+    def guarded(self, case, check, fn, *args):
+        try:
+            self.result(case, check, fn(*args))
+        except HarnessError as e:
+            self.result(case, check, ["harness: %s" % e])
+        except Exception as e:  # a bug in the test must still be reported
+            import traceback
+            self.result(case, check, ["exception: %s\n%s" % (e, traceback.format_exc())])
+
+
+def analyse(run, case, heapdom, target, truth):
+    fw_doc = heaptest.heapdom_json(heapdom, ["frameworks", "--framework", "cpython", "--json"] + target)
+    run.guarded(case, "frameworks report", check_frameworks, fw_doc, truth)
+    # --depth/--top large enough for every block of the globals' subtrees.
+    doc = heaptest.heapdom_json(heapdom, ["dominators", "--semantic", "--framework", "cpython",
+                                          "--json", "--depth", "8", "--top", "10000000"] + target)
+    run.guarded(case, "frameworks entry of dominators", check_frameworks, doc, truth)
+    leaks = heaptest.heapdom_json(heapdom, ["leaks", "--json"] + target)
+    run.guarded(case, "CPython and pymalloc nodes", check_nodes, doc, truth,
+                leaks.get("leaked_blocks", 0))
+    run.guarded(case, "globals' bound memory", check_globals, doc, truth)
+    run.guarded(case, "object types", check_types, doc, truth)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--heapdom", required=True)
+    ap.add_argument("--python", default="/usr/bin/python3")
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--only", help="comma-separated cases: core,live")
+    ap.add_argument("--keep", action="store_true")
+    args = ap.parse_args()
+    only = set(args.only.split(",")) if args.only else {"core", "live"}
+    if not os.access(args.python, os.X_OK):
+        print("no %s: skipped" % args.python)
+        return 77
+    work = os.path.abspath(args.workdir)
+    os.makedirs(work, exist_ok=True)
+    run = Run()
+    try:
+        proc, truth = start(args.python, work)
+    except HarnessError as e:
+        run.result("fixture", "start", [str(e)])
+        print("%d passed, %d failed" % (run.passed, run.failed))
+        return 1
+    try:
+        print("fixture: pid %d, CPython %s, %d globals, %d blocks"
+              % (truth.pid, truth.version, len(truth.globals),
+                 sum(len(b) for b in truth.blocks.values())))
+        for name, (typ, bound, nblocks, gc) in sorted(truth.globals.items()):
+            print("  expect %-34s bound %6d bytes in %4d blocks, %3d GC heads"
+                  % (global_label(name, typ), bound, nblocks, gc))
+        if not truth.version.startswith("3.11."):
+            # The module must say it found an unsupported version.
+            doc = heaptest.heapdom_json(args.heapdom, ["frameworks", "--framework", "cpython",
+                                                       "--json", "--pid", str(proc.pid)])
+            fw = cpython_entry(doc)
+            notes = " ".join(fw.get("notes") or [])
+            run.result("live", "unsupported version reported",
+                       [] if not fw.get("detected") and truth.version in notes
+                       else ["detected %s, notes %r" % (fw.get("detected"), notes)])
+            print("%d passed, %d failed (CPython %s: not 3.11, skipped)"
+                  % (run.passed, run.failed, truth.version))
+            return 1 if run.failed else 77
+        if "core" in only:
+            core = os.path.join(work, "cpython.core")
+            try:
+                gcore(proc.pid, core)
+                analyse(run, "core", args.heapdom, [core], truth)
+            except HarnessError as e:
+                run.result("core", "analysis", [str(e)])
+            if not args.keep and os.path.exists(core):
+                os.unlink(core)
+        if "live" in only:
+            try:
+                analyse(run, "live", args.heapdom, ["--pid", str(proc.pid)], truth)
+                left = heaptest.stopped_threads(proc.pid)
+                run.result("live", "process left running",
+                           ["threads left stopped or traced: %r" % left] if left else [])
+            except HarnessError as e:
+                run.result("live", "analysis", [str(e)])
+    finally:
+        heaptest.stop_fixture(proc)
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    print("%d passed, %d failed" % (run.passed, run.failed))
+    return 1 if run.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
