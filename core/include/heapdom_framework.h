@@ -128,7 +128,8 @@ HD_EXPORT struct hd_error *hd_fw_add_block(struct hd_fw *fw, uint64_t addr,
 
 // The vertex of the block (heap block or sub-allocator block) containing
 // addr, or of the root whose memory contains it (a global); HD_DOM_NONE if
-// none. analyze only.
+// none. An address in an internal sub-allocator block inside a malloc'd
+// block gives the malloc'd block. analyze only.
 HD_EXPORT uint32_t hd_fw_vertex_at(struct hd_fw *fw, uint64_t addr);
 // Sub-allocator block i's vertex, and back (-1 if v is not one).
 HD_EXPORT uint32_t hd_fw_subblock_vertex(struct hd_fw *fw, size_t i);

@@ -347,7 +347,9 @@ uint32_t hd_fw_vertex_at(struct hd_fw *fw, uint64_t addr)
 	if (!fw->g)
 		return HD_DOM_NONE;
 	int64_t k = fw->sa.num_blocks ? hd_suballoc_find(&fw->sa, addr) : -1;
-	if (k >= 0)
+	// An internal block inside a malloc'd block is part of it.
+	if (k >= 0 && !(fw->sa.blocks[k].state == HD_STATE_INTERNAL &&
+			fw->sa.blocks[k].container >= 0))
 		return first_sub_vertex(fw) + (uint32_t)k;
 	int64_t id = hd_heap_find(fw->h, addr);
 	if (id >= 0) {

@@ -510,11 +510,33 @@ static struct hd_error *window(struct hd_fw *fw, uint32_t app_node,
 	return err;
 }
 
+// The malloc'd block of each widget pool keeps its header and the slack
+// after its last slot: uikit's bookkeeping, named as such.
+static struct hd_error *name_pools(struct hd_fw *fw)
+{
+	struct hd_error *err = NULL;
+	for (size_t i = 0; i < hd_fw_num_subblocks(fw) && !err; i++) {
+		struct hd_fw_subblock sb;
+		if (!hd_fw_subblock(fw, i, &sb) || !sb.mine ||
+		    sb.state != HD_STATE_INTERNAL)
+			continue;
+		// The header's address gives the block around it.
+		uint32_t v = hd_fw_vertex_at(fw, sb.addr);
+		err = hd_fw_name(fw, v, "uk_pool");
+		if (!err)
+			err = hd_fw_mark(fw, v, UINT64_MAX);
+	}
+	return err;
+}
+
 static struct hd_error *uk_analyze(struct hd_fw *fw)
 {
 	const struct uk_state *st = *hd_fw_private(fw);
 	uint64_t addr;
-	struct hd_error *err = hd_fw_read_u64(fw, st->the_app, &addr);
+	struct hd_error *err = name_pools(fw);
+	if (err)
+		return err;
+	err = hd_fw_read_u64(fw, st->the_app, &addr);
 	if (err) {
 		if (fatal(err))
 			return err;
