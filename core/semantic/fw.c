@@ -19,15 +19,48 @@ const struct hd_graph *hd_fw_graph(struct hd_fw *fw) { return fw->g; }
 const struct hd_typing *hd_fw_typing(struct hd_fw *fw) { return fw->ty; }
 void **hd_fw_private(struct hd_fw *fw) { return &fw->mods[fw->cur].priv; }
 
+// Modules read millions of small objects; from a live process each read
+// would be a system call. The process is stopped while it is analysed, so
+// whole windows of it can be kept: a direct-mapped cache of 16 KiB lines.
+#define LINE_SHIFT 14
+#define LINE_SIZE (1u << LINE_SHIFT)
+#define NUM_LINES 256
+
+struct hd_fw_cache {
+	uint64_t base[NUM_LINES]; // line address + 1, 0: empty
+	uint8_t data[NUM_LINES][LINE_SIZE];
+};
+
 struct hd_error *hd_fw_read(struct hd_fw *fw, uint64_t addr, void *buf,
 			    size_t len)
 {
-	return hd_target_read(fw->t, addr, buf, len);
+	uint64_t line = addr >> LINE_SHIFT;
+	if (len == 0 || ((addr + len - 1) >> LINE_SHIFT) != line)
+		return hd_target_read(fw->t, addr, buf, len);
+	if (!fw->cache && !(fw->cache = calloc(1, sizeof(*fw->cache))))
+		return hd_target_read(fw->t, addr, buf, len);
+	size_t slot = (size_t)(line ^ (line >> 8)) % NUM_LINES;
+	struct hd_fw_cache *c = fw->cache;
+	if (c->base[slot] != line + 1) {
+		struct hd_error *err = hd_target_read(fw->t, line << LINE_SHIFT,
+						      c->data[slot], LINE_SIZE);
+		if (err) {
+			// Part of the line is missing: read just what was asked.
+			c->base[slot] = 0;
+			if (err == &hd_error_no_memory)
+				return err;
+			hd_error_destroy(err);
+			return hd_target_read(fw->t, addr, buf, len);
+		}
+		c->base[slot] = line + 1;
+	}
+	memcpy(buf, c->data[slot] + (addr & (LINE_SIZE - 1)), len);
+	return NULL;
 }
 
 struct hd_error *hd_fw_read_u64(struct hd_fw *fw, uint64_t addr, uint64_t *ret)
 {
-	return hd_target_read_u64(fw->t, addr, ret);
+	return hd_fw_read(fw, addr, ret, sizeof(*ret));
 }
 
 struct hd_error *hd_fw_read_string(struct hd_fw *fw, uint64_t addr, char *buf,
@@ -44,7 +77,7 @@ struct hd_error *hd_fw_read_string(struct hd_fw *fw, uint64_t addr, char *buf,
 		uint64_t page_left = 4096 - ((addr + i) & 4095);
 		if (chunk > page_left)
 			chunk = page_left;
-		struct hd_error *err = hd_target_read(fw->t, addr + i, buf + i, chunk);
+		struct hd_error *err = hd_fw_read(fw, addr + i, buf + i, chunk);
 		if (err)
 			return err;
 		void *nul = memchr(buf + i, 0, chunk);

@@ -421,6 +421,7 @@ void hd_fw_destroy(struct hd_fw *fw)
 	free(fw->conflicts);
 	free(fw->marks);
 	free(fw->root_order);
+	free(fw->cache);
 	hd_fw_labels_free(fw);
 	free(fw);
 }

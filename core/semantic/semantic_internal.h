@@ -83,6 +83,7 @@ struct hd_fw {
 	} *conflicts;
 	size_t num_conflicts, cap_conflicts;
 	uint32_t *marks, stamp; // scratch of common_node
+	struct hd_fw_cache *cache; // of target memory (fw.c)
 	// Roots sorted by start address, for hd_fw_vertex_at (lazy).
 	uint32_t *root_order;
 	size_t num_root_order;
