@@ -1,0 +1,149 @@
+// What the files of the libstdc++ framework module share: the container
+// kinds, the analyze state and the walk of one container.
+//
+// libstdcxx.c        detect, the ops struct, analyze: the work queue of
+//                    containers, one node per container
+// libstdcxx_names.c  kinds, template arguments and short labels from the
+//                    DWARF names
+// libstdcxx_walk.c   what every walker uses, and the containers that keep
+//                    their elements in buffers (vector, string, deque)
+// libstdcxx_nodes.c  the containers of one block per node (list,
+//                    forward_list, rb-tree, hashtable) and shared_ptr
+#ifndef HD_LIBSTDCXX_INTERNAL_H
+#define HD_LIBSTDCXX_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "heapdom_framework.h"
+
+// Nodes one container may have: beyond it the container is broken (or a
+// cycle), whatever its recorded size says.
+#define MAX_NODES (1u << 24)
+
+enum kind {
+	K_VECTOR, K_LIST, K_FLIST, K_TREE, K_HASH, K_STRING, K_SHARED,
+	K_DEQUE, K_NONE,
+};
+
+// A container found and not yet looked at.
+struct pending {
+	uint64_t addr, size;
+	char *type;
+	char *where;
+	uint32_t holder;
+	bool in_array; // in an element of a block typed as an array
+};
+
+// Names given to a container's blocks (hd_fw_name).
+enum { NAME_NONE, NAME_NODE, NAME_BUFFER };
+
+// One block of a container, with its framework bytes and which name.
+struct owned {
+	uint32_t v;
+	uint64_t fw;
+	int name;
+};
+
+// An element whose insides may hold containers.
+struct element {
+	uint64_t addr;
+	uint32_t holder;
+};
+
+// A set of non-zero 64-bit values (open addressing, 0 = empty).
+struct set {
+	uint64_t *v;
+	size_t cap, n;
+};
+
+// The analyze phase's state, and the container being walked.
+struct ctx {
+	struct hd_fw *fw;
+	// Globals and nested containers; containers found in typed heap
+	// blocks wait in later, so that one reached both ways (the strings in
+	// a std::vector<std::string>'s buffer, which DWARF types too) is named
+	// by its container: "g_names[2]", not "std::string[2]".
+	struct pending *queue;
+	size_t num_queue, cap_queue;
+	struct pending *later;
+	size_t num_later, cap_later;
+	bool top; // hd_fw_objects is calling enqueue
+	struct set seen;    // addresses of the containers looked at
+	struct set buffers; // vertices + 1 of the element buffers walked
+	struct owned *blocks;
+	size_t num_blocks, cap_blocks;
+	struct element *elems;
+	size_t num_elems, cap_elems;
+	char *elem_type; // DWARF name of the elements, or NULL
+	char *short_elem; // the element type as stl_short_type() writes it
+	// The type of the container's node blocks ("std::_Rb_tree_node<
+	// std::pair<int const, Session>>") and of its buffer ("Item*[10]").
+	char node_name[512], buffer_name[512];
+	uint64_t *stack;
+	size_t num_stack, cap_stack;
+	size_t containers;
+};
+
+// Each walker fills c->blocks and c->elems and returns NULL with *why set
+// when the container does not look like gcc 12's (why == NULL: fine;
+// *empty: no heap memory, no node).
+struct walk {
+	const struct pending *p;
+	const char *why;
+	uint64_t why_addr;
+	bool empty;
+	uint64_t elem_size; // stride of elements in a buffer (vector)
+	bool hash_cached;
+};
+
+// ----------------------------------------------------------- libstdcxx.c
+
+// Makes room for element n of the array *p of *cap elements of size bytes.
+struct hd_error *stl_grow(void **p, size_t *cap, size_t n, size_t size);
+
+// ----------------------------------------------------- libstdcxx_names.c
+
+// Whether s starts with prefix.
+bool stl_starts(const char *s, const char *prefix);
+// The container kind of a DWARF type name, or K_NONE.
+enum kind stl_kind_of(const char *type);
+// Template argument k (0-based) of name, or the last one for k < 0.
+bool stl_template_arg(const char *name, int k, char *buf, size_t len);
+// The element type of a container named type.
+bool stl_value_type(const char *type, enum kind k, char *buf, size_t len);
+// The name a C++ programmer writes for type (malloc'd, or NULL).
+char *stl_short_type(const char *type);
+
+// ------------------------------------------------------ libstdcxx_walk.c
+
+// The used heap block starting at p with at least need usable bytes.
+bool stl_block_at(struct hd_fw *fw, uint64_t p, uint64_t need, uint32_t *v,
+		  struct hd_block *b);
+// Records block v as the container's, fwb bytes of it framework's.
+struct hd_error *stl_own(struct ctx *c, uint32_t v, uint64_t fwb, int name);
+// Names the node blocks "tmpl<element>" when the element type is known.
+void stl_name_node(struct ctx *c, const char *tmpl);
+// Names the buffer "elem[n]".
+void stl_name_buffer(struct ctx *c, const char *elem, uint64_t n);
+// Records an element at addr, held by block holder.
+struct hd_error *stl_elem(struct ctx *c, uint64_t addr, uint32_t holder);
+// Pushes x on the walk's stack (the rb-tree's in-order walk).
+struct hd_error *stl_push(struct ctx *c, uint64_t x);
+// A read that fails is memory not understood: false, no error.
+bool stl_rd(struct hd_fw *fw, uint64_t addr, uint64_t *v);
+// Marks the walk failed: the container is skipped with why.
+void stl_fail(struct walk *w, uint64_t addr, const char *why);
+
+// The walkers, one per kind.
+struct hd_error *stl_walk_vector(struct ctx *c, struct walk *w);
+struct hd_error *stl_walk_string(struct ctx *c, struct walk *w);
+struct hd_error *stl_walk_deque(struct ctx *c, struct walk *w);
+struct hd_error *stl_walk_list(struct ctx *c, struct walk *w);
+struct hd_error *stl_walk_flist(struct ctx *c, struct walk *w);
+struct hd_error *stl_walk_tree(struct ctx *c, struct walk *w);
+struct hd_error *stl_walk_hash(struct ctx *c, struct walk *w);
+struct hd_error *stl_walk_shared(struct ctx *c, struct walk *w);
+
+#endif
