@@ -23,54 +23,11 @@ struct hd_dom {
 };
 
 
-struct sort_ctx {
-	const uint64_t *retained;
-};
-static const uint64_t *g_sort_retained;
-
-static int by_retained(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	uint64_t rx = g_sort_retained[x], ry = g_sort_retained[y];
-	if (rx != ry)
-		return rx > ry ? -1 : 1;
-	return x < y ? -1 : x > y;
-}
-
 // Children lists of the dominator tree, each sorted by retained size.
 static struct hd_error *build_children(struct hd_dom *d)
 {
-	uint32_t n = d->n;
-	d->child_off = calloc((size_t)n + 1, sizeof(*d->child_off));
-	d->children = malloc((d->tree.num_reachable ? d->tree.num_reachable : 1) *
-			     sizeof(*d->children));
-	if (!d->child_off || !d->children)
-		return &hd_error_no_memory;
-	for (uint32_t v = 0; v < n; v++) {
-		uint32_t p = d->tree.idom[v];
-		if (p != HD_NO_VERTEX && v != d->tree.root)
-			d->child_off[p + 1]++;
-	}
-	for (uint32_t v = 0; v < n; v++)
-		d->child_off[v + 1] += d->child_off[v];
-	// Fill in preorder, using child_off[p] as a cursor, then shift back.
-	for (uint32_t i = 0; i < d->tree.num_reachable; i++) {
-		uint32_t v = d->tree.preorder[i];
-		if (v == d->tree.root)
-			continue;
-		d->children[d->child_off[d->tree.idom[v]]++] = v;
-	}
-	for (uint32_t v = n; v > 0; v--)
-		d->child_off[v] = d->child_off[v - 1];
-	d->child_off[0] = 0;
-	g_sort_retained = d->retained;
-	for (uint32_t v = 0; v < n; v++) {
-		uint32_t k = d->child_off[v + 1] - d->child_off[v];
-		if (k > 1)
-			qsort(d->children + d->child_off[v], k, sizeof(uint32_t),
-			      by_retained);
-	}
-	return NULL;
+	return hd_domtree_children(&d->tree, d->retained, &d->child_off,
+				   &d->children);
 }
 
 // The leaked subgraph: every used block no root reaches, numbered 1..k

@@ -346,3 +346,52 @@ void hd_retained(const struct hd_domtree *t, const uint64_t *size,
 			count[d] += count[v];
 	}
 }
+
+static const uint64_t *g_sort_retained;
+
+static int by_retained(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	uint64_t rx = g_sort_retained[x], ry = g_sort_retained[y];
+	if (rx != ry)
+		return rx > ry ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+struct hd_error *hd_domtree_children(const struct hd_domtree *t,
+				     const uint64_t *retained,
+				     uint32_t **child_off_r, uint32_t **children_r)
+{
+	uint32_t n = t->n;
+	uint32_t *child_off = calloc((size_t)n + 1, sizeof(*child_off));
+	uint32_t *children = malloc((t->num_reachable ? t->num_reachable : 1) *
+				    sizeof(*children));
+	if (!child_off || !children) {
+		free(child_off);
+		free(children);
+		return &hd_error_no_memory;
+	}
+	for (uint32_t v = 0; v < n; v++)
+		if (t->idom[v] != HD_NO_VERTEX && v != t->root)
+			child_off[t->idom[v] + 1]++;
+	for (uint32_t v = 0; v < n; v++)
+		child_off[v + 1] += child_off[v];
+	// Fill in preorder, using child_off[p] as a cursor, then shift back.
+	for (uint32_t i = 0; i < t->num_reachable; i++) {
+		uint32_t v = t->preorder[i];
+		if (v != t->root)
+			children[child_off[t->idom[v]]++] = v;
+	}
+	for (uint32_t v = n; v > 0; v--)
+		child_off[v] = child_off[v - 1];
+	child_off[0] = 0;
+	g_sort_retained = retained;
+	for (uint32_t v = 0; v < n; v++) {
+		uint32_t k = child_off[v + 1] - child_off[v];
+		if (k > 1)
+			qsort(children + child_off[v], k, sizeof(uint32_t), by_retained);
+	}
+	*child_off_r = child_off;
+	*children_r = children;
+	return NULL;
+}

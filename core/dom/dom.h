@@ -50,4 +50,11 @@ void hd_domtree_deinit(struct hd_domtree *t);
 void hd_retained(const struct hd_domtree *t, const uint64_t *size,
 		 uint64_t *retained, uint32_t *count);
 
+// Children lists of the dominator tree: the children of v are
+// children[child_off[v] .. child_off[v+1]), largest retained first (ties
+// by vertex). Both arrays are malloc'd for the caller.
+struct hd_error *hd_domtree_children(const struct hd_domtree *t,
+				     const uint64_t *retained,
+				     uint32_t **child_off, uint32_t **children);
+
 #endif

@@ -190,20 +190,6 @@ static struct hd_error *scan_roots(struct builder *b, struct hd_target *t)
 	return NULL;
 }
 
-static bool is_container(struct builder *b, size_t id)
-{
-	const struct hd_suballoc *sa = b->sa;
-	size_t lo = 0, hi = sa->num_containers;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (sa->containers[mid] < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < sa->num_containers && sa->containers[lo] == id;
-}
-
 // A malloc'd block holding a sub-allocator's blocks: only the words no
 // used or free sub-block covers are its own (the pool's header and slack).
 static bool scan_container(struct builder *b, const uint8_t *d,
@@ -326,7 +312,7 @@ static struct hd_error *scan_blocks(struct builder *b, struct hd_target *t)
 			hd_heap_block(h, id, &blk);
 			if (blk.addr + blk.usable > seg->end)
 				continue;
-			if (b->sa && is_container(b, id)) {
+			if (b->sa && hd_suballoc_container(b->sa, id) >= 0) {
 				if (!scan_container(b, v.data + (blk.addr - seg->start),
 						    &blk, (int64_t)id)) {
 					hd_view_deinit(&v);

@@ -61,4 +61,21 @@ static inline int64_t hd_suballoc_find(const struct hd_suballoc *sa,
 	return i < sa->num_blocks && sa->blocks[i].addr <= p ? (int64_t)i : -1;
 }
 
+// Index in containers[] of heap block id, or -1 if it holds no sub-block.
+static inline int64_t hd_suballoc_container(const struct hd_suballoc *sa,
+					    size_t id)
+{
+	size_t lo = 0, hi = sa->num_containers;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (sa->containers[mid] < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < sa->num_containers && sa->containers[lo] == id
+		       ? (int64_t)lo
+		       : -1;
+}
+
 #endif

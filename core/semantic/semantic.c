@@ -18,21 +18,6 @@ static uint32_t node_of(const struct hd_fw *fw, uint32_t v)
 	return a == HD_FW_SHARED ? HD_FW_NO_NODE : a;
 }
 
-static uint64_t container_bytes(const struct hd_suballoc *sa, size_t id)
-{
-	size_t lo = 0, hi = sa->num_containers;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (sa->containers[mid] < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < sa->num_containers && sa->containers[lo] == id
-		       ? sa->container_bytes[lo]
-		       : 0;
-}
-
 // Own sizes: a heap block's chunk (minus the sub-allocator blocks inside
 // it), a sub-allocator block's size; free memory is allocated, not used.
 // Computed when asked rather than kept: three words per vertex of 10M.
@@ -51,7 +36,8 @@ void hd_semantic_own(const struct hd_semantic *s, uint32_t v, uint64_t *alloc_r,
 			alloc = (uint64_t)h->chunk16[id] << 4;
 			used = hd_heap_usable(h, id);
 			st = hd_heap_state(h, id);
-			uint64_t inner = fw->sa.num_containers ? container_bytes(&fw->sa, id) : 0;
+			int64_t c = fw->sa.num_containers ? hd_suballoc_container(&fw->sa, id) : -1;
+			uint64_t inner = c >= 0 ? fw->sa.container_bytes[c] : 0;
 			alloc = alloc > inner ? alloc - inner : 0;
 			used = used > inner ? used - inner : 0;
 		} else {
@@ -135,16 +121,6 @@ static struct hd_error *build_csr(struct hd_semantic *s)
 	return hd_csr_reverse(&s->fwd, &s->rev);
 }
 
-static const uint64_t *g_by;
-
-static int by_retained(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	if (g_by[x] != g_by[y])
-		return g_by[x] > g_by[y] ? -1 : 1;
-	return x < y ? -1 : x > y;
-}
-
 static struct hd_error *retained(struct hd_semantic *s)
 {
 	const struct hd_domtree *t = &s->tree;
@@ -153,10 +129,7 @@ static struct hd_error *retained(struct hd_semantic *s)
 	s->r_used = calloc(n, sizeof(uint64_t));
 	s->r_fwb = calloc(n, sizeof(uint64_t));
 	s->r_count = calloc(n, sizeof(uint32_t));
-	s->child_off = calloc((size_t)n + 1, sizeof(uint32_t));
-	s->children = malloc((t->num_reachable ? t->num_reachable : 1) * sizeof(uint32_t));
-	if (!s->r_alloc || !s->r_used || !s->r_fwb || !s->r_count ||
-	    !s->child_off || !s->children)
+	if (!s->r_alloc || !s->r_used || !s->r_fwb || !s->r_count)
 		return &hd_error_no_memory;
 	uint32_t first_block = 1 + (uint32_t)s->g->num_roots;
 	// Reverse preorder: a vertex's dominator comes before it.
@@ -176,27 +149,7 @@ static struct hd_error *retained(struct hd_semantic *s)
 		s->r_fwb[d] += s->r_fwb[v];
 		s->r_count[d] += s->r_count[v];
 	}
-	for (uint32_t v = 0; v < n; v++)
-		if (t->idom[v] != HD_NO_VERTEX && v != t->root)
-			s->child_off[t->idom[v] + 1]++;
-	for (uint32_t v = 0; v < n; v++)
-		s->child_off[v + 1] += s->child_off[v];
-	for (uint32_t i = 0; i < t->num_reachable; i++) {
-		uint32_t v = t->preorder[i];
-		if (v != t->root)
-			s->children[s->child_off[t->idom[v]]++] = v;
-	}
-	for (uint32_t v = n; v > 0; v--)
-		s->child_off[v] = s->child_off[v - 1];
-	s->child_off[0] = 0;
-	g_by = s->r_alloc;
-	for (uint32_t v = 0; v < n; v++) {
-		uint32_t k = s->child_off[v + 1] - s->child_off[v];
-		if (k > 1)
-			qsort(s->children + s->child_off[v], k, sizeof(uint32_t),
-			      by_retained);
-	}
-	return NULL;
+	return hd_domtree_children(t, s->r_alloc, &s->child_off, &s->children);
 }
 
 // Each node's object memory: its assigned blocks; and what no root or
