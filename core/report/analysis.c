@@ -60,13 +60,19 @@ const struct hd_typing *hd_analysis_typing(struct hd_session *s)
 	return ty;
 }
 
+bool hd_block_label(const struct hd_heap *h, const struct hd_typing *ty,
+		    size_t id, char *buf, size_t len)
+{
+	if (ty)
+		return hd_typing_block_name(ty, id, buf, len);
+	struct hd_block b;
+	hd_heap_block(h, id, &b);
+	snprintf(buf, len, "unk<%" PRIu64 ">", b.usable);
+	return false;
+}
+
 bool hd_block_type(const struct hd_analysis *a, size_t id, char *buf,
 		   size_t len)
 {
-	if (a->ty)
-		return hd_typing_block_name(a->ty, id, buf, len);
-	struct hd_block b;
-	hd_heap_block(a->h, id, &b);
-	snprintf(buf, len, "unk<%" PRIu64 ">", b.usable);
-	return false;
+	return hd_block_label(a->h, a->ty, id, buf, len);
 }

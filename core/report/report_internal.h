@@ -31,6 +31,10 @@ struct hd_error *hd_analysis_get(struct hd_session *s, struct hd_analysis *a);
 // "root:NAME", "root:*" or "0x<addr>" for the dominator of v.
 void hd_idom_label(const struct hd_analysis *a, uint32_t idom, char *buf,
 		   size_t len);
+// A heap block's type or label with typing ty (may be NULL): "struct
+// entry", `char[] "…"`, "unk<48>"; returns whether it is a type.
+bool hd_block_label(const struct hd_heap *h, const struct hd_typing *ty,
+		    size_t id, char *buf, size_t len);
 // The block's type or label ("struct entry", `char[] "…"`, "unk<48>");
 // returns whether it is a type (JSON prints null otherwise).
 bool hd_block_type(const struct hd_analysis *a, size_t id, char *buf,

@@ -66,13 +66,7 @@ static bool vertex_type(const struct sem_view *w, uint32_t v, char *buf,
 		snprintf(buf, len, "unk<%" PRIu64 ">", b->size);
 		return false;
 	}
-	size_t id = v - w->first_block;
-	if (w->ty)
-		return hd_typing_block_name(w->ty, id, buf, len);
-	struct hd_block b;
-	hd_heap_block(w->h, id, &b);
-	snprintf(buf, len, "unk<%" PRIu64 ">", b.usable);
-	return false;
+	return hd_block_label(w->h, w->ty, v - w->first_block, buf, len);
 }
 
 // How a user finds a vertex: "node:3", "root:main: cache", "0x55…", "super".
