@@ -41,9 +41,7 @@
 // Every address is formatted as text as soon as it is known and the stack
 // is scrubbed afterwards: no stale copy of a pointer survives in the
 // process to keep a block alive.
-#include <fcntl.h>
 #include <malloc.h>
-#include <stdio.h> // rename
 
 #include "notes_truth.h"
 #include "uikit.h"
@@ -99,7 +97,6 @@ static void hex(char *buf, size_t size, const void *p)
 
 void truth_begin(void)
 {
-	(void)xcalloc; // fixture_util.h's, unused here
 	num_owns = num_expects = num_nodes = 0;
 }
 
@@ -382,10 +379,8 @@ __attribute__((noinline)) static void write_truth(const char *path)
 {
 	build_nodes();
 	compute_bounds();
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0)
-		die("cannot open the truth file");
-	struct obuf o = {text, 0, sizeof(text), fd, 0};
+	struct obuf o = {text, 0, sizeof(text), -1, 0};
+	otruth_open(&o, path);
 	ostr(&o, "uikit-truth 1\npid ");
 	odec(&o, (uintptr_t)getpid());
 	ostr(&o, "\n");
@@ -396,12 +391,7 @@ __attribute__((noinline)) static void write_truth(const char *path)
 	ostr(&o, "\n");
 	o.nrec++;
 	write_pools(&o);
-	ostr(&o, "end ");
-	odec(&o, o.nrec);
-	ostr(&o, "\n");
-	oflush(&o);
-	if (close(fd) != 0)
-		die("cannot write the truth file");
+	otruth_close(&o);
 	vclear(text, sizeof(text));
 }
 
@@ -414,21 +404,6 @@ void truth_finish(const char *path)
 
 void truth_ready(const char *ready)
 {
-	char tmp[4096];
-	size_t n = strlen(ready);
-	if (n + 5 > sizeof(tmp))
-		die("ready path too long");
-	memcpy(tmp, ready, n);
-	memcpy(tmp + n, ".tmp", 5);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0)
-		die("cannot open the ready file");
-	struct obuf o = {text, 0, sizeof(text), fd, 0};
-	odec(&o, (uintptr_t)getpid());
-	ostr(&o, "\n");
-	oflush(&o);
-	close(fd);
-	if (rename(tmp, ready) != 0)
-		die("cannot rename the ready file");
+	write_ready(ready);
 	scrub();
 }

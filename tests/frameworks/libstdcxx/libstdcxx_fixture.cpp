@@ -39,13 +39,10 @@
  *        end_of_storage): no node, one warning naming it
  *   end N                       N records before this line
  */
-#include <fcntl.h>
-#include <signal.h>
 #include <stdint.h>
-#include <stdio.h>
+#include <stdio.h> /* snprintf */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <list>
@@ -57,88 +54,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include <errno.h>
-
-/* The helpers of tests/fixtures/fixture_util.h, in C++ (that header is C). */
-static void die(const char *msg) {
-  static const char prefix[] = "libstdcxx_fixture: ";
-  ssize_t r = write(2, prefix, sizeof prefix - 1);
-  r = write(2, msg, strlen(msg));
-  r = write(2, "\n", 1);
-  (void)r;
-  _exit(2);
-}
-
-/* Chunk size from the header (see heap_fixture.c for the laundering). */
-static uintptr_t csize(const void *p) {
-  uintptr_t a = (uintptr_t)p - sizeof(uintptr_t);
-  __asm__("" : "+r"(a));
-  return *(const volatile uintptr_t *)a & ~(uintptr_t)7;
-}
-
-static void vclear(void *p, size_t n) {
-  volatile unsigned char *v = (volatile unsigned char *)p;
-  while (n--) *v++ = 0;
-}
-
-__attribute__((noinline)) static void scrub(void) {
-  unsigned char buf[64 * 1024];
-  vclear(buf, sizeof buf);
-  __asm__ volatile("" : : "r"(buf) : "memory");
-  __asm__ volatile("xor %%eax, %%eax\n\txor %%ecx, %%ecx\n\txor %%edx, %%edx\n\t"
-                   "xor %%esi, %%esi\n\txor %%edi, %%edi\n\txor %%r8d, %%r8d\n\t"
-                   "xor %%r9d, %%r9d\n\txor %%r10d, %%r10d\n\txor %%r11d, %%r11d"
-                   : : : "rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11");
-}
-
-struct obuf {
-  char *buf;
-  size_t len, cap;
-  int fd;
-  unsigned long nrec;
-};
-
-static void oflush(struct obuf *o) {
-  size_t off = 0;
-  while (off < o->len) {
-    ssize_t w = write(o->fd, o->buf + off, o->len - off);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      die("write failed");
-    }
-    off += (size_t)w;
-  }
-  o->len = 0;
-}
-static void ostr(struct obuf *o, const char *s) {
-  size_t n = strlen(s);
-  if (o->len + n > o->cap) oflush(o);
-  memcpy(o->buf + o->len, s, n);
-  o->len += n;
-}
-static void ohex(struct obuf *o, uintptr_t v) {
-  char t[24];
-  int i = 23;
-  t[i] = 0;
-  do {
-    t[--i] = "0123456789abcdef"[v & 15];
-    v >>= 4;
-  } while (v);
-  t[--i] = 'x';
-  t[--i] = '0';
-  ostr(o, t + i);
-  vclear(t, sizeof t);
-}
-static void odec(struct obuf *o, uintptr_t v) {
-  char t[24];
-  int i = 23;
-  t[i] = 0;
-  do {
-    t[--i] = (char)('0' + v % 10);
-    v /= 10;
-  } while (v);
-  ostr(o, t + i);
-}
+#define FIXTURE_NAME "libstdcxx_fixture"
+#include "../../fixtures/fixture_util.h"
 
 /* ------------------------------------------------ tagged allocations */
 
@@ -394,10 +311,7 @@ static void r_node(const char *key, const char *global, const void *holder, uint
   ostr(&out, key);
   ostr(&out, " ");
   if (global) {
-    ostr(&out, "root:");
-    ostr(&out, module);
-    ostr(&out, ":");
-    ostr(&out, global);
+    oroot(&out, module, global);
   } else {
     ohex(&out, (uintptr_t)holder);
   }
@@ -421,8 +335,7 @@ template <class T> static uintptr_t vec_spare(const std::vector<T> &v) {
 }
 
 __attribute__((noinline)) static void write_truth(const char *path) {
-  out.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (out.fd < 0) die("cannot open truth file");
+  otruth_open(&out, path);
 
   /* keys of the hash map and the registry by element position */
   long i = 0;
@@ -523,59 +436,19 @@ __attribute__((noinline)) static void write_truth(const char *path) {
     oend();
   }
 
-  ostr(&out, "end ");
-  odec(&out, out.nrec);
-  ostr(&out, "\n");
-  oflush(&out);
-  if (close(out.fd) != 0) die("close failed");
-  out.fd = -1;
-}
-
-static void write_ready(const char *path) {
-  static char tmp[4096];
-  size_t n = strlen(path);
-  if (n + 5 > sizeof tmp) die("ready path too long");
-  memcpy(tmp, path, n);
-  memcpy(tmp + n, ".tmp", 5);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) die("cannot open ready file");
-  char rb[32];
-  snprintf(rb, sizeof rb, "%ld\n", (long)getpid());
-  if (write(fd, rb, strlen(rb)) < 0) die("write failed");
-  close(fd);
-  if (rename(tmp, path) != 0) die("cannot rename ready file");
-}
-
-static void find_module() {
-  static char exe[4096];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) die("readlink /proc/self/exe");
-  exe[n] = 0;
-  const char *b = strrchr(exe, '/');
-  b = b ? b + 1 : exe;
-  if (strlen(b) >= sizeof module || strchr(b, ' ')) die("odd executable name");
-  strcpy(module, b);
+  otruth_close(&out);
 }
 
 int main(int argc, char **argv) {
-  const char *truth = nullptr, *ready = nullptr;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--wait") && i + 1 < argc) ready = argv[++i];
-    else if (argv[i][0] == '-' || truth) die("usage: libstdcxx_fixture TRUTH_FILE [--wait READY_FILE]");
-    else truth = argv[i];
-  }
-  if (!truth) die("usage: libstdcxx_fixture TRUTH_FILE [--wait READY_FILE]");
-  if (ready) prctl(PR_SET_PDEATHSIG, SIGKILL);
-  find_module();
+  const char *truth, *ready;
+  fixture_args(argc, argv, "usage: libstdcxx_fixture TRUTH_FILE [--wait READY_FILE]", nullptr,
+               nullptr, 0, &truth, &ready);
+  find_module(module, sizeof module);
   build();
   scrub();
   write_truth(truth);
   scrub();
   hd_fixture_stop();
-  if (ready) {
-    write_ready(ready);
-    scrub();
-    for (;;) pause();
-  }
+  fixture_wait(ready, 1);
   _exit(0); /* the damaged containers must not be destroyed */
 }
