@@ -119,9 +119,13 @@ def _load():
                                         ctypes.POINTER(ctypes.c_char_p),
                                         ctypes.POINTER(vp)]),
         "hd_free": (None, [vp]),
+        "hd_trace_locate": (err, [vp, ctypes.POINTER(ctypes.c_uint64)]),
     }
     for name, (res, args) in sigs.items():
-        fn = getattr(lib, name)
+        fn = getattr(lib, name, None)
+        if fn is None:
+            # An older libheapdom: the commands that need it say so.
+            continue
         fn.restype = res
         fn.argtypes = args
     _lib = lib
@@ -681,6 +685,412 @@ Usage: heap-frameworks [--framework NAME|PATH]... [--json] [--output FILE]"""
     options = ("--framework", "--json", "--output")
 
 
+# ----------------------------------------------------------------- tracing
+# struct hd_trace_state (core/include/heapdom_trace.h): the switch and the
+# epoch the debugger writes.
+_TRACE_ENABLED = 16
+_TRACE_EPOCH = 20
+_TRACE_LIB_CANDIDATES = [
+    os.environ.get("HEAPDOM_TRACE_LIB", ""),
+    os.path.join(_HERE, "..", "build", "core", "trace", "libheapdom-trace.so"),
+    os.path.join(_HERE, "..", "lib", "libheapdom-trace.so"),
+]
+# Where a thread must not be when the tracer is loaded into the process:
+# dlopen allocates, and the allocator's locks may be held.
+_ALLOCATOR_FRAMES = re.compile(
+    r"^(__libc_)?(malloc|calloc|realloc|free|memalign|valloc|pvalloc|"
+    r"posix_memalign|aligned_alloc|reallocarray)$|^_int_|^__?malloc|^tcache|"
+    r"^sysmalloc|^systrim|^arena_|^_dl_|^dl_open|^__libc_dl|^_Zn[wa]|^_Zd[la]")
+
+
+def _trace_state():
+    session = _open()
+    addr = ctypes.c_uint64()
+    _check(_lib.hd_trace_locate(session, ctypes.byref(addr)))
+    return addr.value
+
+
+def _trace_write32(addr, value):
+    gdb.selected_inferior().write_memory(addr, int(value).to_bytes(4, "little"))
+    _session.close()  # the process's memory changed
+
+
+def _trace_read32(addr):
+    return int.from_bytes(bytes(gdb.selected_inferior().read_memory(addr, 4)), "little")
+
+
+def _in_allocator():
+    """The first thread found inside the allocator or the dynamic loader, as
+    (thread number, frame level, function), or None."""
+    selected = gdb.selected_thread()
+    frame0 = gdb.selected_frame() if selected else None
+    try:
+        for thread in gdb.selected_inferior().threads():
+            thread.switch()
+            frame, level = gdb.newest_frame(), 0
+            while frame is not None and level < 8:
+                name = frame.name() or ""
+                if _ALLOCATOR_FRAMES.search(name):
+                    return thread.num, level, name
+                frame, level = frame.older(), level + 1
+    finally:
+        if selected:
+            selected.switch()
+            if frame0 is not None:
+                frame0.select()
+    return None
+
+
+_CALL_REGS = ("rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp", "r8", "r9",
+              "r10", "r11", "r12", "r13", "r14", "r15", "rip", "eflags")
+
+
+def _entry_point():
+    text = gdb.execute("info auxv", to_string=True)
+    m = re.search(r"AT_ENTRY\s.*?(0x[0-9a-fA-F]+)", text)
+    if not m:
+        raise gdb.GdbError("heapdom: cannot find the program's entry point (info auxv)")
+    return int(m.group(1), 16)
+
+
+def _raw_call(func, args, strings=()):
+    """func(args...) in the stopped thread, without gdb's inferior calls
+    (which cannot restore the extended register state on some kernels):
+    the general registers are saved, the call returns to the program's entry
+    point where a temporary breakpoint catches it, the registers are put
+    back. Only the current thread runs, with the other breakpoints disabled.
+    Callers make sure the thread is at a call boundary (a function's first
+    instruction), where the vector registers the callee may change are
+    dead. strings are written below the stack; args may name them as
+    ("str", i)."""
+    frame = gdb.selected_frame()
+    saved = {r: int(frame.read_register(r)) & _MASK for r in _CALL_REGS}
+    inferior = gdb.selected_inferior()
+    at = (saved["rsp"] - 4096) & ~15
+    addrs = []
+    for text in strings:
+        data = text.encode() + b"\0"
+        at -= (len(data) + 15) & ~15
+        inferior.write_memory(at, data)
+        addrs.append(at)
+    entry = _entry_point()
+    sp = ((at - 256) & ~15) - 8
+    inferior.write_memory(sp, entry.to_bytes(8, "little"))
+    values = [addrs[a[1]] if isinstance(a, tuple) else a for a in args]
+    others = [b for b in gdb.breakpoints() if b.enabled]
+    locking = gdb.parameter("scheduler-locking")
+    stop = gdb.Breakpoint("*0x%x" % entry, internal=True, temporary=True)
+    stop.silent = True
+    try:
+        for b in others:
+            b.enabled = False
+        gdb.execute("set scheduler-locking on", to_string=True)
+        for reg, v in zip(("rdi", "rsi", "rdx", "rcx", "r8", "r9"), values):
+            gdb.execute("set $%s = %d" % (reg, v), to_string=True)
+        gdb.execute("set $rax = 0", to_string=True)
+        gdb.execute("set $rsp = %d" % sp, to_string=True)
+        gdb.execute("set $rip = %d" % func, to_string=True)
+        gdb.execute("continue", to_string=True)
+        now = gdb.selected_frame()
+        if (int(now.read_register("rip")) & _MASK) != entry:
+            raise gdb.GdbError("heapdom: the call into the process stopped elsewhere "
+                               "(%s); its registers were restored" % now.name())
+        result = int(now.read_register("rax")) & _MASK
+    finally:
+        if stop.is_valid():
+            stop.delete()
+        for reg in _CALL_REGS:
+            gdb.execute("set $%s = %d" % (reg, saved[reg]), to_string=True)
+        gdb.execute("set scheduler-locking %s" % locking, to_string=True)
+        for b in others:
+            if b.is_valid():
+                b.enabled = True
+        _session.close()
+    return result
+
+
+def _function_address(name):
+    try:
+        return int(gdb.parse_and_eval("(long) &%s" % name)) & _MASK
+    except gdb.error:
+        raise gdb.GdbError("heapdom: %s is not known in the process" % name)
+
+
+def _trace_start(words):
+    if gdb.selected_inferior().pid == 0 or _core_path():
+        raise gdb.GdbError("heapdom: heap-trace start needs a live process")
+    path = next((os.path.abspath(p) for p in _TRACE_LIB_CANDIDATES
+                 if p and os.path.isfile(p)), None)
+    if path is None:
+        raise gdb.GdbError("heapdom: libheapdom-trace.so not found (set HEAPDOM_TRACE_LIB)")
+    try:
+        _trace_state()
+        loaded = True
+    except gdb.GdbError:
+        loaded = False
+    if not loaded:
+        busy = _in_allocator()
+        if busy:
+            raise gdb.GdbError(
+                "heapdom: thread %d is inside the allocator or the loader (frame #%d %s): "
+                "loading the tracer now could deadlock; step out of it (finish, or a "
+                "breakpoint elsewhere) and retry" % busy)
+        frame = gdb.selected_frame()
+        fn = frame.function()
+        pc = frame.pc()
+        if frame.level() != 0 or fn is None or fn.value().address is None or \
+                int(fn.value().address) != pc:
+            raise gdb.GdbError(
+                "heapdom: heap-trace start loads the tracer by calling dlopen in the "
+                "process, which is safe at a function's first instruction (the registers "
+                "a call may change are free there): stop at a breakpoint on a function "
+                "(break FUNCTION) in frame 0 and retry")
+        handle = _raw_call(_function_address("dlopen"), [("str", 0), 2], [path])
+        if handle == 0:
+            raise gdb.GdbError("heapdom: dlopen(%s) failed in the process" % path)
+        patched = _raw_call(_function_address("heapdom_trace_inject"), [])
+        if patched >= 1 << 63:
+            raise gdb.GdbError("heapdom: the tracer could not redirect the allocation "
+                               "functions of the process")
+        gdb.write("heapdom: %s loaded; %d calls to the allocator redirected\n" % (path, patched))
+    state = _trace_state()
+    if "--off" not in words:
+        _trace_write32(state + _TRACE_ENABLED, 1)
+        gdb.write("heapdom: tracing on (heap-trace off to pause, heap-trace report to see)\n")
+
+
+class HeapTrace(gdb.Command):
+    """Allocation tracing inside the process (libheapdom-trace.so).
+
+heap-trace start [--off]   load the tracer into the running process (at a stop
+                           outside the allocator) and switch it on
+heap-trace on | off        switch counting on or off (off: one branch per call)
+heap-trace epoch           start a new generation: ages are counted in epochs
+heap-trace status          whether it is loaded, on, and the epoch
+heap-trace report [--by site|file|size|age] [--top N] [--all] [--json]
+                  [--output FILE]
+                           what it counted: per call site (function, file:line)
+                           calls and bytes of malloc, calloc, realloc, memalign
+                           and free, and what is still live; per file, per
+                           power-of-two size class, per age
+
+With LD_PRELOAD=libheapdom-trace.so HEAPDOM_TRACE=1 the tracer runs from the
+start. The debugger writes only the switch and the epoch."""
+
+    def __init__(self):
+        super().__init__("heap-trace", gdb.COMMAND_DATA)
+
+    def complete(self, text, word):
+        words = text.split()
+        if len(words) == 0 or (len(words) == 1 and not text.endswith(" ")):
+            return [c for c in ("start", "on", "off", "epoch", "status", "report")
+                    if c.startswith(word or "")]
+        if words[-1] == "--by" or (len(words) > 1 and words[-2] == "--by"
+                                   and not text.endswith(" ")):
+            return [b for b in ("site", "file", "size", "age") if b.startswith(word or "")]
+        return [o for o in ("--by", "--top", "--all", "--json", "--output", "--off")
+                if o.startswith(word or "")]
+
+    def invoke(self, arg, from_tty):
+        words = gdb.string_to_argv(arg)
+        if not words:
+            raise gdb.GdbError("heapdom: heap-trace start|on|off|epoch|status|report")
+        if _load() is None:
+            raise gdb.GdbError(_lib_error)
+        sub, rest = words[0], words[1:]
+        if sub == "start":
+            _trace_start(rest)
+        elif sub in ("on", "off"):
+            _trace_write32(_trace_state() + _TRACE_ENABLED, 1 if sub == "on" else 0)
+            gdb.write("heapdom: tracing %s\n" % sub)
+        elif sub == "epoch":
+            state = _trace_state()
+            epoch = _trace_read32(state + _TRACE_EPOCH) + 1
+            _trace_write32(state + _TRACE_EPOCH, epoch)
+            gdb.write("heapdom: epoch %d\n" % epoch)
+        elif sub == "status":
+            state = _trace_state()
+            gdb.write("heapdom: tracer at 0x%x, %s, epoch %d\n"
+                      % (state, "on" if _trace_read32(state + _TRACE_ENABLED) else "off",
+                         _trace_read32(state + _TRACE_EPOCH)))
+        elif sub == "report":
+            _run(["trace"] + rest)
+        else:
+            raise gdb.GdbError("heapdom: heap-trace %s: not start, on, off, epoch, status "
+                               "or report" % sub)
+
+
+# -------------------------------------------------------------- heap-watch
+def _run_capture(words):
+    """A report's text, for the plugin's own use."""
+    argv = (ctypes.c_char_p * len(words))(*[w.encode() for w in words])
+    _check(_lib.hd_command_check(len(words), argv))
+    session = _open()
+    text = ctypes.c_void_p()
+    _check(_lib.hd_command_run_string(session, len(words), argv, ctypes.byref(text)))
+    try:
+        return ctypes.string_at(text).decode(errors="replace") if text else ""
+    finally:
+        _lib.hd_free(text)
+
+
+class _Watch(gdb.Breakpoint):
+    """A breakpoint that records a heap snapshot at every Nth hit and goes
+    on (unless --stop)."""
+
+    def __init__(self, number, location, every, what, stop, directory):
+        super().__init__(location, internal=False)
+        self.watch_id = number
+        self.location_text = location
+        self.every = every
+        self.what = what
+        self.stop_at_hit = stop
+        self.directory = directory
+        self.hits = 0
+        self.snapshots = []
+
+    def stop(self):
+        self.hits += 1
+        if self.hits % self.every:
+            return False
+        try:
+            self.record()
+        except gdb.GdbError as e:
+            gdb.write("heap-watch %d: %s\n" % (self.watch_id, e))
+        return self.stop_at_hit
+
+    def record(self):
+        _session.close()  # a new stop: a new analysis
+        os.makedirs(self.directory, exist_ok=True)
+        path = os.path.join(self.directory, "hit-%06d.json" % self.hits)
+        _run_capture(["snapshot", "--output", path])
+        self.snapshots.append(path)
+        # Ages of traced allocations are counted in these snapshots' epochs.
+        try:
+            state = _trace_state()
+            _trace_write32(state + _TRACE_EPOCH, _trace_read32(state + _TRACE_EPOCH) + 1)
+        except gdb.GdbError:
+            pass
+        gdb.write("heap-watch %d: hit %d at %s: snapshot %s\n"
+                  % (self.watch_id, self.hits, self.location_text, path))
+        if len(self.snapshots) >= 2:
+            words = ["diff", self.snapshots[-2], self.snapshots[-1], "--top", "5"]
+            if self.what:
+                words += ["--what", self.what]
+            gdb.write(_run_capture(words))
+
+
+_watches = {}
+
+
+class HeapWatch(gdb.Command):
+    """Heap snapshots at a breakpoint, and what grew between them.
+
+heap-watch LOCATION [--every N] [--what stats|types|dominators] [--stop]
+                    [--dir DIR]
+    a breakpoint at LOCATION that, at every Nth hit (1), saves a snapshot of
+    the heap (totals, size classes, types, the largest dominator subtrees
+    with their root paths) as JSON in DIR (heapdom-watch/N/), prints what
+    grew since the last one, and continues, or stops with --stop. If the
+    allocation tracer is loaded, each snapshot starts a new epoch.
+heap-watch list              the watches, their hits and snapshots
+heap-watch delete N|all      remove watches (their snapshots stay on disk)
+heap-watch report [N] [--json] [--top K]
+                             the series of watch N's snapshots (the newest
+                             watch by default) and what grew from the first
+                             to the last"""
+
+    def __init__(self):
+        super().__init__("heap-watch", gdb.COMMAND_BREAKPOINTS)
+
+    def invoke(self, arg, from_tty):
+        words = gdb.string_to_argv(arg)
+        if _load() is None:
+            raise gdb.GdbError(_lib_error)
+        if not words:
+            raise gdb.GdbError("heapdom: heap-watch LOCATION [options] | list | delete N | report [N]")
+        if words[0] == "list":
+            if not _watches:
+                gdb.write("No heap watches.\n")
+            for n, w in sorted(_watches.items()):
+                gdb.write("%d  %s  every %d%s  %d hits, %d snapshots in %s\n"
+                          % (n, w.location_text, w.every, ", stops" if w.stop_at_hit else "",
+                             w.hits, len(w.snapshots), w.directory))
+            return
+        if words[0] == "delete":
+            if len(words) != 2:
+                raise gdb.GdbError("heapdom: heap-watch delete N|all")
+            targets = list(_watches) if words[1] == "all" else [self.number(words[1])]
+            for n in targets:
+                _watches.pop(n).delete()
+            return
+        if words[0] == "report":
+            rest = words[1:]
+            n = max(_watches) if _watches else None
+            if rest and not rest[0].startswith("--"):
+                n = self.number(rest[0])
+                rest = rest[1:]
+            if n is None:
+                raise gdb.GdbError("heapdom: no heap watch")
+            w = _watches[n]
+            if not w.snapshots:
+                raise gdb.GdbError("heapdom: heap watch %d has no snapshot yet" % n)
+            # Snapshot files only: no process needed.
+            words = ["diff"] + w.snapshots + rest
+            argv = (ctypes.c_char_p * len(words))(*[x.encode() for x in words])
+            _check(_lib.hd_command_check(len(words), argv))
+            text = ctypes.c_void_p()
+            _check(_lib.hd_command_run_string(None, len(words), argv, ctypes.byref(text)))
+            try:
+                gdb.write(ctypes.string_at(text).decode(errors="replace") if text else "")
+            finally:
+                _lib.hd_free(text)
+            return
+        location, every, what, stop, directory = None, 1, None, False, None
+        i = 0
+        while i < len(words):
+            a = words[i]
+            if a in ("--every", "--what", "--dir") and i + 1 < len(words):
+                v = words[i + 1]
+                i += 2
+                if a == "--every":
+                    if not v.isdigit() or int(v) < 1:
+                        raise gdb.GdbError("heapdom: --every takes a positive number, not %s" % v)
+                    every = int(v)
+                elif a == "--what":
+                    if v not in ("stats", "types", "dominators"):
+                        raise gdb.GdbError("heapdom: --what takes stats, types or dominators")
+                    what = v
+                else:
+                    directory = v
+                continue
+            if a == "--stop":
+                stop = True
+            elif a.startswith("--"):
+                raise gdb.GdbError("heapdom: heap-watch: unknown option %s" % a)
+            elif location is None:
+                location = a
+            else:
+                raise gdb.GdbError("heapdom: heap-watch: one location only")
+            i += 1
+        if location is None:
+            raise gdb.GdbError("heapdom: heap-watch needs a location")
+        number = max(_watches, default=0) + 1
+        directory = directory or os.path.join("heapdom-watch", str(number))
+        _watches[number] = _Watch(number, location, every, what, stop,
+                                  os.path.abspath(directory))
+        gdb.write("heap-watch %d at %s: a snapshot %s into %s\n"
+                  % (number, location,
+                     "every %d hits" % every if every > 1 else "at every hit",
+                     os.path.abspath(directory)))
+
+    @staticmethod
+    def number(text):
+        if not text.isdigit() or int(text) not in _watches:
+            raise gdb.GdbError("heapdom: no heap watch %s" % text)
+        return int(text)
+
+
 for _cls in (HeapStats, HeapBlocks, HeapDominators, HeapWhy, HeapLeaks, HeapGraph,
-             HeapTypes, HeapFrameworks):
+             HeapTypes, HeapFrameworks, HeapTrace, HeapWatch):
     _cls()

@@ -6,6 +6,10 @@
 // prints exactly what the `heapdom` command-line tool and gdb print.
 #include <lldb/API/LLDB.h>
 
+#include <dlfcn.h>
+#include <regex.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -326,7 +330,8 @@ public:
 			std::vector<std::string> args = split_words(argv);
 			static const std::set<std::string> with_value = {
 				"--top", "--depth", "--min-size", "--state",
-				"--format", "--from", "--sort", "--output"};
+				"--format", "--from", "--sort", "--output",
+				"--framework", "--by"};
 			std::string expr;
 			for (size_t i = 0; i < args.size(); i++) {
 				if (with_value.count(args[i]) && i + 1 < args.size()) {
@@ -377,6 +382,188 @@ private:
 	const char *report_;
 };
 
+
+// ----------------------------------------------------------------- tracing
+// struct hd_trace_state (heapdom_trace.h): the switch and the epoch the
+// debugger writes; the library itself never writes into the process.
+const uint64_t kTraceEnabled = 16, kTraceEpoch = 20;
+
+uint64_t trace_state(lldb::SBDebugger &debugger)
+{
+	uint64_t addr = 0;
+	check(hd_trace_locate(open_session(debugger), &addr));
+	return addr;
+}
+
+uint32_t read32(lldb::SBProcess process, uint64_t addr)
+{
+	uint32_t v = 0;
+	lldb::SBError err;
+	if (process.ReadMemory(addr, &v, sizeof(v), err) != sizeof(v))
+		throw failure{"heapdom: cannot read the tracer's state"};
+	return v;
+}
+
+void write32(lldb::SBProcess process, uint64_t addr, uint32_t v)
+{
+	lldb::SBError err;
+	if (process.WriteMemory(addr, &v, sizeof(v), err) != sizeof(v))
+		throw failure{std::string("heapdom: cannot write the tracer's state: ") +
+			      (err.GetCString() ? err.GetCString() : "")};
+	g_cache.reset(); // the process's memory changed
+}
+
+// libheapdom-trace.so: $HEAPDOM_TRACE_LIB, or beside libheapdom.so (the
+// build tree's core/trace/, or installed next to it).
+std::string trace_library()
+{
+	const char *env = getenv("HEAPDOM_TRACE_LIB");
+	if (env && *env)
+		return env;
+	Dl_info info;
+	if (dladdr((void *)&hd_session_create, &info) && info.dli_fname) {
+		std::string dir = info.dli_fname;
+		dir = dir.substr(0, dir.rfind('/') + 1);
+		for (const char *rel : {"trace/libheapdom-trace.so", "libheapdom-trace.so"}) {
+			std::string p = dir + rel;
+			if (access(p.c_str(), R_OK) == 0) {
+				char real[4096];
+				return realpath(p.c_str(), real) ? real : p;
+			}
+		}
+	}
+	throw failure{"heapdom: libheapdom-trace.so not found (set HEAPDOM_TRACE_LIB)"};
+}
+
+// A thread inside the allocator or the dynamic loader: loading the tracer
+// there could deadlock on their locks.
+std::string thread_in_allocator(lldb::SBProcess process)
+{
+	regex_t re;
+	regcomp(&re,
+		"^(__libc_)?(malloc|calloc|realloc|free|memalign|valloc|pvalloc|"
+		"posix_memalign|aligned_alloc|reallocarray)$|^_int_|^__?malloc|^tcache|"
+		"^sysmalloc|^systrim|^arena_|^_dl_|^dl_open|^__libc_dl|^_Zn[wa]|^_Zd[la]",
+		REG_EXTENDED | REG_NOSUB);
+	std::string found;
+	for (uint32_t t = 0; t < process.GetNumThreads() && found.empty(); t++) {
+		lldb::SBThread th = process.GetThreadAtIndex(t);
+		for (uint32_t f = 0; f < th.GetNumFrames() && f < 8; f++) {
+			const char *name = th.GetFrameAtIndex(f).GetFunctionName();
+			if (name && regexec(&re, name, 0, nullptr, 0) == 0) {
+				found = "thread " + std::to_string(th.GetIndexID()) + " frame #" +
+					std::to_string(f) + " " + name;
+				break;
+			}
+		}
+	}
+	regfree(&re);
+	return found;
+}
+
+uint64_t evaluate_u64(lldb::SBDebugger &debugger, const std::string &expr)
+{
+	lldb::SBFrame frame = debugger.GetSelectedTarget()
+				      .GetProcess()
+				      .GetSelectedThread()
+				      .GetSelectedFrame();
+	lldb::SBValue v = frame.EvaluateExpression(expr.c_str());
+	g_cache.reset(); // the process ran
+	if (!v.IsValid() || v.GetError().Fail())
+		throw failure{"heapdom: " + expr + " failed in the process: " +
+			      (v.GetError().GetCString() ? v.GetError().GetCString() : "no value")};
+	return v.GetValueAsUnsigned(0);
+}
+
+class trace_command : public lldb::SBCommandPluginInterface {
+public:
+	bool DoExecute(lldb::SBDebugger debugger, char **argv,
+		       lldb::SBCommandReturnObject &result) override
+	{
+		try {
+			std::vector<std::string> args = split_words(argv);
+			if (args.empty())
+				throw failure{"heapdom: heapdom trace start|on|off|epoch|status|report"};
+			std::string sub = args[0];
+			lldb::SBProcess process = debugger.GetSelectedTarget().GetProcess();
+			if (sub == "start") {
+				start(debugger, process, args, result);
+			} else if (sub == "on" || sub == "off") {
+				write32(process, trace_state(debugger) + kTraceEnabled, sub == "on");
+				result.Printf("heapdom: tracing %s\n", sub.c_str());
+			} else if (sub == "epoch") {
+				uint64_t st = trace_state(debugger);
+				uint32_t e = read32(process, st + kTraceEpoch) + 1;
+				write32(process, st + kTraceEpoch, e);
+				result.Printf("heapdom: epoch %u\n", e);
+			} else if (sub == "status") {
+				uint64_t st = trace_state(debugger);
+				result.Printf("heapdom: tracer at 0x%llx, %s, epoch %u\n",
+					      (unsigned long long)st,
+					      read32(process, st + kTraceEnabled) ? "on" : "off",
+					      read32(process, st + kTraceEpoch));
+			} else if (sub == "report") {
+				std::vector<std::string> words{"trace"};
+				words.insert(words.end(), args.begin() + 1, args.end());
+				std::vector<char *> cargv;
+				for (std::string &w : words)
+					cargv.push_back(&w[0]);
+				check(hd_command_check((int)cargv.size(), cargv.data()));
+				char *text = nullptr;
+				check(hd_command_run_string(open_session(debugger), (int)cargv.size(),
+							    cargv.data(), &text));
+				result.Printf("%s", text ? text : "");
+				hd_free(text);
+			} else {
+				throw failure{"heapdom: heapdom trace " + sub +
+					      ": not start, on, off, epoch, status or report"};
+			}
+			result.SetStatus(lldb::eReturnStatusSuccessFinishResult);
+			return true;
+		} catch (const failure &f) {
+			result.SetError(f.message.c_str());
+			result.SetStatus(lldb::eReturnStatusFailed);
+			return false;
+		}
+	}
+
+private:
+	static void start(lldb::SBDebugger &debugger, lldb::SBProcess process,
+			  const std::vector<std::string> &args,
+			  lldb::SBCommandReturnObject &result)
+	{
+		bool loaded = true;
+		try {
+			trace_state(debugger);
+		} catch (const failure &) {
+			loaded = false;
+		}
+		if (!loaded) {
+			std::string busy = thread_in_allocator(process);
+			if (!busy.empty())
+				throw failure{"heapdom: " + busy + " is inside the allocator or the "
+					      "loader: loading the tracer now could deadlock; step out "
+					      "of it and retry"};
+			std::string path = trace_library();
+			if (!evaluate_u64(debugger, "(void *) dlopen(\"" + path + "\", 2)"))
+				throw failure{"heapdom: dlopen(" + path + ") failed in the process"};
+			int64_t n = (int64_t)evaluate_u64(debugger, "(long) heapdom_trace_inject()");
+			if (n < 0)
+				throw failure{"heapdom: the tracer could not redirect the allocation "
+					      "functions of the process"};
+			result.Printf("heapdom: %s loaded; %lld calls to the allocator redirected\n",
+				      path.c_str(), (long long)n);
+		}
+		bool off = false;
+		for (const std::string &a : args)
+			off |= a == "--off";
+		if (!off) {
+			write32(process, trace_state(debugger) + kTraceEnabled, 1);
+			result.Printf("heapdom: tracing on\n");
+		}
+	}
+};
+
 struct subcommand {
 	const char *name, *help, *syntax;
 };
@@ -413,7 +600,7 @@ bool lldb::PluginInitialize(lldb::SBDebugger debugger)
 {
 	lldb::SBCommandInterpreter interp = debugger.GetCommandInterpreter();
 	lldb::SBCommand multi = interp.AddMultiwordCommand(
-		"heapdom", "Heap analysis: stats, blocks, dominators, why, leaks, graph, types, frameworks.");
+		"heapdom", "Heap analysis: stats, blocks, dominators, why, leaks, graph, types, frameworks, trace.");
 	if (!multi.IsValid())
 		return false;
 	for (const subcommand &c : kCommands) {
@@ -423,6 +610,13 @@ bool lldb::PluginInitialize(lldb::SBDebugger debugger)
 				    " heapdom " + c.name;
 		lldb::SBCommandReturnObject ignored;
 		interp.HandleCommand(alias.c_str(), ignored);
+	}
+	multi.AddCommand("trace", new trace_command(),
+			 "Allocation tracing inside the process (libheapdom-trace.so): start, on, off, epoch, status, report.",
+			 "heapdom trace start [--off] | on | off | epoch | status | report [--by site|file|size|age] [--top N] [--all] [--json] [--output FILE]");
+	{
+		lldb::SBCommandReturnObject ignored;
+		interp.HandleCommand("command alias heap-trace heapdom trace", ignored);
 	}
 	// An analysis is kept for one stop; these change the process within
 	// a stop (scripts writing through the SB API are not seen).

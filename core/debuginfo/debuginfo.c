@@ -8,6 +8,7 @@
 
 #include "debuginfo/dwarf_layout.h"
 #include "debuginfo/elf_symbols.h"
+#include "debuginfo/lines.h"
 #include "target/target_internal.h"
 #include "util/elf_read.h"
 
@@ -22,6 +23,7 @@ struct hd_debuginfo {
 	bool user_dir; // only the user's directory is searched
 	struct di_module *mods;
 	size_t num_mods;
+	struct hd_lines *lines; // lines.c's tables, built on first use
 };
 
 struct hd_error *hd_debuginfo_create(struct hd_target *t,
@@ -58,6 +60,7 @@ void hd_debuginfo_destroy(struct hd_debuginfo *di)
 		free(di->mods[i].debug_file);
 	free(di->mods);
 	free(di->debug_dir);
+	hd_lines_destroy(di->lines);
 	free(di);
 }
 
@@ -146,6 +149,16 @@ const char *hd_debuginfo_debug_file(struct hd_debuginfo *di,
 {
 	struct di_module *dm = di_module(di, m);
 	return dm ? dm->debug_file : NULL;
+}
+
+struct hd_lines **hd_debuginfo_lines(struct hd_debuginfo *di)
+{
+	return &di->lines;
+}
+
+struct hd_target *hd_debuginfo_target(struct hd_debuginfo *di)
+{
+	return di->t;
 }
 
 static bool module_matches(const struct hd_module *m, const char *hint)

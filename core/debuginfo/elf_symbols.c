@@ -102,8 +102,17 @@ void hd_elf_free_symbols(struct hd_elf_symbol *syms, size_t n)
 	free(syms);
 }
 
-struct hd_error *hd_elf_object_symbols(const char *path,
-				       struct hd_elf_symbol **ret, size_t *ret_n)
+// Data objects, or functions (STT_FUNC, and STT_GNU_IFUNC resolvers such
+// as libc's memcpy).
+static bool wanted(int type, bool functions)
+{
+	if (functions)
+		return type == STT_FUNC || type == STT_GNU_IFUNC;
+	return type == STT_OBJECT || type == STT_COMMON;
+}
+
+static struct hd_error *load_symbols(const char *path, bool functions,
+				     struct hd_elf_symbol **ret, size_t *ret_n)
 {
 	int fd;
 	Elf *elf;
@@ -127,8 +136,8 @@ struct hd_error *hd_elf_object_symbols(const char *path,
 				if (!gelf_getsym(data, (int)i, &sym) ||
 				    sym.st_shndx == SHN_UNDEF || sym.st_size == 0)
 					continue;
-				int type = GELF_ST_TYPE(sym.st_info);
-				if (type != STT_OBJECT && type != STT_COMMON)
+				if (!wanted(GELF_ST_TYPE(sym.st_info),
+					    functions))
 					continue;
 				const char *name = elf_strptr(elf, sh.sh_link,
 							      sym.st_name);
@@ -156,6 +165,19 @@ struct hd_error *hd_elf_object_symbols(const char *path,
 	*ret = syms;
 	*ret_n = n;
 	return NULL;
+}
+
+struct hd_error *hd_elf_object_symbols(const char *path,
+				       struct hd_elf_symbol **ret, size_t *ret_n)
+{
+	return load_symbols(path, false, ret, ret_n);
+}
+
+struct hd_error *hd_elf_function_symbols(const char *path,
+					 struct hd_elf_symbol **ret,
+					 size_t *ret_n)
+{
+	return load_symbols(path, true, ret, ret_n);
 }
 
 void hd_elf_free_sections(struct hd_elf_section *secs, size_t n)

@@ -27,6 +27,10 @@ struct hd_elf_section {
 // allocated sections. Arrays are malloc'd; free with hd_elf_free_*.
 struct hd_error *hd_elf_object_symbols(const char *path,
 				       struct hd_elf_symbol **syms, size_t *n);
+// Functions (STT_FUNC, STT_GNU_IFUNC with a size), the same way.
+struct hd_error *hd_elf_function_symbols(const char *path,
+					 struct hd_elf_symbol **syms,
+					 size_t *n);
 void hd_elf_free_symbols(struct hd_elf_symbol *syms, size_t n);
 struct hd_error *hd_elf_sections(const char *path,
 				 struct hd_elf_section **secs, size_t *n);

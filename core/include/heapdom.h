@@ -302,6 +302,27 @@ hd_debuginfo_struct_layouts(struct hd_debuginfo *di, const struct hd_module *m,
 			    const char *cu_suffix, const char *const *names,
 			    size_t n, struct hd_struct_layout *ret);
 
+// Where a code address is: the function (from ELF symbols, demangled), and
+// the source file and line (from the module's DWARF line table), when known.
+struct hd_location {
+	const char *module;   // module file name (basename)
+	const char *function; // "main", "Session::add(int)", or NULL
+	uint64_t offset;      // addr - function start (0 if no function)
+	const char *file;     // "src/fixture.c" as DWARF names it, or NULL
+	unsigned line;        // 0 if unknown
+};
+// Fills *ret for addr; strings live as long as di. For a return address
+// pass addr - 1 (the call instruction), which the caller decides.
+// HD_ERROR_NOT_FOUND if addr is in no module. A file is named relative to
+// its unit's compilation directory when it lies under it ("malloc.c",
+// "../src/a.c"), else by its absolute path. A module's line table (from
+// its separate debug file, else itself) and symbols are read on first
+// use and kept; a module whose DWARF is missing or unreadable still gets
+// its function names. Not thread-safe (as the rest of hd_debuginfo).
+HD_EXPORT struct hd_error *hd_debuginfo_locate(struct hd_debuginfo *di,
+					       uint64_t addr,
+					       struct hd_location *ret);
+
 // ------------------------------------------------------------------ heap
 
 enum hd_block_state {
@@ -558,6 +579,7 @@ hd_session_create(struct hd_target *t, const struct hd_session_options *o,
 		  struct hd_session **ret);
 HD_EXPORT void hd_session_destroy(struct hd_session *s);
 HD_EXPORT struct hd_target *hd_session_target(struct hd_session *s);
+HD_EXPORT struct hd_debuginfo *hd_session_debuginfo(struct hd_session *s);
 HD_EXPORT struct hd_error *hd_session_heap(struct hd_session *s,
 					   const struct hd_heap **ret);
 HD_EXPORT struct hd_error *hd_session_graph(struct hd_session *s,
@@ -597,6 +619,8 @@ struct hd_render_options {
 	bool has_address;   // why: address; graph: --from
 	uint64_t address;
 	int sort;           // types: 0 bytes, 1 count, 2 retained
+	int trace_by;       // trace: an enum hd_trace_by
+	int what;           // diff text: 0 all, 1 stats, 2 types, 3 dominators
 	bool semantic;      // dominators: the semantic tree of the frameworks
 	// Framework modules to run (names of built-ins or paths of shared
 	// objects); none: the built-ins and HEAPDOM_FRAMEWORK_PATH's.
@@ -628,20 +652,71 @@ hd_render_semantic(FILE *out, struct hd_session *s,
 HD_EXPORT struct hd_error *
 hd_render_frameworks(FILE *out, struct hd_session *s,
 		     const struct hd_render_options *o);
+// What libheapdom-trace.so recorded in the process (heapdom_trace.h): by
+// call site, source file, size class or age, with each site's allocations
+// still live.
+enum hd_trace_by { HD_TRACE_BY_SITE, HD_TRACE_BY_FILE, HD_TRACE_BY_SIZE,
+		   HD_TRACE_BY_AGE };
+HD_EXPORT struct hd_error *hd_render_trace(FILE *out, struct hd_session *s,
+					   const struct hd_render_options *o);
+// Where the tracer's state (struct hd_trace_state) is in the target, for a
+// front-end that switches tracing on or off or advances the epoch by
+// writing its `enabled` or `epoch` (the library never writes into the
+// process). HD_ERROR_NOT_FOUND when the tracer is not loaded.
+HD_EXPORT struct hd_error *hd_trace_locate(struct hd_session *s,
+					   uint64_t *addr);
 // A heap histogram by type: instances, bytes, and what all instances of a
 // type keep alive together.
 HD_EXPORT struct hd_error *hd_render_types(FILE *out, struct hd_session *s,
 					   const struct hd_render_options *o);
+// Heap snapshot summaries (docs/snapshots.md): totals, size classes, per
+// type count/bytes/retained, and the largest dominator subtrees by root
+// path; nothing in one is an address, so two snapshots (two stops, two
+// cores, two runs) are compared by type and by root path.
+struct hd_snapshot;
+// Makes the snapshot of a session; o->depth (with o->depth_set) is the
+// levels of children below the top holders given root paths (default 1),
+// o->top the root paths kept (default 200).
+HD_EXPORT struct hd_error *
+hd_snapshot_make(struct hd_session *s, const struct hd_render_options *o,
+		 struct hd_snapshot **ret);
+// Writes it as JSON (one document, docs/json-format.md).
+HD_EXPORT struct hd_error *hd_snapshot_write(FILE *out,
+					     const struct hd_snapshot *snap);
+// Reads a snapshot JSON file; errors name the file and the byte offset.
+HD_EXPORT struct hd_error *hd_snapshot_read(const char *path,
+					    struct hd_snapshot **ret);
+// A snapshot file, or a core (ELF) whose snapshot is made in memory with
+// the given options (any may be NULL: defaults).
+HD_EXPORT struct hd_error *
+hd_snapshot_load(const char *path, const struct hd_target_options *to,
+		 const struct hd_session_options *so,
+		 const struct hd_render_options *o, struct hd_snapshot **ret);
+HD_EXPORT void hd_snapshot_destroy(struct hd_snapshot *snap);
+// The snapshot of a session: JSON with --json (and always with --output),
+// else a summary for people.
+HD_EXPORT struct hd_error *
+hd_render_snapshot(FILE *out, struct hd_session *s,
+		   const struct hd_render_options *o);
+// What changed from snaps[0] to snaps[n - 1] (n >= 2): totals, types, size
+// classes and root paths, growth first; with n > 2 also the series of
+// totals. o->top limits each list (text: 20 by default).
+HD_EXPORT struct hd_error *
+hd_render_diff(FILE *out, struct hd_snapshot *const *snaps, size_t n,
+	       const struct hd_render_options *o);
 // A report and its options, parsed from words the way the CLI takes them:
 // argv[0] is the report ("stats", "blocks", "dominators", "why", "leaks",
-// "graph", "types", "frameworks"), then options (--top N, --depth D,
+// "graph", "types", "frameworks", "trace", "snapshot", "diff"), then options (--top N, --depth D,
 // --min-size SIZE, --all, --json, --format FMT, --state STATE, --from ADDR,
 // --sort KEY, --output FILE, --color, --no-color, --semantic, --framework
-// NAME|PATH) and, for why, the address. Front-ends share this parser so
+// NAME|PATH, --by KEY) and, for why, the address; for diff, two or more
+// snapshot files or cores. Front-ends share this parser so
 // every option means the same everywhere.
 enum hd_report { HD_REPORT_STATS, HD_REPORT_BLOCKS, HD_REPORT_DOMINATORS,
 		 HD_REPORT_WHY, HD_REPORT_LEAKS, HD_REPORT_GRAPH,
-		 HD_REPORT_TYPES, HD_REPORT_FRAMEWORKS };
+		 HD_REPORT_TYPES, HD_REPORT_FRAMEWORKS, HD_REPORT_TRACE,
+		 HD_REPORT_SNAPSHOT, HD_REPORT_DIFF };
+#define HD_MAX_DIFF_OPERANDS 256
 #define HD_MAX_FRAMEWORK_OPTIONS 32
 struct hd_command {
 	enum hd_report report;
@@ -649,6 +724,14 @@ struct hd_command {
 	const char *output; // points into argv, or NULL
 	// --framework values (render.frameworks points here), into argv.
 	const char *frameworks[HD_MAX_FRAMEWORK_OPTIONS];
+	// diff: the snapshot files or cores, into argv. hd_command_run does
+	// not use its session for diff (it may be NULL); cores are opened
+	// with target and session (NULL: defaults), which the caller may set
+	// after parsing.
+	const char *operands[HD_MAX_DIFF_OPERANDS];
+	size_t num_operands;
+	const struct hd_target_options *target;
+	const struct hd_session_options *session;
 };
 HD_EXPORT struct hd_error *hd_command_parse(int argc, char *const *argv,
 					    struct hd_command *ret);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "heapdom.h"
+#include "report/snapshot.h"
 
 static const char *const report_names[] = {
 	[HD_REPORT_STATS] = "stats",
@@ -16,6 +17,9 @@ static const char *const report_names[] = {
 	[HD_REPORT_GRAPH] = "graph",
 	[HD_REPORT_TYPES] = "types",
 	[HD_REPORT_FRAMEWORKS] = "frameworks",
+	[HD_REPORT_TRACE] = "trace",
+	[HD_REPORT_SNAPSHOT] = "snapshot",
+	[HD_REPORT_DIFF] = "diff",
 };
 
 static bool parse_u64(const char *s, uint64_t *ret, bool suffixes)
@@ -79,7 +83,7 @@ struct hd_error *hd_command_parse(int argc, char *const *argv,
 			k = i;
 	if (k == n)
 		return hd_error_create(HD_ERROR_INVALID,
-				       "unknown command '%s': stats, blocks, dominators, why, leaks, graph, types or frameworks",
+				       "unknown command '%s': stats, blocks, dominators, why, leaks, graph, types, frameworks, trace, snapshot or diff",
 				       argv[0]);
 	ret->report = (enum hd_report)k;
 	struct hd_render_options *o = &ret->render;
@@ -170,6 +174,28 @@ struct hd_error *hd_command_parse(int argc, char *const *argv,
 						       "more than %d --framework options",
 						       HD_MAX_FRAMEWORK_OPTIONS);
 			ret->frameworks[o->num_frameworks++] = v;
+		} else if (is_opt(a, "--what")) {
+			v = value_of(argc, argv, &i, "--what", &bad);
+			static const char *const what[] = {"all", "stats", "types", "dominators"};
+			size_t k = 0;
+			while (!bad && k < 4 && strcmp(v, what[k]) != 0)
+				k++;
+			if (bad || k == 4)
+				return hd_error_create(HD_ERROR_INVALID,
+						       "--what takes stats, types, dominators or all%s%s",
+						       v ? ", not " : "", v ? v : "");
+			o->what = (int)k;
+		} else if (is_opt(a, "--by")) {
+			v = value_of(argc, argv, &i, "--by", &bad);
+			static const char *const by[] = {"site", "file", "size", "age"};
+			size_t k = 0;
+			while (!bad && k < 4 && strcmp(v, by[k]) != 0)
+				k++;
+			if (bad || k == 4)
+				return hd_error_create(HD_ERROR_INVALID,
+						       "--by takes site, file, size or age%s%s",
+						       v ? ", not " : "", v ? v : "");
+			o->trace_by = (int)k;
 		} else if (strcmp(a, "--semantic") == 0) {
 			o->semantic = true;
 		} else if (strcmp(a, "--json") == 0) {
@@ -184,6 +210,12 @@ struct hd_error *hd_command_parse(int argc, char *const *argv,
 		} else if (a[0] == '-' && a[1] == '-') {
 			return hd_error_create(HD_ERROR_INVALID,
 					       "unknown option %s for %s", a, argv[0]);
+		} else if (ret->report == HD_REPORT_DIFF) {
+			if (ret->num_operands == HD_MAX_DIFF_OPERANDS)
+				return hd_error_create(HD_ERROR_INVALID,
+						       "diff takes at most %d snapshots",
+						       HD_MAX_DIFF_OPERANDS);
+			ret->operands[ret->num_operands++] = a;
 		} else if (ret->report == HD_REPORT_WHY && !o->has_address) {
 			if (!parse_u64(a, &o->address, false))
 				return hd_error_create(HD_ERROR_INVALID,
@@ -199,6 +231,12 @@ struct hd_error *hd_command_parse(int argc, char *const *argv,
 		return hd_error_create(HD_ERROR_INVALID,
 				       "why needs the address of a block");
 	if (ret->report == HD_REPORT_GRAPH && !format_set)
+		o->format = HD_FORMAT_JSON;
+	if (ret->report == HD_REPORT_DIFF && ret->num_operands < 2)
+		return hd_error_create(HD_ERROR_INVALID,
+				       "diff needs two snapshot files or cores (or more, for a series)");
+	// A saved snapshot is what diff reads back.
+	if (ret->report == HD_REPORT_SNAPSHOT && ret->output)
 		o->format = HD_FORMAT_JSON;
 	if ((o->semantic || o->num_frameworks) &&
 	    ret->report != HD_REPORT_DOMINATORS && ret->report != HD_REPORT_FRAMEWORKS)
@@ -232,10 +270,15 @@ struct hd_error *hd_command_run(struct hd_session *s, const struct hd_command *c
 		[HD_REPORT_GRAPH] = hd_render_graph,
 		[HD_REPORT_TYPES] = hd_render_types,
 		[HD_REPORT_FRAMEWORKS] = hd_render_frameworks,
+		[HD_REPORT_TRACE] = hd_render_trace,
+		[HD_REPORT_SNAPSHOT] = hd_render_snapshot,
 	};
 	struct hd_render_options o = c->render;
 	o.frameworks = c->frameworks;
-	if (c->report != HD_REPORT_STATS)
+	// diff reads files and cores of its own: no session.
+	if (!s && c->report != HD_REPORT_DIFF)
+		return hd_error_create(HD_ERROR_INVALID, "no process or core to analyse");
+	if (c->report != HD_REPORT_STATS && c->report != HD_REPORT_DIFF)
 		hd_session_prepare_types(s);
 	FILE *f = out;
 	if (c->output) {
@@ -244,7 +287,9 @@ struct hd_error *hd_command_run(struct hd_session *s, const struct hd_command *c
 			return hd_error_os(errno, c->output, "cannot write");
 		o.color = false;
 	}
-	struct hd_error *err = render[c->report](f, s, &o);
+	struct hd_error *err = c->report == HD_REPORT_DIFF
+				       ? hd_run_diff(f, c, &o)
+				       : render[c->report](f, s, &o);
 	if (c->output && fclose(f) != 0 && !err)
 		err = hd_error_os(errno, c->output, "cannot write");
 	return err;

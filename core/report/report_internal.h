@@ -43,4 +43,46 @@ bool hd_block_type(const struct hd_analysis *a, size_t id, char *buf,
 const struct hd_typing *hd_analysis_typing(struct hd_session *s);
 // Percentage of the used heap.
 double hd_percent(const struct hd_analysis *a, uint64_t bytes);
+// Chains of references (why.c), shared with the snapshot's root paths.
+// Where step i of a chain refers to step i + 1: the word's offset and
+// value, or the register of a registers root (reg >= 0).
+struct hd_chain_ref {
+	bool ok;
+	int reg;
+	uint64_t off, val;
+};
+// The shortest chain from a named root to v (to_root), or for a leaked
+// block from a block nothing points at; *path is malloc'd.
+struct hd_error *hd_shortest_chain(const struct hd_analysis *a, uint32_t v,
+				   bool to_root, uint32_t **path, size_t *len);
+// The references between consecutive steps of path (none between two
+// steps that do not point at each other); *ret is malloc'd.
+struct hd_error *hd_chain_refs(const struct hd_analysis *a,
+			       const uint32_t *path, size_t len,
+			       struct hd_chain_ref **ret);
+// The chain on one line: "ROOT.member SEP TYPE.member SEP TYPE". stable:
+// what survives a restart only (thread positions instead of thread ids,
+// untyped blocks as "unk<SIZE>" without their text).
+void hd_chain_line(FILE *out, const struct hd_analysis *a, const uint32_t *path,
+		   size_t len, const struct hd_chain_ref *refs, const char *sep,
+		   bool stable);
+
+// Power-of-two size classes of used blocks (stats.c): class k holds usable
+// sizes in (2^(k-1), 2^k], class 0 holds 0 and 1.
+#define HD_SIZE_CLASSES 48
+unsigned hd_size_class(uint64_t usable);
+
+// One row of the type histogram (types.c): a type ("T[]" for arrays of
+// any length), or for untyped blocks (name NULL) one usable size.
+struct hd_type_row {
+	char *name;
+	uint64_t usable;
+	uint64_t count, bytes, retained;
+	int32_t active; // instances on the current dominator-tree path
+};
+// Every row with at least one used block, in no particular order; free
+// with hd_type_rows_free.
+struct hd_error *hd_type_rows(const struct hd_analysis *a,
+			      struct hd_type_row **rows, size_t *n);
+void hd_type_rows_free(struct hd_type_row *rows, size_t n);
 #endif

@@ -6,7 +6,7 @@
 
 #include "report/report_internal.h"
 
-#define NCLASSES 48
+#define NCLASSES HD_SIZE_CLASSES
 
 struct count {
 	uint64_t blocks, bytes;
@@ -40,7 +40,7 @@ static void tally_block(struct tally *t, const struct hd_block *b)
 	}
 }
 
-static unsigned size_class(uint64_t usable)
+unsigned hd_size_class(uint64_t usable)
 {
 	// Class k holds sizes in (2^(k-1), 2^k]; class 0 holds 0 and 1.
 	unsigned k = 0;
@@ -70,7 +70,7 @@ static struct hd_error *compute(const struct hd_heap *h, struct stats *s)
 		tally_block(b.arena == HD_NO_ARENA ? &s->mmapped_only
 						   : &s->arenas[b.arena], &b);
 		if (b.state == HD_STATE_USED)
-			add(&s->classes[size_class(b.usable)], b.usable);
+			add(&s->classes[hd_size_class(b.usable)], b.usable);
 	}
 	return NULL;
 }

@@ -8,13 +8,6 @@
 #include "report/report_internal.h"
 #include "types/typing.h"
 
-struct type_row {
-	char *name;       // type name ("T[]" for arrays), NULL for untyped
-	uint64_t usable;  // untyped: the size class
-	uint64_t count, bytes, retained;
-	int32_t active;   // instances on the current dominator-tree path
-};
-
 struct size_map { // untyped usable size -> row
 	uint64_t *keys;
 	uint32_t *rows;
@@ -31,7 +24,7 @@ static uint64_t mix(uint64_t x)
 static int g_sort;
 static int row_cmp(const void *x, const void *y)
 {
-	const struct type_row *a = x, *b = y;
+	const struct hd_type_row *a = x, *b = y;
 	uint64_t ka = g_sort == 1 ? a->count : g_sort == 2 ? a->retained : a->bytes;
 	uint64_t kb = g_sort == 1 ? b->count : g_sort == 2 ? b->retained : b->bytes;
 	if (ka != kb)
@@ -39,17 +32,15 @@ static int row_cmp(const void *x, const void *y)
 	return a->bytes > b->bytes ? -1 : a->bytes < b->bytes;
 }
 
-struct hd_error *hd_render_types(FILE *out, struct hd_session *s,
-				 const struct hd_render_options *o)
+struct hd_error *hd_type_rows(const struct hd_analysis *ap,
+			      struct hd_type_row **ret, size_t *ret_n)
 {
-	struct hd_analysis a;
-	struct hd_error *err = hd_analysis_get(s, &a);
-	if (err)
-		return err;
+	const struct hd_analysis a = *ap;
+	struct hd_error *err = NULL;
 	size_t n = hd_heap_num_blocks(a.h);
 	size_t nentries = a.ty ? a.ty->num_entries : 0;
 	// Rows: one per typing entry name, then one per untyped size.
-	struct type_row *rows = calloc(nentries + 1, sizeof(*rows));
+	struct hd_type_row *rows = calloc(nentries + 1, sizeof(*rows));
 	uint32_t *entry_row = calloc(nentries + 1, sizeof(*entry_row));
 	uint32_t *block_row = malloc((n ? n : 1) * sizeof(*block_row));
 	struct size_map sm = {0};
@@ -122,14 +113,14 @@ struct hd_error *hd_render_types(FILE *out, struct hd_session *s,
 			if (sm.rows[slot] == UINT32_MAX) {
 				if (nrows == cap) {
 					cap *= 2;
-					struct type_row *p = realloc(rows, cap * sizeof(*p));
+					struct hd_type_row *p = realloc(rows, cap * sizeof(*p));
 					if (!p) {
 						err = &hd_error_no_memory;
 						goto out;
 					}
 					rows = p;
 				}
-				rows[nrows] = (struct type_row){.usable = b.usable};
+				rows[nrows] = (struct hd_type_row){.usable = b.usable};
 				sm.keys[slot] = b.usable;
 				sm.rows[slot] = (uint32_t)nrows++;
 				nuntyped++;
@@ -160,7 +151,7 @@ struct hd_error *hd_render_types(FILE *out, struct hd_session *s,
 			uint32_t w = c[f->next++];
 			int64_t id = hd_graph_vertex_block(a.g, w);
 			if (id >= 0 && block_row[id] != UINT32_MAX) {
-				struct type_row *row = &rows[block_row[id]];
+				struct hd_type_row *row = &rows[block_row[id]];
 				if (row->active++ == 0)
 					row->retained += hd_dom_retained(a.d, w);
 			}
@@ -182,6 +173,38 @@ struct hd_error *hd_render_types(FILE *out, struct hd_session *s,
 			free(rows[i].name);
 	}
 	nrows = kept;
+	*ret = rows;
+	*ret_n = nrows;
+	rows = NULL;
+	nrows = 0;
+out:
+	hd_type_rows_free(rows, nrows);
+	free(entry_row);
+	free(block_row);
+	free(sm.keys);
+	free(sm.rows);
+	return err;
+}
+
+void hd_type_rows_free(struct hd_type_row *rows, size_t n)
+{
+	for (size_t i = 0; rows && i < n; i++)
+		free(rows[i].name);
+	free(rows);
+}
+
+struct hd_error *hd_render_types(FILE *out, struct hd_session *s,
+				 const struct hd_render_options *o)
+{
+	struct hd_analysis a;
+	struct hd_error *err = hd_analysis_get(s, &a);
+	if (err)
+		return err;
+	struct hd_type_row *rows;
+	size_t nrows;
+	err = hd_type_rows(&a, &rows, &nrows);
+	if (err)
+		return err;
 	g_sort = o->sort;
 	qsort(rows, nrows, sizeof(*rows), row_cmp);
 	size_t limit = o->all ? nrows : (o->top ? o->top : 50);
@@ -223,15 +246,8 @@ struct hd_error *hd_render_types(FILE *out, struct hd_session *s,
 		if (nrows > limit)
 			fprintf(out, "  … %zu more (--top N, --all)\n", nrows - limit);
 	}
-out:
-	for (size_t i = 0; rows && i < nrows; i++)
-		free(rows[i].name);
-	free(rows);
-	free(entry_row);
-	free(block_row);
-	free(sm.keys);
-	free(sm.rows);
-	if (!err && ferror(out))
+	hd_type_rows_free(rows, nrows);
+	if (ferror(out))
 		err = hd_error_create(HD_ERROR_OS, "cannot write output");
 	return err;
 }

@@ -84,9 +84,8 @@ static bool find_reference(const struct hd_analysis *a, uint32_t src,
 
 // BFS backwards from v to the nearest root (or, for a leaked block, to a
 // block nothing points at). Returns the path from its start to v.
-static struct hd_error *shortest_chain(const struct hd_analysis *a, uint32_t v,
-				       bool to_root, uint32_t **path,
-				       size_t *len)
+struct hd_error *hd_shortest_chain(const struct hd_analysis *a, uint32_t v,
+				   bool to_root, uint32_t **path, size_t *len)
 {
 	uint32_t n = hd_graph_num_vertices(a->g);
 	uint32_t *next = malloc((size_t)n * sizeof(*next));
@@ -197,6 +196,81 @@ static void step_member(const struct hd_analysis *a, uint32_t u,
 		type[0] = '\0';
 }
 
+struct hd_error *hd_chain_refs(const struct hd_analysis *a,
+			       const uint32_t *path, size_t len,
+			       struct hd_chain_ref **ret)
+{
+	struct hd_chain_ref *refs = calloc(len ? len : 1, sizeof(*refs));
+	if (!refs)
+		return &hd_error_no_memory;
+	for (size_t i = 0; i < len; i++) {
+		refs[i].reg = -1;
+		if (i + 1 < len)
+			refs[i].ok = find_reference(a, path[i], path[i + 1], &refs[i].off,
+						    &refs[i].val, &refs[i].reg);
+	}
+	*ret = refs;
+	return NULL;
+}
+
+// A root's name; stable: thread ids (which change from run to run)
+// replaced by the thread's position in the target ("thread #1 stack").
+static void root_name(const struct hd_analysis *a, const struct hd_root *root,
+		      bool stable, char *buf, size_t len)
+{
+	char prefix[32];
+	int n = snprintf(prefix, sizeof(prefix), "thread %d ", root->tid);
+	if (!stable || !root->tid || strncmp(root->name, prefix, (size_t)n) != 0) {
+		snprintf(buf, len, "%s", root->name);
+		return;
+	}
+	size_t k = 0, nt = hd_target_num_threads(a->t);
+	while (k < nt && hd_target_thread(a->t, k)->tid != root->tid)
+		k++;
+	snprintf(buf, len, "thread #%zu %s", k + 1, root->name + n);
+}
+
+void hd_chain_line(FILE *out, const struct hd_analysis *a, const uint32_t *path,
+		   size_t len, const struct hd_chain_ref *refs, const char *sep,
+		   bool stable)
+{
+	for (size_t i = 0; i < len; i++) {
+		uint32_t u = path[i];
+		int64_t r = hd_graph_vertex_root(a->g, u);
+		uint64_t off = refs[i].off;
+		int reg = refs[i].reg;
+		bool ref = refs[i].ok;
+		char stype[512], member[512];
+		step_member(a, u, off, stype, sizeof(stype), member, sizeof(member));
+		if (i)
+			fputs(sep, out);
+		if (r >= 0) {
+			char name[600];
+			root_name(a, hd_graph_root(a->g, (size_t)r), stable, name,
+				  sizeof(name));
+			fputs(name, out);
+			if (ref && reg >= 0)
+				fprintf(out, " %%%s", reg_names[reg]);
+			else if (ref && member[0] && member[0] != '+')
+				fprintf(out, ".%s", member);
+			continue;
+		}
+		char type[512];
+		size_t id = (size_t)hd_graph_vertex_block(a->g, u);
+		if (!hd_block_type(a, id, type, sizeof(type)) && stable) {
+			// Not the string's text: it is no part of the structure.
+			struct hd_block b;
+			hd_heap_block(a->h, id, &b);
+			snprintf(type, sizeof(type), "unk<%" PRIu64 ">", b.usable);
+		}
+		fputs(type, out);
+		if (ref && member[0])
+			fprintf(out, ".%s", member);
+		else if (ref)
+			fprintf(out, "+0x%" PRIx64, off);
+	}
+}
+
 struct hd_error *hd_render_why(FILE *out, struct hd_session *s,
 			       const struct hd_render_options *o)
 {
@@ -220,7 +294,7 @@ struct hd_error *hd_render_why(FILE *out, struct hd_session *s,
 	bool reachable = hd_dom_idom(a.d, v) != HD_DOM_NONE;
 	uint32_t *path;
 	size_t len;
-	err = shortest_chain(&a, v, reachable, &path, &len);
+	err = hd_shortest_chain(&a, v, reachable, &path, &len);
 	if (err)
 		return err;
 	bool json = o->format == HD_FORMAT_JSON;
@@ -242,51 +316,16 @@ struct hd_error *hd_render_why(FILE *out, struct hd_session *s,
 		fprintf(out, ", which is LEAKED: no root reaches it. Chain from a leaked block nothing points at:\n");
 	}
 	// Where each step refers to the next, found once for both listings.
-	struct step_ref {
-		bool ok;
-		int reg;
-		uint64_t off, val;
-	} *refs = calloc(len, sizeof(*refs));
-	if (!refs) {
+	struct hd_chain_ref *refs;
+	err = hd_chain_refs(&a, path, len, &refs);
+	if (err) {
 		free(path);
-		return &hd_error_no_memory;
-	}
-	for (size_t i = 0; i < len; i++) {
-		refs[i].reg = -1;
-		if (i + 1 < len)
-			refs[i].ok = find_reference(&a, path[i], path[i + 1], &refs[i].off,
-					    &refs[i].val, &refs[i].reg);
+		return err;
 	}
 	// The chain in one line, C-style, before the detail: for short chains.
 	if (!json && len <= 64) {
 		fputs("  ", out);
-		for (size_t i = 0; i < len; i++) {
-			uint32_t u = path[i];
-			int64_t r = hd_graph_vertex_root(a.g, u);
-			uint64_t off = refs[i].off;
-			int reg = refs[i].reg;
-			bool ref = refs[i].ok;
-			char stype[512], member[512];
-			step_member(&a, u, off, stype, sizeof(stype), member, sizeof(member));
-			if (i)
-				fputs(" → ", out);
-			if (r >= 0) {
-				fputs(hd_graph_root(a.g, (size_t)r)->name, out);
-				if (ref && reg >= 0)
-					fprintf(out, " %%%s", reg_names[reg]);
-				else if (ref && member[0] && member[0] != '+')
-					fprintf(out, ".%s", member);
-				continue;
-			}
-			char type[512];
-			hd_block_type(&a, (size_t)hd_graph_vertex_block(a.g, u), type,
-				      sizeof(type));
-			fputs(type, out);
-			if (ref && member[0])
-				fprintf(out, ".%s", member);
-			else if (ref)
-				fprintf(out, "+0x%" PRIx64, off);
-		}
+		hd_chain_line(out, &a, path, len, refs, " → ", false);
 		fputs("\n", out);
 	}
 	for (size_t i = 0; i < len; i++) {

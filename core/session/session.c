@@ -103,6 +103,7 @@ void hd_session_destroy(struct hd_session *s)
 }
 
 struct hd_target *hd_session_target(struct hd_session *s) { return s->t; }
+struct hd_debuginfo *hd_session_debuginfo(struct hd_session *s) { return s->di; }
 
 struct hd_error *hd_session_heap(struct hd_session *s,
 				 const struct hd_heap **ret)

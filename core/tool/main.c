@@ -12,6 +12,7 @@
 
 static const char usage[] =
 	"usage: heapdom COMMAND CORE [ARGS] [options]\n"
+	"       heapdom diff A B [C ...] [options]   (snapshot files or cores)\n"
 	"       heapdom COMMAND --pid PID [ARGS] [options]\n"
 	"\n"
 	"commands:\n"
@@ -23,6 +24,12 @@ static const char usage[] =
 	"  graph            export the object graph (--format dot|json)\n"
 	"  types            heap histogram by type: count, bytes, retained\n"
 	"  frameworks       framework modules: loaded, detected, what they did\n"
+	"  snapshot         heap summary to keep (--output FILE: JSON): totals,\n"
+	"                   size classes, types, largest subtrees by root path\n"
+	"  diff A B [C..]   what grew between snapshots (files or cores); more\n"
+	"                   than two: the series, and first to last\n"
+	"  trace            what libheapdom-trace.so recorded: allocations by\n"
+	"                   call site, file, size class, age (--by KEY)\n"
 	"\n"
 	"options:\n"
 	"  --pid PID         analyse a running process (stopped while analysed)\n"
@@ -37,6 +44,7 @@ static const char usage[] =
 	"  --all             dominators --json: every used block\n"
 	"  --from ADDR       graph: only what ADDR's block reaches in --depth steps\n"
 	"  --sort KEY        types: by bytes (default), count or retained\n"
+	"  --by KEY          trace: by site (default), file, size or age\n"
 	"  --semantic        dominators: the semantic tree of the framework modules\n"
 	"  --framework M     run framework module M (a built-in's name or a .so\n"
 	"                    path; repeatable; implies --semantic); default: the\n"
@@ -74,7 +82,7 @@ static bool takes_value(const char *a)
 {
 	static const char *const opts[] = {"--top", "--depth", "--min-size",
 					   "--state", "--format", "--from",
-					   "--sort", "--output", "--framework"};
+					   "--sort", "--output", "--framework", "--by"};
 	for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
 		if (strcmp(a, opts[i]) == 0)
 			return true;
@@ -139,7 +147,11 @@ static int parse_args(int argc, char **argv, struct args *a)
 		fputs(usage, stderr);
 		return 2;
 	}
-	if (a->pid < 0) {
+	// diff's words are all its operands: no core of its own.
+	bool diff = strcmp(a->words[0], "diff") == 0;
+	if (diff && a->pid >= 0)
+		return fail("%s: compares snapshot files or cores, not --pid", "diff");
+	if (a->pid < 0 && !diff) {
 		// The first word after the command that is no option or
 		// option value is the core.
 		for (int i = 1; i < a->nwords; i++) {
@@ -274,9 +286,14 @@ int main(int argc, char **argv)
 	double t0 = now();
 	struct hd_target *t = NULL;
 	struct hd_session *s = NULL;
-	err = a.core ? hd_target_open_core(a.core, &a.target, &t)
-		     : hd_target_attach_pid(a.pid, &a.target, &t);
-	if (!err) {
+	cmd.target = &a.target;
+	cmd.session = &a.session;
+	if (cmd.report == HD_REPORT_DIFF)
+		err = NULL; // opens its operands itself
+	else
+		err = a.core ? hd_target_open_core(a.core, &a.target, &t)
+			     : hd_target_attach_pid(a.pid, &a.target, &t);
+	if (!err && t) {
 		err = hd_session_create(t, &a.session, &s);
 		if (err)
 			hd_target_destroy(t);

@@ -1,0 +1,161 @@
+// The C allocation functions libheapdom-trace.so interposes. Each is a
+// hidden function (the injector patches GOT slots with its address, which
+// must not resolve back to libc through our own GOT) with the public name
+// as an exported alias. Off: one predictable branch and a tail call to
+// glibc's __libc_* entry point.
+//
+// <stdlib.h> is not included: its declarations carry attributes (malloc,
+// alloc_size, nothrow) that the aliases below would have to repeat.
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace_internal.h"
+
+#define HD_ALIAS(name) __attribute__((alias(#name), visibility("default")))
+
+static inline int power_of_two(size_t a)
+{
+	return a && (a & (a - 1)) == 0;
+}
+
+HD_HIDDEN void *hd_malloc(size_t n)
+{
+	void *p;
+
+	if (HD_OFF())
+		return __libc_malloc(n);
+	p = __libc_malloc(n);
+	if (p)
+		hd_record_alloc(HD_TRACE_MALLOC, p, n, HD_CALLER_PC());
+	return p;
+}
+
+HD_HIDDEN void *hd_calloc(size_t n, size_t m)
+{
+	void *p;
+
+	if (HD_OFF())
+		return __libc_calloc(n, m);
+	p = __libc_calloc(n, m);
+	// calloc failed if n * m overflows, so the product is exact here.
+	if (p)
+		hd_record_alloc(HD_TRACE_CALLOC, p, (uint64_t)n * m, HD_CALLER_PC());
+	return p;
+}
+
+HD_HIDDEN void *hd_realloc(void *old, size_t n)
+{
+	if (HD_OFF())
+		return __libc_realloc(old, n);
+	return hd_traced_realloc(old, n, HD_CALLER_PC());
+}
+
+HD_HIDDEN void *hd_reallocarray(void *old, size_t n, size_t m)
+{
+	size_t bytes;
+
+	if (__builtin_mul_overflow(n, m, &bytes)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (HD_OFF())
+		return __libc_realloc(old, bytes);
+	return hd_traced_realloc(old, bytes, HD_CALLER_PC());
+}
+
+HD_HIDDEN void hd_free(void *p)
+{
+	if (HD_OFF()) {
+		__libc_free(p);
+		return;
+	}
+	// Recorded first: see hd_record_free.
+	if (p)
+		hd_record_free(p, HD_CALLER_PC());
+	__libc_free(p);
+}
+
+HD_HIDDEN void *hd_memalign(size_t align, size_t n)
+{
+	void *p;
+
+	if (HD_OFF())
+		return __libc_memalign(align, n);
+	p = __libc_memalign(align, n);
+	if (p)
+		hd_record_alloc(HD_TRACE_MEMALIGN, p, n, HD_CALLER_PC());
+	return p;
+}
+
+// The error is returned, errno left alone (POSIX); *out is untouched on
+// failure.
+HD_HIDDEN int hd_posix_memalign(void **out, size_t align, size_t n)
+{
+	int saved = errno;
+	void *p;
+
+	if (align % sizeof(void *) != 0 || !power_of_two(align))
+		return EINVAL;
+	p = __libc_memalign(align, n);
+	if (!p) {
+		errno = saved;
+		return ENOMEM;
+	}
+	if (!HD_OFF())
+		hd_record_alloc(HD_TRACE_MEMALIGN, p, n, HD_CALLER_PC());
+	*out = p;
+	return 0;
+}
+
+// glibc (2.38+) and C17 DR 460: an alignment that is not a power of two
+// fails with EINVAL; sizes need not be multiples of it.
+HD_HIDDEN void *hd_aligned_alloc(size_t align, size_t n)
+{
+	void *p;
+
+	if (!power_of_two(align)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	p = __libc_memalign(align, n);
+	if (p && !HD_OFF())
+		hd_record_alloc(HD_TRACE_MEMALIGN, p, n, HD_CALLER_PC());
+	return p;
+}
+
+HD_HIDDEN void *hd_valloc(size_t n)
+{
+	void *p;
+
+	if (HD_OFF())
+		return __libc_valloc(n);
+	p = __libc_valloc(n);
+	if (p)
+		hd_record_alloc(HD_TRACE_MEMALIGN, p, n, HD_CALLER_PC());
+	return p;
+}
+
+HD_HIDDEN void *hd_pvalloc(size_t n)
+{
+	void *p;
+
+	if (HD_OFF())
+		return __libc_pvalloc(n);
+	p = __libc_pvalloc(n);
+	if (p)
+		hd_record_alloc(HD_TRACE_MEMALIGN, p, n, HD_CALLER_PC());
+	return p;
+}
+
+HD_EXPORT void *malloc(size_t n) HD_ALIAS(hd_malloc);
+HD_EXPORT void *calloc(size_t n, size_t m) HD_ALIAS(hd_calloc);
+HD_EXPORT void *realloc(void *p, size_t n) HD_ALIAS(hd_realloc);
+HD_EXPORT void *reallocarray(void *p, size_t n, size_t m) HD_ALIAS(hd_reallocarray);
+HD_EXPORT void free(void *p) HD_ALIAS(hd_free);
+HD_EXPORT void *memalign(size_t align, size_t n) HD_ALIAS(hd_memalign);
+HD_EXPORT int posix_memalign(void **out, size_t align, size_t n)
+	HD_ALIAS(hd_posix_memalign);
+HD_EXPORT void *aligned_alloc(size_t align, size_t n) HD_ALIAS(hd_aligned_alloc);
+HD_EXPORT void *valloc(size_t n) HD_ALIAS(hd_valloc);
+HD_EXPORT void *pvalloc(size_t n) HD_ALIAS(hd_pvalloc);

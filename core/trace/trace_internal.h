@@ -1,0 +1,88 @@
+// Shared by the files of libheapdom-trace.so (see record.c for the design
+// and its limits). Nothing here is exported: the library's only exported
+// names are the hooked functions, heapdom_trace and heapdom_trace_inject.
+#ifndef HD_TRACE_INTERNAL_H
+#define HD_TRACE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "heapdom_trace.h"
+
+#define HD_EXPORT __attribute__((visibility("default")))
+#define HD_HIDDEN __attribute__((visibility("hidden")))
+
+// The return address into the caller of the hook: the call site.
+#define HD_CALLER_PC() ((uint64_t)(uintptr_t)__builtin_return_address(0))
+#define HD_OFF() __builtin_expect(!hd_state.enabled, 1)
+
+// The tables, reached without the GOT: heapdom_trace is its exported alias.
+extern struct hd_trace_state hd_state HD_HIDDEN;
+
+// glibc's own entry points of its allocator: calling them never comes
+// back into our hooks, and they need no dlsym at start-up.
+extern void *__libc_malloc(size_t n);
+extern void *__libc_calloc(size_t n, size_t m);
+extern void *__libc_realloc(void *p, size_t n);
+extern void __libc_free(void *p);
+extern void *__libc_memalign(size_t align, size_t n);
+extern void *__libc_valloc(size_t n);
+extern void *__libc_pvalloc(size_t n);
+
+// What the live table knew of a block.
+struct hd_block {
+	uint64_t size;
+	uint32_t site;
+	uint32_t birth;
+};
+
+// A block p of n bytes was allocated by op at pc.
+HD_HIDDEN void hd_record_alloc(enum hd_trace_op op, void *p, uint64_t n,
+			       uint64_t pc);
+// Removes p's live entry; returns 1 and its contents if it had one.
+HD_HIDDEN int hd_live_take(void *p, struct hd_block *b);
+// Puts back an entry hd_live_take removed (a realloc that failed).
+HD_HIDDEN void hd_live_restore(void *p, const struct hd_block *b);
+// Counts a free at pc of a block hd_live_take found (found = 1) or not.
+HD_HIDDEN void hd_record_free_of(int found, const struct hd_block *b,
+				 uint64_t pc);
+// hd_live_take + hd_record_free_of: call before the block is released, so
+// that no other thread can have been given the same address yet.
+HD_HIDDEN void hd_record_free(void *p, uint64_t pc);
+// realloc while tracing: the old block's free and the new block.
+HD_HIDDEN void *hd_traced_realloc(void *old, size_t n, uint64_t pc);
+
+// The hooks, under hidden names (their exported names are aliases): the
+// injector writes these addresses into GOT slots.
+// `std::nothrow_t const &` and `std::align_val_t` at the ABI level:
+typedef const void *hd_nothrow_ref;
+typedef size_t hd_align_val;
+HD_HIDDEN void *hd_malloc(size_t n);
+HD_HIDDEN void *hd_calloc(size_t n, size_t m);
+HD_HIDDEN void *hd_realloc(void *old, size_t n);
+HD_HIDDEN void *hd_reallocarray(void *old, size_t n, size_t m);
+HD_HIDDEN void hd_free(void *p);
+HD_HIDDEN void *hd_memalign(size_t align, size_t n);
+HD_HIDDEN int hd_posix_memalign(void **out, size_t align, size_t n);
+HD_HIDDEN void *hd_aligned_alloc(size_t align, size_t n);
+HD_HIDDEN void *hd_valloc(size_t n);
+HD_HIDDEN void *hd_pvalloc(size_t n);
+HD_HIDDEN void *hd_new(size_t n);
+HD_HIDDEN void *hd_new_array(size_t n);
+HD_HIDDEN void *hd_new_nt(size_t n, hd_nothrow_ref nt);
+HD_HIDDEN void *hd_new_array_nt(size_t n, hd_nothrow_ref nt);
+HD_HIDDEN void *hd_new_al(size_t n, hd_align_val al);
+HD_HIDDEN void *hd_new_array_al(size_t n, hd_align_val al);
+HD_HIDDEN void *hd_new_al_nt(size_t n, hd_align_val al, hd_nothrow_ref nt);
+HD_HIDDEN void *hd_new_array_al_nt(size_t n, hd_align_val al, hd_nothrow_ref nt);
+HD_HIDDEN void hd_delete(void *p);
+HD_HIDDEN void hd_delete_sized(void *p, size_t n);
+HD_HIDDEN void hd_delete_nt(void *p, hd_nothrow_ref nt);
+HD_HIDDEN void hd_delete_al(void *p, hd_align_val al);
+HD_HIDDEN void hd_delete_sized_al(void *p, size_t n, hd_align_val al);
+HD_HIDDEN void hd_delete_al_nt(void *p, hd_align_val al, hd_nothrow_ref nt);
+
+// The real C++ operator (libstdc++'s), for the failure paths only.
+HD_HIDDEN void *hd_real_function(const char *name, void *self);
+
+#endif // HD_TRACE_INTERNAL_H

@@ -1,0 +1,276 @@
+#!/usr/bin/env python3
+"""heapdom integration test: the tracer's reports and the debugger commands
+of issue 8 — `heapdom trace`, `heap-trace start|on|off|epoch|report` in gdb
+and lldb, `heap-watch` — against the fixtures' ground truth.
+
+    test_trace_front.py --heapdom PATH --lib LIBHEAPDOM --trace-lib PATH
+        --trace-fixture PATH --growth-fixture PATH --gdb-plugin PATH
+        [--lldb-plugin PATH] --workdir DIR [--only a,b,...]
+
+Cases:
+  a core     trace_fixture under LD_PRELOAD (HEAPDOM_TRACE=1), stopped by gdb
+             at exit, after it dumped the tracer's table (d1 of its truth):
+             `heap-trace report --json --all` in gdb and `heapdom trace CORE
+             --json --all` on the core gdb saved there both report exactly
+             d1: every site pc with its counts and bytes per op, calls per
+             op, size classes, ages; every site inside a site function of
+             the fixture is named with that function and trace_fixture.c
+             (the function's extent from the fixture's symbol table); the
+             blocks the fixture left allocated are live at their site with
+             their birth epoch; the text reports name the site functions
+  b lldb     the same report from `heapdom trace report` in lldb
+  c inject   the fixture without LD_PRELOAD, stopped at hd_inject_point:
+             gdb's `heap-trace start` loads the tracer and switches it on
+             (no gdb inferior call: they fail on this machine), `heap-trace
+             epoch` advances the epoch; the report at exit equals the
+             fixture's d1; `heap-trace off` then `on` round-trips
+  d watch    growth_fixture: `heap-watch hd_fixture_stop` records a snapshot
+             at each of its two stops and goes on; `heap-watch report
+             --json` shows exactly the growth the fixture recorded (the
+             snapshot test's checks)
+Exit status 0 when every case passed; the last line is "N passed, N failed".
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "trace"))
+import heaptest  # noqa: E402
+from heaptest import HarnessError  # noqa: E402
+import test_snapshot  # noqa: E402
+import test_trace  # noqa: E402
+
+OPS = ("malloc", "calloc", "realloc", "memalign", "free")
+LLDB_PYTHON = "/usr/lib/llvm-14/lib/python3.11/dist-packages"
+
+
+def check_report(doc, truth, ext, label):
+    """The reader's JSON against the fixture's final dump d1."""
+    p = []
+    d1 = truth.dumps["d1"]
+    tr = doc.get("tracer", {})
+    if tr.get("epoch") != d1.state["epoch"]:
+        p.append("%s: epoch %s, dump %s" % (label, tr.get("epoch"), d1.state["epoch"]))
+    calls = [tr["calls"][op]["count"] for op in OPS]
+    if calls != d1.calls:
+        p.append("%s: calls %s, dump %s" % (label, calls, d1.calls))
+    sites = {int(s["pc"], 16): s for s in doc["sites"]}
+    if set(sites) != set(d1.sites):
+        p.append("%s: %d sites, dump has %d (only in report: %s; only in dump: %s)"
+                 % (label, len(sites), len(d1.sites),
+                    [hex(x) for x in sorted(set(sites) - set(d1.sites))][:5],
+                    [hex(x) for x in sorted(set(d1.sites) - set(sites))][:5]))
+    for pc, (counts, nbytes) in d1.sites.items():
+        s = sites.get(pc)
+        if not s:
+            continue
+        got_c = [s["ops"][op]["count"] for op in OPS]
+        got_b = [s["ops"][op]["bytes"] for op in OPS]
+        if got_c != counts or got_b != nbytes:
+            p.append("%s: site 0x%x counts %s bytes %s, dump %s %s"
+                     % (label, pc, got_c, got_b, counts, nbytes))
+        fn = test_trace.fn_of(ext, pc)
+        if fn and (s["function"] != fn or not (s["file"] or "").endswith("trace_fixture.c")
+                   and not (s["file"] or "").endswith("trace_fixture_cxx.cpp")
+                   or not s["line"]):
+            p.append("%s: site 0x%x in %s is named %s (%s:%s)"
+                     % (label, pc, fn, s["function"], s["file"], s["line"]))
+    classes = {(c["min"], c["max"]): (c["count"], c["bytes"]) for c in doc["sizes"]}
+    want = {}
+    for k, v in d1.classes.items():
+        if v[0]:
+            lo = 0 if k == 0 else 1 << (k - 1)
+            hi = 0 if k == 0 else (1 << k) - 1
+            want[(lo, hi)] = v
+    if classes != want:
+        p.append("%s: size classes differ from the dump" % label)
+    ages = {a["age"]: (a["count"], a["bytes"]) for a in doc["ages"]}
+    if ages != {k: v for k, v in d1.ages.items() if v[0]}:
+        p.append("%s: ages %s, dump %s" % (label, ages, d1.ages))
+    # The blocks the fixture left allocated: live at their site function,
+    # counted in their birth epoch.
+    by_fn = {}
+    for ptr, size, fn, birth in truth.live:
+        by_fn.setdefault(fn, [0, 0])
+        by_fn[fn][0] += 1
+        by_fn[fn][1] += size
+    got_fn = {}
+    for pc, s in sites.items():
+        fn = test_trace.fn_of(ext, pc)
+        if fn:
+            got_fn.setdefault(fn, [0, 0])
+            got_fn[fn][0] += s["live"]["count"]
+            got_fn[fn][1] += s["live"]["bytes"]
+    for fn, want_fn in by_fn.items():
+        if got_fn.get(fn) != want_fn:
+            p.append("%s: live at %s: %s, truth %s" % (label, fn, got_fn.get(fn), want_fn))
+    births = {}
+    for ptr, size, fn, birth in truth.live:
+        births[birth] = births.get(birth, 0) + 1
+    got_births = {b["epoch"]: b["count"] for b in doc["live_by_birth"]}
+    for b, n in births.items():
+        if got_births.get(b, 0) < n:
+            p.append("%s: %d live blocks born in epoch %d, report has %s"
+                     % (label, n, b, got_births.get(b)))
+    return p
+
+
+class Runner(heaptest.CaseRunner):
+    def __init__(self, a):
+        super().__init__(a.workdir, a.only)
+        self.a = a
+
+    def gdb(self, cmds, args, env=None, timeout=600):
+        e = dict(os.environ, HEAPDOM_LIB=self.a.lib, HEAPDOM_TRACE_LIB=self.a.trace_lib,
+                 DEBUGINFOD_URLS="")
+        if env:
+            e.update(env)
+        argv = ["gdb", "-q", "-nx", "-batch", "-ex", "set python print-stack full",
+                "-ex", "source " + self.a.gdb_plugin]
+        for c in cmds:
+            argv += ["-ex", c]
+        argv += ["--args"] + list(args)
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                              env=e, stdin=subprocess.DEVNULL)
+
+    def load(self, path, r):
+        if not os.path.exists(path):
+            raise HarnessError("no %s: gdb said\n%s\n%s" % (path, r.stdout[-2000:],
+                                                            r.stderr[-2000:]))
+        with open(path) as f:
+            return json.load(f)
+
+    def preload_env(self):
+        return {"LD_PRELOAD": self.a.trace_lib, "HEAPDOM_TRACE": "1"}
+
+    def case_core(self):
+        truth_p, out, core = self.path("a.truth"), self.path("a.json"), self.path("a.core")
+        txt = self.path("a.txt")
+        for f in (truth_p, out, core, txt):
+            if os.path.exists(f):
+                os.unlink(f)
+        r = self.gdb(["set exec-wrapper env LD_PRELOAD=%s HEAPDOM_TRACE=1" % self.a.trace_lib,
+                      "break exit", "run",
+                      "heap-trace report --json --all --output " + out,
+                      "heap-trace report --output " + txt,
+                      "gcore " + core, "kill"],
+                     [self.a.trace_fixture, truth_p, "--lib", self.a.trace_lib])
+        truth = test_trace.parse_truth(truth_p)
+        ext = test_trace.function_extents(self.a.trace_fixture, truth)
+        p = check_report(self.load(out, r), truth, ext, "gdb")
+        doc = heaptest.heapdom_json(self.a.heapdom, ["trace", core, "--json", "--all"])
+        p += check_report(doc, truth, ext, "core")
+        with open(txt) as f:
+            text = f.read()
+        for fn in ("site_a", "site_b"):
+            if fn not in text:
+                p.append("text report does not name %s" % fn)
+        self.cache["a"] = (truth, ext)
+        return p
+
+    def case_lldb(self):
+        if not self.a.lldb_plugin:
+            return []
+        truth_p, out = self.path("b.truth"), self.path("b.json")
+        for f in (truth_p, out):
+            if os.path.exists(f):
+                os.unlink(f)
+        env = dict(os.environ, DEBUGINFOD_URLS="", LC_ALL="C",
+                   PATH="/usr/bin:/bin:" + os.environ.get("PATH", ""),
+                   HEAPDOM_TRACE_LIB=self.a.trace_lib)
+        if os.path.isdir(LLDB_PYTHON):
+            env["PYTHONPATH"] = LLDB_PYTHON
+        argv = [shutil.which("lldb-14") or "lldb-14", "-x", "-b",
+                "-o", "plugin load " + self.a.lldb_plugin,
+                "-o", "settings set target.env-vars LD_PRELOAD=%s HEAPDOM_TRACE=1"
+                % self.a.trace_lib,
+                "-o", "b exit", "-o", "run",
+                "-o", "heapdom trace report --json --all --output " + out,
+                "-o", "kill", "--", self.a.trace_fixture, truth_p, "--lib", self.a.trace_lib]
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=600, env=env,
+                           stdin=subprocess.DEVNULL)
+        truth = test_trace.parse_truth(truth_p)
+        ext = test_trace.function_extents(self.a.trace_fixture, truth)
+        return check_report(self.load(out, r), truth, ext, "lldb")
+
+    def case_inject(self):
+        truth_p, out = self.path("c.truth"), self.path("c.json")
+        for f in (truth_p, out):
+            if os.path.exists(f):
+                os.unlink(f)
+        status = self.path("c.status")
+        r = self.gdb(["break hd_inject_point", "run", "heap-trace start",
+                      "heap-trace off", "heap-trace on",
+                      "pipe heap-trace status | cat > " + status,
+                      "delete", "break exit", "continue",
+                      "heap-trace report --json --all --output " + out, "kill"],
+                     [self.a.trace_fixture, truth_p, "--lib", self.a.trace_lib, "--inject"])
+        p = []
+        if "redirected" not in r.stdout:
+            p.append("heap-trace start did not load the tracer:\n%s\n%s"
+                     % (r.stdout[-1500:], r.stderr[-1500:]))
+        truth = test_trace.parse_truth(truth_p)
+        ext = test_trace.function_extents(self.a.trace_fixture, truth)
+        p += check_report(self.load(out, r), truth, ext, "inject")
+        with open(status) as f:
+            st = f.read()
+        if ", on," not in st:
+            p.append("heap-trace status after off/on: %r" % st)
+        return p
+
+    def case_watch(self):
+        truth_p, wdir = self.path("d.truth"), self.path("d.watch")
+        out = self.path("d.json")
+        for f in (truth_p, out):
+            if os.path.exists(f):
+                os.unlink(f)
+        shutil.rmtree(wdir, ignore_errors=True)
+        r = self.gdb(["heap-watch hd_fixture_stop --dir " + wdir, "run",
+                      "heap-watch list",
+                      "heap-watch report --json --output " + out],
+                     [self.a.growth_fixture, truth_p])
+        p = []
+        snaps = sorted(os.listdir(wdir)) if os.path.isdir(wdir) else []
+        if len(snaps) != 2:
+            p.append("heap-watch recorded %s, expected 2 snapshots:\n%s\n%s"
+                     % (snaps, r.stdout[-1500:], r.stderr[-1500:]))
+            return p
+        if "2 hits, 2 snapshots" not in r.stdout:
+            p.append("heap-watch list: %r" % r.stdout[-500:])
+        truth = test_snapshot.parse_truth(truth_p)
+        p += test_snapshot.check_diff(self.load(out, r), truth)
+        return p
+
+    def run(self):
+        os.makedirs(self.work, exist_ok=True)
+        self.case("a core", self.case_core)
+        self.case("b lldb", self.case_lldb)
+        self.case("c inject", self.case_inject)
+        self.case("d watch", self.case_watch)
+        print("%d passed, %d failed" % (self.passed, self.failed))
+        return 0 if self.failed == 0 else 1
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    for opt in ("--heapdom", "--lib", "--trace-lib", "--trace-fixture",
+                "--growth-fixture", "--gdb-plugin", "--workdir"):
+        ap.add_argument(opt, required=True)
+    ap.add_argument("--lldb-plugin")
+    ap.add_argument("--only")
+    a = ap.parse_args()
+    for k in ("heapdom", "lib", "trace_lib", "trace_fixture", "growth_fixture",
+              "gdb_plugin", "lldb_plugin"):
+        v = getattr(a, k)
+        if v:
+            setattr(a, k, os.path.abspath(v))
+    return Runner(a).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,496 @@
+/* trace_fixture: known allocation patterns for libheapdom-trace.so.
+
+     trace_fixture TRUTH [--lib PATH] [--inject]
+
+   Run with LD_PRELOAD=libheapdom-trace.so HEAPDOM_TRACE=1, or (--inject)
+   without it under gdb, which stops at hd_inject_point, dlopen()s PATH,
+   calls heapdom_trace_inject() and sets heapdom_trace.enabled = 1.
+
+   Every allocation and free happens in a noinline function of its own
+   (the "site"), so the tracer's sites can be checked per function: the
+   truth file gives each site function's run-time address and the test
+   takes its size from the symbol table. The fixture plays the debugger:
+   it advances heapdom_trace.epoch between phases and switches `enabled`
+   off around its own bookkeeping (which allocates nothing anyway), for
+   one phase whose calls must not be counted, and around thread creation
+   and exit (which allocate inside the loader and libc).
+
+   Truth file, one record a line:
+     pid PID | sizeof N | inject 0|1
+     fn NAME ADDR             a site function's run-time address
+     off NAME                 a site function only called while tracing off
+     alloc FN OP SIZE COUNT   COUNT successful calls of OP for SIZE bytes
+     free FN BYTES AGE COUNT  frees at FN of blocks of BYTES bytes at AGE
+                              epochs (AGE -1: block allocated while off,
+                              untracked; BYTES is then 0)
+     live PTR SIZE FN BIRTH   a block still allocated, allocated at FN
+     d0 ... / d1 ...          the tracer's state at the start and end (see
+                              dump_state); the test compares d1 - d0
+     end NREC
+   OP: 0 malloc, 1 calloc, 2 realloc, 3 memalign, 4 free (heapdom_trace.h). */
+#define FIXTURE_NAME "trace_fixture"
+#include <dlfcn.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "fixture_util.h"
+#include "heapdom_trace.h"
+#include "trace_fixture.h"
+
+struct hd_trace_state *st;
+unsigned epoch; /* what the fixture wrote into st->epoch */
+
+/* ------------------------------------------------------------ truth */
+
+#define MAXEXP 2048
+static struct exp {
+  const char *fn;
+  int kind; /* 0 alloc, 1 free */
+  int op;
+  uint64_t size;
+  long age;
+  uint64_t count;
+} exps[MAXEXP];
+static int nexp;
+
+static void expect(const char *fn, int kind, int op, uint64_t size, long age, uint64_t count) {
+  for (int i = 0; i < nexp; i++) {
+    struct exp *e = &exps[i];
+    if (e->fn == fn && e->kind == kind && e->op == op && e->size == size && e->age == age) {
+      e->count += count;
+      return;
+    }
+  }
+  if (nexp == MAXEXP) die("too many expectations");
+  exps[nexp++] = (struct exp){ fn, kind, op, size, age, count };
+}
+
+void note_alloc(const char *fn, int op, struct blk *b, void *p, uint64_t size) {
+  if (!p) die("allocation failed");
+  b->p = p;
+  b->size = size;
+  b->birth = epoch;
+  b->tracked = st->enabled != 0;
+  b->fn = fn;
+  if (b->tracked) expect(fn, 0, op, size, 0, 1);
+}
+
+void note_free(const char *fn, struct blk *b) {
+  if (!b->p) die("freeing a block the fixture never allocated");
+  if (st->enabled) {
+    if (b->tracked)
+      expect(fn, 1, HD_TRACE_FREE, b->size, (long)(epoch - b->birth), 1);
+    else
+      expect(fn, 1, HD_TRACE_FREE, 0, -1, 1);
+  }
+  b->p = NULL;
+}
+
+static void set_epoch(unsigned e) {
+  epoch = e;
+  st->epoch = e;
+}
+
+/* ------------------------------------------------------------- sites */
+
+#define NA 1000
+#define NB 500
+#define NC 300
+#define NOFF 100
+#define NF 50
+#define NTHREADS 4
+#define NMT 1000
+
+static struct blk a[NA + NOFF], b[NB], c, d[45], offb[NOFF], f[NF];
+
+#define SITE __attribute__((noinline, noclone))
+
+/* Sizes that must fail, hidden from the compiler's size checks. */
+static volatile size_t huge = SIZE_MAX - 4096, half = SIZE_MAX / 2, all = SIZE_MAX;
+
+/* A: malloc(24); a failing malloc (not counted). */
+SITE void site_a(struct blk *out, int n) {
+  for (int i = 0; i < n; i++) note_alloc("site_a", HD_TRACE_MALLOC, &out[i], malloc(24), 24);
+  if (malloc(huge) != NULL) die("huge malloc succeeded");
+}
+
+/* B: calloc(10, 100); an overflowing calloc (not counted). */
+SITE void site_b(void) {
+  for (int i = 0; i < NB; i++) note_alloc("site_b", HD_TRACE_CALLOC, &b[i], calloc(10, 100), 1000);
+  if (calloc(half, 4) != NULL) die("overflowing calloc succeeded");
+}
+
+/* C: one block grown by realloc NC times: realloc(NULL, 16) then each
+   realloc frees the previous block (at this site) and makes a new one. */
+SITE void site_c(void) {
+  void *p = NULL;
+  for (int i = 1; i <= NC; i++) {
+    void *q = realloc(p, 16 * (size_t)i);
+    if (p) note_free("site_c", &c);
+    note_alloc("site_c", HD_TRACE_REALLOC, &c, q, 16 * (uint64_t)i);
+    p = q;
+  }
+}
+
+/* D: the aligned family and reallocarray, and their error cases. */
+SITE void site_d(void) {
+  int k = 0;
+  void *p;
+  for (int i = 0; i < 10; i++) {
+    note_alloc("site_d", HD_TRACE_MEMALIGN, &d[k++], memalign(64, 100), 100);
+    note_alloc("site_d", HD_TRACE_MEMALIGN, &d[k++], aligned_alloc(256, 512), 512);
+    p = NULL;
+    if (posix_memalign(&p, 128, 1000) != 0) die("posix_memalign failed");
+    if ((uintptr_t)p % 128) die("posix_memalign misaligned");
+    note_alloc("site_d", HD_TRACE_MEMALIGN, &d[k++], p, 1000);
+  }
+  for (int i = 0; i < 5; i++) {
+    note_alloc("site_d", HD_TRACE_MEMALIGN, &d[k++], valloc(100), 100);
+    note_alloc("site_d", HD_TRACE_MEMALIGN, &d[k++], pvalloc(5000), 5000);
+  }
+  for (int i = 0; i < 5; i++)
+    note_alloc("site_d", HD_TRACE_REALLOC, &d[k++], reallocarray(NULL, 10, 30), 300);
+  if (k != 45) die("site_d: wrong number of blocks");
+  if ((uintptr_t)d[0].p % 64 || (uintptr_t)d[1].p % 256 || (uintptr_t)d[30].p % 4096 || (uintptr_t)d[31].p % 4096)
+    die("misaligned block");
+  /* Errors: not counted, and the standard's error values. */
+  p = (void *)1;
+  if (posix_memalign(&p, 24, 10) != EINVAL || p != (void *)1) die("posix_memalign(24) not EINVAL");
+  if (posix_memalign(&p, 4, 10) != EINVAL) die("posix_memalign(4) not EINVAL");
+  errno = 0;
+  if (aligned_alloc(3, 10) != NULL || errno != EINVAL) die("aligned_alloc(3) not EINVAL");
+  errno = 0;
+  if (reallocarray(NULL, all, 2) != NULL || errno != ENOMEM)
+    die("reallocarray overflow not ENOMEM");
+}
+
+/* Only called while tracing is off: must not appear at all. */
+SITE void site_off(void) {
+  for (int i = 0; i < NOFF; i++) note_alloc("site_off", HD_TRACE_MALLOC, &offb[i], malloc(48), 48);
+}
+
+/* Allocated while off, freed while on: untracked frees. */
+SITE void site_f(void) {
+  for (int i = 0; i < NF; i++) note_alloc("site_f", HD_TRACE_MALLOC, &f[i], malloc(64), 64);
+}
+
+SITE void free_x(struct blk *v, int n) {
+  for (int i = 0; i < n; i++) {
+    free(v[i].p);
+    note_free("free_x", &v[i]);
+  }
+}
+
+SITE void free_y(struct blk *v, int n) {
+  for (int i = 0; i < n; i++) {
+    free(v[i].p);
+    note_free("free_y", &v[i]);
+  }
+}
+
+/* glibc's realloc(p, 0) frees p: a free at this site. */
+SITE void free_y_realloc0(struct blk *v) {
+  if (realloc(v->p, 0) != NULL) die("realloc(p, 0) returned a block");
+  note_free("free_y_realloc0", v);
+}
+
+SITE void free_z(struct blk *v, int n) {
+  for (int i = 0; i < n; i++) {
+    free(v[i].p);
+    note_free("free_z", &v[i]);
+  }
+  free(NULL); /* not counted */
+}
+
+SITE void free_off(struct blk *v, int n) {
+  for (int i = 0; i < n; i++) {
+    free(v[i].p);
+    note_free("free_off", &v[i]);
+  }
+}
+
+SITE void free_untracked(struct blk *v, int n) {
+  for (int i = 0; i < n; i++) {
+    free(v[i].p);
+    note_free("free_untracked", &v[i]);
+  }
+}
+
+/* ----------------------------------------------------------- threads */
+
+static pthread_barrier_t go, done;
+static void *mt_blocks[NTHREADS][NMT];
+
+SITE void mt_site(void **v) {
+  for (int i = 0; i < NMT; i++) {
+    v[i] = malloc(40);
+    if (!v[i]) die("thread malloc failed");
+  }
+}
+
+SITE void mt_free(void **v) {
+  for (int i = 0; i < NMT; i++) free(v[i]);
+}
+
+static void *thread_main(void *arg) {
+  void **v = (void **)arg;
+  pthread_barrier_wait(&go);
+  mt_site(v);
+  mt_free(v);
+  pthread_barrier_wait(&done);
+  return NULL;
+}
+
+/* Threads are created and joined while tracing is off (the loader and
+   libc allocate for them); they allocate between the barriers, while on. */
+static void threads_phase(void) {
+  pthread_t t[NTHREADS];
+  st->enabled = 0;
+  if (pthread_barrier_init(&go, NULL, NTHREADS + 1) || pthread_barrier_init(&done, NULL, NTHREADS + 1))
+    die("barrier");
+  for (int i = 0; i < NTHREADS; i++)
+    if (pthread_create(&t[i], NULL, thread_main, mt_blocks[i])) die("pthread_create");
+  st->enabled = 1;
+  pthread_barrier_wait(&go);
+  pthread_barrier_wait(&done);
+  st->enabled = 0;
+  for (int i = 0; i < NTHREADS; i++) pthread_join(t[i], NULL);
+  expect("mt_site", 0, HD_TRACE_MALLOC, 40, 0, NTHREADS * NMT);
+  expect("mt_free", 1, HD_TRACE_FREE, 40, 0, NTHREADS * NMT);
+  st->enabled = 1;
+}
+
+/* -------------------------------------------------------------- dump */
+
+static char obuf_mem[1 << 16];
+static struct obuf o = { obuf_mem, 0, sizeof obuf_mem, -1, 0 };
+
+static void rec_begin(const char *tag) {
+  ostr(&o, tag);
+  o.nrec++;
+}
+static void field(uint64_t v) {
+  ostr(&o, " ");
+  odec(&o, (uintptr_t)v);
+}
+static void hfield(uint64_t v) {
+  ostr(&o, " ");
+  ohex(&o, (uintptr_t)v);
+}
+
+/* dN state MAGIC VERSION SIZE ENABLED EPOCH PID
+   dN calls C0..C4 | dN dropped SITES LIVE UNTRACKED
+   dN class K COUNT BYTES | dN age A COUNT BYTES  (non-zero ones)
+   dN site PC COUNT0..4 BYTES0..4                  (used slots)
+   dN live PTR SIZE SITEPC BIRTH                   (live entries; d1 only) */
+static void dump_state(const char *tag, int live) {
+  rec_begin(tag);
+  ostr(&o, " state");
+  hfield(st->magic);
+  field(st->version);
+  field(st->size);
+  field(st->enabled);
+  field(st->epoch);
+  field(st->pid);
+  ostr(&o, "\n");
+  rec_begin(tag);
+  ostr(&o, " calls");
+  for (int i = 0; i < HD_TRACE_OPS; i++) field(st->calls[i]);
+  ostr(&o, "\n");
+  rec_begin(tag);
+  ostr(&o, " dropped");
+  field(st->dropped_sites);
+  field(st->dropped_live);
+  field(st->untracked_frees);
+  ostr(&o, "\n");
+  for (int k = 0; k < HD_TRACE_CLASSES; k++) {
+    if (!st->class_count[k] && !st->class_bytes[k]) continue;
+    rec_begin(tag);
+    ostr(&o, " class");
+    field((uint64_t)k);
+    field(st->class_count[k]);
+    field(st->class_bytes[k]);
+    ostr(&o, "\n");
+  }
+  for (int k = 0; k < HD_TRACE_AGES; k++) {
+    if (!st->age_count[k] && !st->age_bytes[k]) continue;
+    rec_begin(tag);
+    ostr(&o, " age");
+    field((uint64_t)k);
+    field(st->age_count[k]);
+    field(st->age_bytes[k]);
+    ostr(&o, "\n");
+  }
+  for (unsigned i = 0; i < HD_TRACE_SITES; i++) {
+    struct hd_trace_site *s = &st->sites[i];
+    if (!s->pc) continue;
+    rec_begin(tag);
+    ostr(&o, " site");
+    hfield(s->pc);
+    for (int k = 0; k < HD_TRACE_OPS; k++) field(s->count[k]);
+    for (int k = 0; k < HD_TRACE_OPS; k++) field(s->bytes[k]);
+    ostr(&o, "\n");
+  }
+  if (!live) return;
+  for (unsigned i = 0; i < HD_TRACE_LIVE; i++) {
+    struct hd_trace_live *e = &st->live[i];
+    if (e->ptr <= 1) continue;
+    rec_begin(tag);
+    ostr(&o, " live");
+    hfield(e->ptr);
+    field(e->size);
+    hfield(e->site < HD_TRACE_SITES ? st->sites[e->site].pc : 0);
+    field(e->birth);
+    ostr(&o, "\n");
+  }
+}
+
+static void out_fn(const char *name, void (*fn)(void)) {
+  rec_begin("fn ");
+  ostr(&o, name);
+  hfield((uintptr_t)fn);
+  ostr(&o, "\n");
+}
+
+/* gdb stops here in --inject runs. */
+__attribute__((noinline)) void hd_inject_point(void) { __asm__ volatile(""); }
+
+static struct hd_trace_state *find_state(const char *lib) {
+  void *s = dlsym(RTLD_DEFAULT, HD_TRACE_SYMBOL);
+  if (!s && lib) {
+    /* Injected: loaded RTLD_LOCAL, out of the default scope. */
+    void *h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD);
+    if (h) s = dlsym(h, HD_TRACE_SYMBOL);
+  }
+  if (!s) die("heapdom_trace not found: run with LD_PRELOAD or --inject under gdb");
+  return (struct hd_trace_state *)s;
+}
+
+int main(int argc, char **argv) {
+  const char *truth = NULL, *lib = NULL;
+  int inject = 0;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--lib") && i + 1 < argc)
+      lib = argv[++i];
+    else if (!strcmp(argv[i], "--inject"))
+      inject = 1;
+    else if (argv[i][0] != '-' && !truth)
+      truth = argv[i];
+    else
+      die("usage: trace_fixture TRUTH [--lib PATH] [--inject]");
+  }
+  if (!truth) die("usage: trace_fixture TRUTH [--lib PATH] [--inject]");
+  /* Keep every block on the heap, where the test expects it. */
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  hd_inject_point();
+  st = find_state(lib);
+  /* Tracing is on here (HEAPDOM_TRACE=1 or gdb); the baseline is taken
+     with it off. */
+  uint32_t enabled_at_start = st->enabled;
+  st->enabled = 0;
+  otruth_open(&o, truth);
+  rec_begin("pid");
+  field((uint64_t)getpid());
+  ostr(&o, "\n");
+  rec_begin("sizeof");
+  field(sizeof(struct hd_trace_state));
+  ostr(&o, "\n");
+  rec_begin("inject");
+  field((uint64_t)inject);
+  ostr(&o, "\n");
+  rec_begin("enabled_at_start");
+  field(enabled_at_start);
+  ostr(&o, "\n");
+  dump_state("d0", 0);
+  unsigned e0 = st->epoch;
+
+  /* Phase 1, epoch e0: every site allocates. */
+  set_epoch(e0);
+  st->enabled = 1;
+  site_a(a, NA);
+  site_b();
+  site_c();
+  site_d();
+  site_e();
+  /* Frees at ages 1, 3 and 73 (bucket 63). */
+  set_epoch(e0 + 1);
+  free_x(a, 250);
+  delete_e_objects();
+  set_epoch(e0 + 3);
+  free_y(a + 250, 250);
+  free_y(b, NB);
+  free_y_realloc0(&c);
+  set_epoch(e0 + 73);
+  free_z(a + 500, 250);
+  free_z(d, 45);
+  delete_e_rest();
+
+  /* Off: nothing here may be counted, not even at site_a. */
+  st->enabled = 0;
+  site_a(a + NA, NOFF);
+  free_off(a + NA, NOFF);
+  site_off();
+  free_off(offb, NOFF);
+  site_f();
+  cxx_failures();
+  st->enabled = 1;
+  set_epoch(e0 + 74);
+  free_untracked(f, NF);
+
+  threads_phase();
+
+  st->enabled = 0;
+  /* a[750..999] stay allocated, born at e0. */
+  for (int i = 0; i < nexp; i++) {
+    struct exp *e = &exps[i];
+    rec_begin(e->kind ? "free " : "alloc ");
+    ostr(&o, e->fn);
+    if (e->kind) {
+      field(e->size);
+      ostr(&o, " ");
+      if (e->age < 0)
+        ostr(&o, "-1");
+      else
+        odec(&o, (uintptr_t)e->age);
+    } else {
+      field((uint64_t)e->op);
+      field(e->size);
+    }
+    field(e->count);
+    ostr(&o, "\n");
+  }
+  for (int i = 750; i < NA; i++) {
+    rec_begin("live");
+    hfield((uintptr_t)a[i].p);
+    field(a[i].size);
+    ostr(&o, " ");
+    ostr(&o, a[i].fn);
+    field(a[i].birth);
+    ostr(&o, "\n");
+  }
+  out_fn("site_a", (void (*)(void))site_a);
+  out_fn("site_b", (void (*)(void))site_b);
+  out_fn("site_c", (void (*)(void))site_c);
+  out_fn("site_d", (void (*)(void))site_d);
+  out_fn("site_e", (void (*)(void))site_e);
+  out_fn("site_off", (void (*)(void))site_off);
+  out_fn("site_f", (void (*)(void))site_f);
+  out_fn("free_x", (void (*)(void))free_x);
+  out_fn("free_y", (void (*)(void))free_y);
+  out_fn("free_y_realloc0", (void (*)(void))free_y_realloc0);
+  out_fn("free_z", (void (*)(void))free_z);
+  out_fn("free_off", (void (*)(void))free_off);
+  out_fn("free_untracked", (void (*)(void))free_untracked);
+  out_fn("delete_e_objects", (void (*)(void))delete_e_objects);
+  out_fn("delete_e_rest", (void (*)(void))delete_e_rest);
+  out_fn("mt_site", (void (*)(void))mt_site);
+  out_fn("mt_free", (void (*)(void))mt_free);
+  rec_begin("off site_off\n");
+  rec_begin("off site_f\n");
+  rec_begin("off free_off\n");
+  dump_state("d1", 1);
+  otruth_close(&o);
+  return 0;
+}
