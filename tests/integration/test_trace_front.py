@@ -24,6 +24,8 @@ Cases:
              (no gdb inferior call: they fail on this machine), `heap-trace
              epoch` advances the epoch; the report at exit equals the
              fixture's d1; `heap-trace off` then `on` round-trips
+  e lldb inject  the same as c with lldb's `heapdom trace start` (lldb's
+             expression evaluator calls dlopen and the injector)
   d watch    growth_fixture: `heap-watch hd_fixture_stop` records a snapshot
              at each of its two stops and goes on; `heap-watch report
              --json` shows exactly the growth the fixture recorded (the
@@ -106,9 +108,15 @@ def check_report(doc, truth, ext, label):
             got_fn.setdefault(fn, [0, 0])
             got_fn[fn][0] += s["live"]["count"]
             got_fn[fn][1] += s["live"]["bytes"]
-    for fn, want_fn in by_fn.items():
-        if got_fn.get(fn) != want_fn:
-            p.append("%s: live at %s: %s, truth %s" % (label, fn, got_fn.get(fn), want_fn))
+    # Every site function of the fixture: exactly its blocks left allocated
+    # (site_stale's were freed while tracing was off: stale entries).
+    for fn in ext:
+        if got_fn.get(fn, [0, 0]) != by_fn.get(fn, [0, 0]):
+            p.append("%s: live at %s: %s, truth %s" % (label, fn, got_fn.get(fn),
+                                                       by_fn.get(fn, [0, 0])))
+    if "site_stale" in ext and tr.get("stale_live_entries", 0) < 30:
+        p.append("%s: %s stale live entries, the fixture left 30"
+                 % (label, tr.get("stale_live_entries")))
     births = {}
     for ptr, size, fn, birth in truth.live:
         births[birth] = births.get(birth, 0) + 1
@@ -131,6 +139,7 @@ class Runner(heaptest.CaseRunner):
         if env:
             e.update(env)
         argv = ["gdb", "-q", "-nx", "-batch", "-ex", "set python print-stack full",
+                "-ex", "set breakpoint pending on",
                 "-ex", "source " + self.a.gdb_plugin]
         for c in cmds:
             argv += ["-ex", c]
@@ -172,6 +181,40 @@ class Runner(heaptest.CaseRunner):
                 p.append("text report does not name %s" % fn)
         self.cache["a"] = (truth, ext)
         return p
+
+    def lldb(self, cmds, args):
+        env = dict(os.environ, DEBUGINFOD_URLS="", LC_ALL="C",
+                   PATH="/usr/bin:/bin:" + os.environ.get("PATH", ""),
+                   HEAPDOM_TRACE_LIB=self.a.trace_lib)
+        if os.path.isdir(LLDB_PYTHON):
+            env["PYTHONPATH"] = LLDB_PYTHON
+        argv = [shutil.which("lldb-14") or "lldb-14", "-x", "-b",
+                "-o", "plugin load " + self.a.lldb_plugin]
+        for c in cmds:
+            argv += ["-o", c]
+        argv += ["--"] + list(args)
+        return subprocess.run(argv, capture_output=True, text=True, timeout=600, env=env,
+                              stdin=subprocess.DEVNULL)
+
+    def case_lldb_inject(self):
+        if not self.a.lldb_plugin:
+            return []
+        truth_p, out = self.path("e.truth"), self.path("e.json")
+        for f in (truth_p, out):
+            if os.path.exists(f):
+                os.unlink(f)
+        # (a bare `breakpoint delete` asks to confirm, which ends lldb's batch)
+        r = self.lldb(["b hd_inject_point", "run", "heapdom trace start",
+                       "breakpoint delete 1", "b exit", "continue",
+                       "heapdom trace report --json --all --output " + out, "kill"],
+                      [self.a.trace_fixture, truth_p, "--lib", self.a.trace_lib, "--inject"])
+        p = []
+        if "redirected" not in r.stdout:
+            p.append("heapdom trace start did not load the tracer:\n%s\n%s"
+                     % (r.stdout[-1500:], r.stderr[-1500:]))
+        truth = test_trace.parse_truth(truth_p)
+        ext = test_trace.function_extents(self.a.trace_fixture, truth)
+        return p + check_report(self.load(out, r), truth, ext, "lldb inject")
 
     def case_lldb(self):
         if not self.a.lldb_plugin:
@@ -252,6 +295,7 @@ class Runner(heaptest.CaseRunner):
         self.case("b lldb", self.case_lldb)
         self.case("c inject", self.case_inject)
         self.case("d watch", self.case_watch)
+        self.case("e lldb inject", self.case_lldb_inject)
         print("%d passed, %d failed" % (self.passed, self.failed))
         return 0 if self.failed == 0 else 1
 

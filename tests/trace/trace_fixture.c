@@ -100,10 +100,11 @@ static void set_epoch(unsigned e) {
 #define NC 300
 #define NOFF 100
 #define NF 50
+#define NSTALE 30
 #define NTHREADS 4
 #define NMT 1000
 
-static struct blk a[NA + NOFF], b[NB], c, d[45], offb[NOFF], f[NF];
+static struct blk a[NA + NOFF], b[NB], c, d[45], offb[NOFF], f[NF], stale[NSTALE];
 
 #define SITE __attribute__((noinline, noclone))
 
@@ -164,6 +165,15 @@ SITE void site_d(void) {
   errno = 0;
   if (reallocarray(NULL, all, 2) != NULL || errno != ENOMEM)
     die("reallocarray overflow not ENOMEM");
+}
+
+/* Allocated while on, freed while off: their live entries go stale, and
+   a reader must not count them as live (it checks them against the heap).
+   A size nothing else here asks for, so no later block reuses their
+   addresses (a reused address is indistinguishable from a live one). */
+SITE void site_stale(void) {
+  for (int i = 0; i < NSTALE; i++)
+    note_alloc("site_stale", HD_TRACE_MALLOC, &stale[i], malloc(1720), 1720);
 }
 
 /* Only called while tracing is off: must not appear at all. */
@@ -427,8 +437,10 @@ int main(int argc, char **argv) {
   free_z(d, 45);
   delete_e_rest();
 
+  site_stale();
   /* Off: nothing here may be counted, not even at site_a. */
   st->enabled = 0;
+  free_off(stale, NSTALE);
   site_a(a + NA, NOFF);
   free_off(a + NA, NOFF);
   site_off();
@@ -477,6 +489,7 @@ int main(int argc, char **argv) {
   out_fn("site_e", (void (*)(void))site_e);
   out_fn("site_off", (void (*)(void))site_off);
   out_fn("site_f", (void (*)(void))site_f);
+  out_fn("site_stale", (void (*)(void))site_stale);
   out_fn("free_x", (void (*)(void))free_x);
   out_fn("free_y", (void (*)(void))free_y);
   out_fn("free_y_realloc0", (void (*)(void))free_y_realloc0);
