@@ -675,6 +675,33 @@ Usage: heap-types [--sort bytes|count|retained] [--top N] [--all] [--json]
     options = ("--sort", "--top", "--all", "--json", "--output")
 
 
+class HeapSnapshot(_HeapCommand):
+    """A heap snapshot at this stop: totals, size classes, types, and the
+largest dominator subtrees named by their root paths (docs/snapshots.md),
+for heap-diff later.
+
+Usage: heap-snapshot [--output FILE] [--json] [--top N] [--depth D]"""
+    report = "snapshot"
+    options = ("--output", "--json", "--top", "--depth")
+
+
+class HeapDiff(gdb.Command):
+    """What grew between heap snapshots (files saved with heap-snapshot
+--output or heap-watch) or cores, matched by type and root path; three or
+more give the series.
+
+Usage: heap-diff A B [C...] [--json] [--top N] [--what stats|types|dominators]
+                 [--output FILE]"""
+
+    def __init__(self):
+        super().__init__("heap-diff", gdb.COMMAND_DATA, gdb.COMPLETE_FILENAME)
+
+    def invoke(self, arg, from_tty):
+        if _load() is None:
+            raise gdb.GdbError(_lib_error)
+        _run_files(["diff"] + gdb.string_to_argv(arg))
+
+
 class HeapFrameworks(_HeapCommand):
     """The framework modules (built-in, --framework PATH, HEAPDOM_FRAMEWORK_PATH):
 what each is, whether it found its framework in this process, what it did, and
@@ -921,6 +948,18 @@ start. The debugger writes only the switch and the epoch."""
 
 
 # -------------------------------------------------------------- heap-watch
+def _run_files(words):
+    """A report on files alone (diff): no process needed."""
+    argv = (ctypes.c_char_p * len(words))(*[x.encode() for x in words])
+    _check(_lib.hd_command_check(len(words), argv))
+    text = ctypes.c_void_p()
+    _check(_lib.hd_command_run_string(None, len(words), argv, ctypes.byref(text)))
+    try:
+        gdb.write(ctypes.string_at(text).decode(errors="replace") if text else "")
+    finally:
+        _lib.hd_free(text)
+
+
 def _run_capture(words):
     """A report's text, for the plugin's own use."""
     argv = (ctypes.c_char_p * len(words))(*[w.encode() for w in words])
@@ -1035,16 +1074,7 @@ heap-watch report [N] [--json] [--top K]
             w = _watches[n]
             if not w.snapshots:
                 raise gdb.GdbError("heapdom: heap watch %d has no snapshot yet" % n)
-            # Snapshot files only: no process needed.
-            words = ["diff"] + w.snapshots + rest
-            argv = (ctypes.c_char_p * len(words))(*[x.encode() for x in words])
-            _check(_lib.hd_command_check(len(words), argv))
-            text = ctypes.c_void_p()
-            _check(_lib.hd_command_run_string(None, len(words), argv, ctypes.byref(text)))
-            try:
-                gdb.write(ctypes.string_at(text).decode(errors="replace") if text else "")
-            finally:
-                _lib.hd_free(text)
+            _run_files(["diff"] + w.snapshots + rest)
             return
         location, every, what, stop, directory = None, 1, None, False, None
         i = 0
@@ -1092,5 +1122,5 @@ heap-watch report [N] [--json] [--top K]
 
 
 for _cls in (HeapStats, HeapBlocks, HeapDominators, HeapWhy, HeapLeaks, HeapGraph,
-             HeapTypes, HeapFrameworks, HeapTrace, HeapWatch):
+             HeapTypes, HeapFrameworks, HeapTrace, HeapWatch, HeapSnapshot, HeapDiff):
     _cls()

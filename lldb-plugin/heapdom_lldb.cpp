@@ -8,6 +8,7 @@
 
 #include <dlfcn.h>
 #include <regex.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,6 +16,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -331,7 +334,7 @@ public:
 			static const std::set<std::string> with_value = {
 				"--top", "--depth", "--min-size", "--state",
 				"--format", "--from", "--sort", "--output",
-				"--framework", "--by"};
+				"--framework", "--by", "--what"};
 			std::string expr;
 			for (size_t i = 0; i < args.size(); i++) {
 				if (with_value.count(args[i]) && i + 1 < args.size()) {
@@ -358,7 +361,9 @@ public:
 				cargv.push_back(&w[0]);
 			// A bad option is reported before the process is looked at.
 			check(hd_command_check((int)cargv.size(), cargv.data()));
-			hd_session *s = open_session(debugger);
+			// diff reads snapshot files and cores: no process needed.
+			hd_session *s = report_ == std::string("diff") ? nullptr
+								       : open_session(debugger);
 			char *text = nullptr;
 			check(hd_command_run_string(s, (int)cargv.size(), cargv.data(), &text));
 			result.Printf("%s", text ? text : "");
@@ -564,6 +569,202 @@ private:
 	}
 };
 
+// -------------------------------------------------------------- heap-watch
+// A breakpoint that saves a heap snapshot at every Nth hit, prints what
+// grew since the previous one and goes on (or stops).
+struct watch {
+	int id = 0;
+	std::string location, what, dir;
+	unsigned every = 1, hits = 0;
+	bool stop = false;
+	std::vector<std::string> snapshots;
+	lldb::break_id_t breakpoint = LLDB_INVALID_BREAK_ID;
+	lldb::SBDebugger debugger;
+};
+std::map<int, watch *> g_watches;
+
+std::string run_words(hd_session *s, std::vector<std::string> words)
+{
+	std::vector<char *> cargv;
+	for (std::string &w : words)
+		cargv.push_back(&w[0]);
+	char *text = nullptr;
+	check(hd_command_run_string(s, (int)cargv.size(), cargv.data(), &text));
+	std::string out = text ? text : "";
+	hd_free(text);
+	return out;
+}
+
+void watch_print(lldb::SBDebugger &debugger, const std::string &text)
+{
+	FILE *f = debugger.GetOutputFileHandle();
+	fputs(text.c_str(), f ? f : stdout);
+	fflush(f ? f : stdout);
+}
+
+bool watch_hit(void *baton, lldb::SBProcess &process, lldb::SBThread &,
+	       lldb::SBBreakpointLocation &)
+{
+	watch *w = static_cast<watch *>(baton);
+	if (++w->hits % w->every)
+		return false;
+	try {
+		g_cache.reset(); // a new stop
+		mkdir(w->dir.c_str(), 0777);
+		char name[32];
+		snprintf(name, sizeof(name), "/hit-%06u.json", w->hits);
+		std::string path = w->dir + name;
+		hd_session *s = open_session(w->debugger);
+		run_words(s, {"snapshot", "--output", path});
+		w->snapshots.push_back(path);
+		uint64_t st = 0;
+		hd_error *err = hd_trace_locate(s, &st);
+		if (!err)
+			write32(process, st + kTraceEpoch, read32(process, st + kTraceEpoch) + 1);
+		else
+			hd_error_destroy(err);
+		std::string out = "heap-watch " + std::to_string(w->id) + ": hit " +
+				  std::to_string(w->hits) + " at " + w->location +
+				  ": snapshot " + path + "\n";
+		if (w->snapshots.size() >= 2) {
+			std::vector<std::string> words = {"diff", w->snapshots[w->snapshots.size() - 2],
+							  w->snapshots.back(), "--top", "5"};
+			if (!w->what.empty()) {
+				words.push_back("--what");
+				words.push_back(w->what);
+			}
+			out += run_words(nullptr, words);
+		}
+		watch_print(w->debugger, out);
+	} catch (const failure &f) {
+		watch_print(w->debugger, "heap-watch " + std::to_string(w->id) + ": " +
+						 f.message + "\n");
+	}
+	return w->stop;
+}
+
+class watch_command : public lldb::SBCommandPluginInterface {
+public:
+	bool DoExecute(lldb::SBDebugger debugger, char **argv,
+		       lldb::SBCommandReturnObject &result) override
+	{
+		try {
+			std::vector<std::string> args = split_words(argv);
+			if (args.empty())
+				throw failure{"heapdom: heapdom watch LOCATION [options] | list | delete N|all | report [N]"};
+			if (args[0] == "list") {
+				if (g_watches.empty())
+					result.Printf("No heap watches.\n");
+				for (auto &kv : g_watches)
+					result.Printf("%d  %s  every %u%s  %u hits, %zu snapshots in %s\n",
+						      kv.first, kv.second->location.c_str(), kv.second->every,
+						      kv.second->stop ? ", stops" : "", kv.second->hits,
+						      kv.second->snapshots.size(), kv.second->dir.c_str());
+			} else if (args[0] == "delete") {
+				if (args.size() != 2)
+					throw failure{"heapdom: heapdom watch delete N|all"};
+				std::vector<int> ids;
+				for (auto &kv : g_watches)
+					if (args[1] == "all" || args[1] == std::to_string(kv.first))
+						ids.push_back(kv.first);
+				if (ids.empty())
+					throw failure{"heapdom: no heap watch " + args[1]};
+				for (int id : ids) {
+					debugger.GetSelectedTarget().BreakpointDelete(g_watches[id]->breakpoint);
+					delete g_watches[id];
+					g_watches.erase(id);
+				}
+			} else if (args[0] == "report") {
+				size_t i = 1;
+				int id = g_watches.empty() ? 0 : g_watches.rbegin()->first;
+				if (i < args.size() && args[i].rfind("--", 0) != 0)
+					id = atoi(args[i++].c_str());
+				if (!g_watches.count(id))
+					throw failure{"heapdom: no heap watch"};
+				watch *w = g_watches[id];
+				if (w->snapshots.empty())
+					throw failure{"heapdom: heap watch " + std::to_string(id) + " has no snapshot yet"};
+				std::vector<std::string> words{"diff"};
+				words.insert(words.end(), w->snapshots.begin(), w->snapshots.end());
+				words.insert(words.end(), args.begin() + (long)i, args.end());
+				std::vector<char *> cargv;
+				for (std::string &x : words)
+					cargv.push_back(&x[0]);
+				check(hd_command_check((int)cargv.size(), cargv.data()));
+				result.Printf("%s", run_words(nullptr, words).c_str());
+			} else {
+				create(debugger, args, result);
+			}
+			result.SetStatus(lldb::eReturnStatusSuccessFinishResult);
+			return true;
+		} catch (const failure &f) {
+			result.SetError(f.message.c_str());
+			result.SetStatus(lldb::eReturnStatusFailed);
+			return false;
+		}
+	}
+
+private:
+	static void create(lldb::SBDebugger &debugger, const std::vector<std::string> &args,
+			   lldb::SBCommandReturnObject &result)
+	{
+		watch *w = new watch;
+		std::unique_ptr<watch> guard(w);
+		for (size_t i = 0; i < args.size(); i++) {
+			const std::string &a = args[i];
+			if ((a == "--every" || a == "--what" || a == "--dir") && i + 1 < args.size()) {
+				const std::string &v = args[++i];
+				if (a == "--every") {
+					char *end;
+					unsigned long n = strtoul(v.c_str(), &end, 10);
+					if (*end || n < 1)
+						throw failure{"heapdom: --every takes a positive number, not " + v};
+					w->every = (unsigned)n;
+				} else if (a == "--what") {
+					if (v != "stats" && v != "types" && v != "dominators")
+						throw failure{"heapdom: --what takes stats, types or dominators"};
+					w->what = v;
+				} else {
+					w->dir = v;
+				}
+			} else if (a == "--stop") {
+				w->stop = true;
+			} else if (a.rfind("--", 0) == 0) {
+				throw failure{"heapdom: heapdom watch: unknown option " + a};
+			} else if (w->location.empty()) {
+				w->location = a;
+			} else {
+				throw failure{"heapdom: heapdom watch: one location only"};
+			}
+		}
+		if (w->location.empty())
+			throw failure{"heapdom: heapdom watch needs a location"};
+		lldb::SBTarget target = debugger.GetSelectedTarget();
+		if (!target.IsValid())
+			throw failure{"heapdom: no target"};
+		lldb::SBBreakpoint bp = target.BreakpointCreateByName(w->location.c_str());
+		if (!bp.IsValid())
+			throw failure{"heapdom: cannot set a breakpoint at " + w->location};
+		w->id = g_watches.empty() ? 1 : g_watches.rbegin()->first + 1;
+		if (w->dir.empty())
+			w->dir = "heapdom-watch/" + std::to_string(w->id);
+		mkdir("heapdom-watch", 0777);
+		char real[4096];
+		mkdir(w->dir.c_str(), 0777);
+		if (realpath(w->dir.c_str(), real))
+			w->dir = real;
+		w->breakpoint = bp.GetID();
+		w->debugger = debugger;
+		bp.SetCallback(watch_hit, w);
+		g_watches[w->id] = guard.release();
+		result.Printf("heap-watch %d at %s: a snapshot %s into %s\n", w->id,
+			      w->location.c_str(),
+			      w->every > 1 ? ("every " + std::to_string(w->every) + " hits").c_str()
+					   : "at every hit",
+			      w->dir.c_str());
+	}
+};
+
 struct subcommand {
 	const char *name, *help, *syntax;
 };
@@ -585,6 +786,10 @@ const subcommand kCommands[] = {
 	 "heapdom types [--sort bytes|count|retained] [--top N] [--all] [--json] [--output FILE]"},
 	{"frameworks", "The framework modules: what each is, whether it found its framework in this process, what it did and could not understand.",
 	 "heapdom frameworks [--framework NAME|PATH]... [--json] [--output FILE]"},
+	{"snapshot", "A heap snapshot at this stop (totals, size classes, types, largest subtrees by root path), for heapdom diff.",
+	 "heapdom snapshot [--output FILE] [--json] [--top N] [--depth D]"},
+	{"diff", "What grew between heap snapshots (files) or cores, matched by type and root path; three or more give the series.",
+	 "heapdom diff A B [C...] [--json] [--top N] [--what stats|types|dominators] [--output FILE]"},
 };
 
 // Commands that change memory or registers without a new stop.
@@ -614,9 +819,13 @@ bool lldb::PluginInitialize(lldb::SBDebugger debugger)
 	multi.AddCommand("trace", new trace_command(),
 			 "Allocation tracing inside the process (libheapdom-trace.so): start, on, off, epoch, status, report.",
 			 "heapdom trace start [--off] | on | off | epoch | status | report [--by site|file|size|age] [--top N] [--all] [--json] [--output FILE]");
+	multi.AddCommand("watch", new watch_command(),
+			 "Heap snapshots at a breakpoint (every Nth hit) and what grew between them.",
+			 "heapdom watch LOCATION [--every N] [--what stats|types|dominators] [--stop] [--dir DIR] | list | delete N|all | report [N] [--json] [--top K]");
 	{
 		lldb::SBCommandReturnObject ignored;
 		interp.HandleCommand("command alias heap-trace heapdom trace", ignored);
+		interp.HandleCommand("command alias heap-watch heapdom watch", ignored);
 	}
 	// An analysis is kept for one stop; these change the process within
 	// a stop (scripts writing through the SB API are not seen).

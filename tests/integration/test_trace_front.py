@@ -26,6 +26,10 @@ Cases:
              fixture's d1; `heap-trace off` then `on` round-trips
   e lldb inject  the same as c with lldb's `heapdom trace start` (lldb's
              expression evaluator calls dlopen and the injector)
+  f lldb watch   d with lldb's `heapdom watch` (alias heap-watch)
+  g snapshot diff  gdb's heap-snapshot at both stops of growth_fixture and
+             heap-diff of the two files (after the process is gone) give
+             exactly the fixture's growth
   d watch    growth_fixture: `heap-watch hd_fixture_stop` records a snapshot
              at each of its two stops and goes on; `heap-watch report
              --json` shows exactly the growth the fixture recorded (the
@@ -289,6 +293,36 @@ class Runner(heaptest.CaseRunner):
         p += test_snapshot.check_diff(self.load(out, r), truth)
         return p
 
+    def case_lldb_watch(self):
+        if not self.a.lldb_plugin:
+            return []
+        truth_p, wdir, out = self.path("f.truth"), self.path("f.watch"), self.path("f.json")
+        for f in (truth_p, out):
+            if os.path.exists(f):
+                os.unlink(f)
+        shutil.rmtree(wdir, ignore_errors=True)
+        r = self.lldb(["heap-watch hd_fixture_stop --dir " + wdir, "run", "heap-watch list",
+                       "heap-watch report --json --output " + out],
+                      [self.a.growth_fixture, truth_p])
+        p = []
+        if "2 hits, 2 snapshots" not in r.stdout:
+            p.append("heap-watch list in lldb: %r" % r.stdout[-800:])
+        truth = test_snapshot.parse_truth(truth_p)
+        return p + test_snapshot.check_diff(self.load(out, r), truth)
+
+    def case_snapshot_diff(self):
+        truth_p = self.path("g.truth")
+        s1, s2, out = self.path("g1.json"), self.path("g2.json"), self.path("g.json")
+        for f in (truth_p, s1, s2, out):
+            if os.path.exists(f):
+                os.unlink(f)
+        r = self.gdb(["break hd_fixture_stop", "run", "heap-snapshot --output " + s1,
+                      "continue", "heap-snapshot --output " + s2, "kill",
+                      "heap-diff %s %s --json --output %s" % (s1, s2, out)],
+                     [self.a.growth_fixture, truth_p])
+        truth = test_snapshot.parse_truth(truth_p)
+        return test_snapshot.check_diff(self.load(out, r), truth)
+
     def run(self):
         os.makedirs(self.work, exist_ok=True)
         self.case("a core", self.case_core)
@@ -296,6 +330,8 @@ class Runner(heaptest.CaseRunner):
         self.case("c inject", self.case_inject)
         self.case("d watch", self.case_watch)
         self.case("e lldb inject", self.case_lldb_inject)
+        self.case("f lldb watch", self.case_lldb_watch)
+        self.case("g snapshot diff", self.case_snapshot_diff)
         print("%d passed, %d failed" % (self.passed, self.failed))
         return 0 if self.failed == 0 else 1
 
