@@ -485,19 +485,7 @@ def _open():
 
 
 def _run(words):
-    if _load() is None:
-        raise gdb.GdbError(_lib_error)
-    argv = (ctypes.c_char_p * len(words))(*[w.encode() for w in words])
-    # A bad option is reported before the process is looked at.
-    _check(_lib.hd_command_check(len(words), argv))
-    session = _open()
-    text = ctypes.c_void_p()
-    _check(_lib.hd_command_run_string(session, len(words), argv, ctypes.byref(text)))
-    try:
-        out = ctypes.string_at(text).decode(errors="replace") if text else ""
-    finally:
-        _lib.hd_free(text)
-    gdb.write(out)
+    gdb.write(_run_capture(words))
 
 
 def _address(expr):
@@ -950,23 +938,19 @@ start. The debugger writes only the switch and the epoch."""
 # -------------------------------------------------------------- heap-watch
 def _run_files(words):
     """A report on files alone (diff): no process needed."""
-    argv = (ctypes.c_char_p * len(words))(*[x.encode() for x in words])
-    _check(_lib.hd_command_check(len(words), argv))
-    text = ctypes.c_void_p()
-    _check(_lib.hd_command_run_string(None, len(words), argv, ctypes.byref(text)))
-    try:
-        gdb.write(ctypes.string_at(text).decode(errors="replace") if text else "")
-    finally:
-        _lib.hd_free(text)
+    gdb.write(_run_capture(words, session=False))
 
 
-def _run_capture(words):
-    """A report's text, for the plugin's own use."""
+def _run_capture(words, session=True):
+    """A report's text. A bad option is reported before the process is
+    looked at; session=False runs without one (diff of files)."""
+    if _load() is None:
+        raise gdb.GdbError(_lib_error)
     argv = (ctypes.c_char_p * len(words))(*[w.encode() for w in words])
     _check(_lib.hd_command_check(len(words), argv))
-    session = _open()
+    handle = _open() if session else None
     text = ctypes.c_void_p()
-    _check(_lib.hd_command_run_string(session, len(words), argv, ctypes.byref(text)))
+    _check(_lib.hd_command_run_string(handle, len(words), argv, ctypes.byref(text)))
     try:
         return ctypes.string_at(text).decode(errors="replace") if text else ""
     finally:

@@ -321,6 +321,23 @@ uint64_t evaluate_address(lldb::SBDebugger &debugger, const std::string &expr)
 	throw failure{"heapdom: " + expr + " is neither a pointer nor an object in memory"};
 }
 
+// Runs a report's words: checked before the process is looked at, then
+// with the session of this stop (or none: diff reads files and cores).
+std::string run_report(lldb::SBDebugger &debugger, std::vector<std::string> words,
+		       bool need_session)
+{
+	std::vector<char *> cargv;
+	for (std::string &w : words)
+		cargv.push_back(&w[0]);
+	check(hd_command_check((int)cargv.size(), cargv.data()));
+	hd_session *s = need_session ? open_session(debugger) : nullptr;
+	char *text = nullptr;
+	check(hd_command_run_string(s, (int)cargv.size(), cargv.data(), &text));
+	std::string out = text ? text : "";
+	hd_free(text);
+	return out;
+}
+
 class report_command : public lldb::SBCommandPluginInterface {
 public:
 	explicit report_command(const char *report) : report_(report) {}
@@ -356,18 +373,9 @@ public:
 					throw failure{"heapdom: heapdom why needs an expression: heapdom why PTR"};
 				words.insert(words.begin() + 1, hex(evaluate_address(debugger, expr)));
 			}
-			std::vector<char *> cargv;
-			for (std::string &w : words)
-				cargv.push_back(&w[0]);
-			// A bad option is reported before the process is looked at.
-			check(hd_command_check((int)cargv.size(), cargv.data()));
 			// diff reads snapshot files and cores: no process needed.
-			hd_session *s = report_ == std::string("diff") ? nullptr
-								       : open_session(debugger);
-			char *text = nullptr;
-			check(hd_command_run_string(s, (int)cargv.size(), cargv.data(), &text));
-			result.Printf("%s", text ? text : "");
-			hd_free(text);
+			result.Printf("%s", run_report(debugger, words,
+						       report_ != std::string("diff")).c_str());
 			result.SetStatus(lldb::eReturnStatusSuccessFinishResult);
 			return true;
 		} catch (const failure &f) {
@@ -510,15 +518,7 @@ public:
 			} else if (sub == "report") {
 				std::vector<std::string> words{"trace"};
 				words.insert(words.end(), args.begin() + 1, args.end());
-				std::vector<char *> cargv;
-				for (std::string &w : words)
-					cargv.push_back(&w[0]);
-				check(hd_command_check((int)cargv.size(), cargv.data()));
-				char *text = nullptr;
-				check(hd_command_run_string(open_session(debugger), (int)cargv.size(),
-							    cargv.data(), &text));
-				result.Printf("%s", text ? text : "");
-				hd_free(text);
+				result.Printf("%s", run_report(debugger, words, true).c_str());
 			} else {
 				throw failure{"heapdom: heapdom trace " + sub +
 					      ": not start, on, off, epoch, status or report"};
@@ -583,18 +583,6 @@ struct watch {
 };
 std::map<int, watch *> g_watches;
 
-std::string run_words(hd_session *s, std::vector<std::string> words)
-{
-	std::vector<char *> cargv;
-	for (std::string &w : words)
-		cargv.push_back(&w[0]);
-	char *text = nullptr;
-	check(hd_command_run_string(s, (int)cargv.size(), cargv.data(), &text));
-	std::string out = text ? text : "";
-	hd_free(text);
-	return out;
-}
-
 void watch_print(lldb::SBDebugger &debugger, const std::string &text)
 {
 	FILE *f = debugger.GetOutputFileHandle();
@@ -614,8 +602,8 @@ bool watch_hit(void *baton, lldb::SBProcess &process, lldb::SBThread &,
 		char name[32];
 		snprintf(name, sizeof(name), "/hit-%06u.json", w->hits);
 		std::string path = w->dir + name;
+		run_report(w->debugger, {"snapshot", "--output", path}, true);
 		hd_session *s = open_session(w->debugger);
-		run_words(s, {"snapshot", "--output", path});
 		w->snapshots.push_back(path);
 		uint64_t st = 0;
 		hd_error *err = hd_trace_locate(s, &st);
@@ -633,7 +621,7 @@ bool watch_hit(void *baton, lldb::SBProcess &process, lldb::SBThread &,
 				words.push_back("--what");
 				words.push_back(w->what);
 			}
-			out += run_words(nullptr, words);
+			out += run_report(w->debugger, words, false);
 		}
 		watch_print(w->debugger, out);
 	} catch (const failure &f) {
@@ -687,11 +675,7 @@ public:
 				std::vector<std::string> words{"diff"};
 				words.insert(words.end(), w->snapshots.begin(), w->snapshots.end());
 				words.insert(words.end(), args.begin() + (long)i, args.end());
-				std::vector<char *> cargv;
-				for (std::string &x : words)
-					cargv.push_back(&x[0]);
-				check(hd_command_check((int)cargv.size(), cargv.data()));
-				result.Printf("%s", run_words(nullptr, words).c_str());
+				result.Printf("%s", run_report(debugger, words, false).c_str());
 			} else {
 				create(debugger, args, result);
 			}

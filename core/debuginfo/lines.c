@@ -18,6 +18,7 @@
 #include "debuginfo/lines.h"
 #include "util/demangle.h"
 #include "util/vec.h"
+#include "util/elf_read.h"
 
 // ------------------------------------------------------------ file names
 
@@ -390,17 +391,6 @@ static int row_cmp(const void *a, const void *b)
 	return x->file < y->file ? -1 : x->file > y->file;
 }
 
-static struct hd_error *check_elf(int fd, const char *path)
-{
-	unsigned char magic[4];
-	ssize_t r = pread(fd, magic, sizeof(magic), 0);
-	if (r < 0)
-		return hd_error_os(errno, path, "cannot read");
-	if (r != sizeof(magic) || memcmp(magic, "\177ELF", 4) != 0)
-		return hd_error_file(HD_ERROR_FORMAT, path, "not an ELF file");
-	return NULL;
-}
-
 void hd_line_table_destroy(struct hd_line_table *tab)
 {
 	if (!tab)
@@ -426,7 +416,7 @@ struct hd_error *hd_line_table_build(const char *path,
 		err = hd_error_os(errno, path, "cannot open");
 		goto out;
 	}
-	if ((err = check_elf(fd, path)))
+	if ((err = hd_elf_check_magic(fd, path)))
 		goto out_fd;
 	Dwarf_Error derr = NULL;
 	int rc = dwarf_init_b(fd, DW_DLC_READ, DW_GROUPNUMBER_ANY, NULL, NULL,

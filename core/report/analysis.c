@@ -1,4 +1,5 @@
 // Helpers shared by the renderers of graph-based reports.
+#include <stdlib.h>
 #include <inttypes.h>
 #include <stdio.h>
 
@@ -75,4 +76,21 @@ bool hd_block_type(const struct hd_analysis *a, size_t id, char *buf,
 		   size_t len)
 {
 	return hd_block_label(a->h, a->ty, id, buf, len);
+}
+
+static const struct hd_dom *g_sort_dom;
+
+static int by_retained(const void *x, const void *y)
+{
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+	uint64_t ra = hd_dom_retained(g_sort_dom, a), rb = hd_dom_retained(g_sort_dom, b);
+	if (ra != rb)
+		return ra > rb ? -1 : 1;
+	return a < b ? -1 : a > b;
+}
+
+void hd_sort_by_retained(const struct hd_dom *d, uint32_t *v, size_t n)
+{
+	g_sort_dom = d;
+	qsort(v, n, sizeof(*v), by_retained);
 }

@@ -39,16 +39,6 @@ static struct hd_error *top_holders(const struct hd_analysis *a,
 	return NULL;
 }
 
-static const struct hd_dom *g_dom;
-static int by_retained(const void *x, const void *y)
-{
-	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
-	uint64_t ra = hd_dom_retained(g_dom, a), rb = hd_dom_retained(g_dom, b);
-	if (ra != rb)
-		return ra > rb ? -1 : 1;
-	return a < b ? -1 : a > b;
-}
-
 // Who holds a top-level block: its root, or the roots pointing at it.
 static void holder_name(const struct hd_analysis *a, uint32_t v, char *buf,
 			size_t len)
@@ -180,8 +170,7 @@ static void text_roots(FILE *out, const struct hd_analysis *a, size_t top,
 		if (hd_dom_retained(a->d, rv))
 			v[k++] = rv;
 	}
-	g_dom = a->d;
-	qsort(v, k, sizeof(*v), by_retained);
+	hd_sort_by_retained(a->d, v, k);
 	hd_heading(out, color, "Roots holding the most memory (alone)");
 	fprintf(out, "  %-12s %7s %10s  %s\n", "retained", "%", "blocks", "root");
 	for (size_t i = 0; i < k && i < top; i++) {
@@ -290,8 +279,7 @@ struct hd_error *hd_render_dominators(FILE *out, struct hd_session *s,
 	err = top_holders(&a, &top, &ntop);
 	if (err)
 		return err;
-	g_dom = a.d;
-	qsort(top, ntop, sizeof(*top), by_retained);
+	hd_sort_by_retained(a.d, top, ntop);
 	bool json = o->format == HD_FORMAT_JSON;
 	uint64_t nleak, leak = leaked_bytes(&a, &nleak);
 	if (json) {

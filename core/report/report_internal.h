@@ -41,6 +41,8 @@ bool hd_block_type(const struct hd_analysis *a, size_t id, char *buf,
 		   size_t len);
 // Typing of a session, NULL when --untyped (or no typing could be done).
 const struct hd_typing *hd_analysis_typing(struct hd_session *s);
+// Sorts vertices by retained size, largest first (ties by vertex).
+void hd_sort_by_retained(const struct hd_dom *d, uint32_t *v, size_t n);
 // Percentage of the used heap.
 double hd_percent(const struct hd_analysis *a, uint64_t bytes);
 // Chains of references (why.c), shared with the snapshot's root paths.

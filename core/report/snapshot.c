@@ -175,16 +175,6 @@ static struct hd_error *candidates(const struct hd_analysis *a, unsigned depth,
 	return NULL;
 }
 
-static const struct hd_dom *g_dom;
-static int by_retained(const void *x, const void *y)
-{
-	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
-	uint64_t ra = hd_dom_retained(g_dom, a), rb = hd_dom_retained(g_dom, b);
-	if (ra != rb)
-		return ra > rb ? -1 : 1;
-	return a < b ? -1 : a > b;
-}
-
 // The chain of v: its named root, then the blocks that dominate v down to
 // v itself. A holder of several roots starts at the first root that
 // refers to it directly, or at the nearest root (why's shortest chain).
@@ -320,8 +310,7 @@ static struct hd_error *make_paths(const struct hd_analysis *a,
 	struct hd_error *err = candidates(a, (unsigned)snap->depth, &cand, &n);
 	if (err)
 		return err;
-	g_dom = a->d;
-	qsort(cand, n, sizeof(*cand), by_retained);
+	hd_sort_by_retained(a->d, cand, n);
 	size_t eval = snap->limit * 16 > MIN_EVALUATED ? snap->limit * 16
 							 : MIN_EVALUATED;
 	if (eval > n)

@@ -27,6 +27,7 @@
 #include "heapdom.h"
 #include "types/type_index.h"
 #include "util/vec.h"
+#include "util/elf_read.h"
 
 // Longest typedef/qualifier/array chain we follow; real programs need a
 // handful of hops.
@@ -2056,19 +2057,6 @@ static struct hd_error *index_file(struct build *b)
 	return NULL;
 }
 
-// libdwarf says "no entry" for anything it does not recognise, so a text
-// file would pass for an object without DWARF; check the magic ourselves.
-static struct hd_error *check_elf(int fd, const char *path)
-{
-	unsigned char magic[4];
-	ssize_t r = pread(fd, magic, sizeof(magic), 0);
-	if (r < 0)
-		return hd_error_os(errno, path, "cannot read");
-	if (r != sizeof(magic) || memcmp(magic, "\177ELF", 4) != 0)
-		return hd_error_file(HD_ERROR_FORMAT, path, "not an ELF file");
-	return NULL;
-}
-
 struct hd_error *hd_type_index_build(const char *path,
 				     struct hd_type_index **ret)
 {
@@ -2098,7 +2086,7 @@ struct hd_error *hd_type_index_build_filtered(const char *path,
 		err = hd_error_os(errno, path, "cannot open");
 		goto out;
 	}
-	if ((err = check_elf(fd, path)))
+	if ((err = hd_elf_check_magic(fd, path)))
 		goto out_fd;
 	int rc = dwarf_init_b(fd, DW_DLC_READ, DW_GROUPNUMBER_ANY, NULL, NULL,
 			      &b.dbg, &derr);

@@ -140,3 +140,14 @@ out:
 	close(fd);
 	return err;
 }
+
+struct hd_error *hd_elf_check_magic(int fd, const char *path)
+{
+	unsigned char magic[4];
+	ssize_t r = pread(fd, magic, sizeof(magic), 0);
+	if (r < 0)
+		return hd_error_os(errno, path, "cannot read");
+	if (r != sizeof(magic) || memcmp(magic, "\177ELF", 4) != 0)
+		return hd_error_file(HD_ERROR_FORMAT, path, "not an ELF file");
+	return NULL;
+}

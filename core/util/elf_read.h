@@ -25,4 +25,9 @@ struct hd_error *hd_elf_read_info(const char *path, struct hd_elf_info *ret);
 size_t hd_elf_find_build_id(const uint8_t *notes, size_t len, uint8_t *out,
 			    size_t cap);
 
+// Checks that fd (opened from path) starts with the ELF magic: libdwarf
+// says "no entry" for anything it does not recognise, so a text file would
+// pass for an object without DWARF.
+struct hd_error *hd_elf_check_magic(int fd, const char *path);
+
 #endif
