@@ -752,6 +752,68 @@ HD_EXPORT void hd_free(void *p);
 // Formats n bytes the way people read them ("1.5 MiB", "512 B").
 HD_EXPORT void hd_format_size(uint64_t n, char *buf, size_t len);
 
+// -------------------------------------------------------------- sampling
+//
+// Memory-access sampling of a running process (docs/sampling.md): every
+// thread is stopped hz times a second, the instruction at its PC is
+// decoded and the address it touches recorded; afterwards the addresses
+// are mapped onto heap blocks, their types and dominator subtrees, and
+// non-heap regions (stacks, globals, mappings).
+
+#define HD_SAMPLE_MAX_HZ 1000
+#define HD_SAMPLE_MAX_THREADS 256
+
+struct hd_sample_options {
+	int pid;
+	double duration;      // seconds (default 5)
+	unsigned hz;          // rounds per second (default 100, at most 1000)
+	// Sample only these threads (--threads LIST); none: every thread.
+	int threads[HD_SAMPLE_MAX_THREADS];
+	size_t num_threads;
+	bool has_pc_range;    // keep samples whose stop PC is in [pc_lo, pc_hi)
+	uint64_t pc_lo, pc_hi;
+	bool has_addr_range;  // keep accesses to [addr_lo, addr_hi)
+	uint64_t addr_lo, addr_hi;
+	// Collection method: 0, the instruction at the PC only; N, the
+	// nearest memory instruction up to N instructions forward.
+	unsigned nearest;
+	uint64_t granularity; // histogram bucket in bytes (default 64)
+	size_t top;           // rows per table in the text (default 10)
+	enum hd_output_format format; // text or json
+	const char *output;   // --output: an SVG of the per-thread histograms
+};
+
+// What a sampling run collected (sample/sampler.h).
+struct hd_samples;
+
+// Parses the words of `sample` ("sample" first, then --duration S, --hz N,
+// --threads LIST, --pc-range A-B, --addr-range A-B, --nearest N,
+// --granularity BYTES, --top N, --json, --format text|json, --output
+// FILE) into *ret; ret->pid is left for the caller (--pid).
+HD_EXPORT struct hd_error *hd_sample_parse(int argc, char *const *argv,
+					   struct hd_sample_options *ret);
+// Samples o->pid for o->duration seconds, then lets every thread go (the
+// process is left running and untraced). Ends early, with what was
+// collected, after hd_sample_stop() or when the process exits.
+HD_EXPORT struct hd_error *hd_sample_run(const struct hd_sample_options *o,
+					 struct hd_samples **ret);
+// Asks a running hd_sample_run to finish after its current round.
+// Async-signal-safe: for a SIGINT handler.
+HD_EXPORT void hd_sample_stop(void);
+HD_EXPORT void hd_samples_destroy(struct hd_samples *r);
+// The report, per thread and overall: samples by heap block, type,
+// dominator subtree and region, a histogram by address bucket, and the
+// cost line. s is a session of the process stopped after sampling (NULL:
+// addresses only, when the process is gone).
+HD_EXPORT struct hd_error *hd_render_sample(FILE *out,
+					    const struct hd_samples *r,
+					    struct hd_session *s,
+					    const struct hd_sample_options *o);
+// Writes the per-thread histograms as an SVG bar chart to path.
+HD_EXPORT struct hd_error *hd_sample_write_svg(const char *path,
+					       const struct hd_samples *r,
+					       const struct hd_sample_options *o);
+
 #ifdef __cplusplus
 }
 #endif

@@ -814,3 +814,34 @@ fail:
 	hd_target_destroy(t);
 	return err;
 }
+
+// ---------------------------------------------------------------- sampler
+
+// The sampler (core/sample/sampler.c) seizes and resumes threads many times
+// a second, which the one-stop target above does not do; it shares the
+// registry (so a signal lets its threads go too) and the checks that give
+// precise messages.
+int hd_live_register(int tid)
+{
+	return registry_claim(tid);
+}
+
+void hd_live_unregister(int slot)
+{
+	registry_release(slot);
+}
+
+struct hd_error *hd_live_check_process(int pid)
+{
+	return check_process(pid);
+}
+
+struct hd_error *hd_live_permission_error(int pid)
+{
+	return permission_error(pid);
+}
+
+char hd_live_thread_state(int pid, int tid)
+{
+	return thread_state(pid, tid);
+}

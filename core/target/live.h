@@ -12,4 +12,17 @@
 // Programs outside the library call it as hd_live_release_all().
 void hd_live_detach_all_for_signal(void);
 
+// For the sampler, which seizes and resumes threads itself. A registered
+// thread is detached by hd_live_detach_all_for_signal(); register returns
+// the slot to unregister (-1 when the registry is full).
+int hd_live_register(int tid);
+void hd_live_unregister(int slot);
+// The checks hd_target_attach_pid makes before stopping anything (no such
+// process, a thread id, heapdom itself, a zombie, already traced).
+struct hd_error *hd_live_check_process(int pid);
+// The message for PTRACE_SEIZE failing with EPERM.
+struct hd_error *hd_live_permission_error(int pid);
+// The state letter of /proc/PID/task/TID/stat, 0 if the thread is gone.
+char hd_live_thread_state(int pid, int tid);
+
 #endif

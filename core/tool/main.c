@@ -30,6 +30,11 @@ static const char usage[] =
 	"                   than two: the series, and first to last\n"
 	"  trace            what libheapdom-trace.so recorded: allocations by\n"
 	"                   call site, file, size class, age (--by KEY)\n"
+	"  sample --pid PID sample each thread's memory accesses for a while,\n"
+	"                   then map them onto heap blocks, types, dominator\n"
+	"                   subtrees and regions (docs/sampling.md): --duration S,\n"
+	"                   --hz N, --threads LIST, --pc-range A-B, --addr-range\n"
+	"                   A-B, --nearest N, --granularity BYTES, --output SVG\n"
 	"\n"
 	"options:\n"
 	"  --pid PID         analyse a running process (stopped while analysed)\n"
@@ -151,6 +156,13 @@ static int parse_args(int argc, char **argv, struct args *a)
 	bool diff = strcmp(a->words[0], "diff") == 0;
 	if (diff && a->pid >= 0)
 		return fail("%s: compares snapshot files or cores, not --pid", "diff");
+	// sample watches a running process: there is no core to find.
+	if (strcmp(a->words[0], "sample") == 0) {
+		if (a->pid < 0)
+			return fail("%s: needs --pid PID (it samples a running process)",
+				    "sample");
+		return 0;
+	}
 	if (a->pid < 0 && !diff) {
 		// The first word after the command that is no option or
 		// option value is the core.
@@ -177,6 +189,72 @@ static void on_signal(int sig)
 	hd_live_release_all();
 	signal(sig, SIG_DFL);
 	raise(sig);
+}
+
+// The first SIGINT ends the sampling early (the report follows); a second
+// one, like SIGTERM, lets the process go and ends heapdom.
+static void on_sample_interrupt(int sig)
+{
+	static volatile sig_atomic_t seen;
+	if (seen++)
+		on_signal(sig);
+	hd_sample_stop();
+}
+
+// `heapdom sample --pid PID`: sample, then stop the process once to map
+// the addresses onto its heap, and report.
+static int run_sample(struct args *a)
+{
+	struct hd_sample_options o;
+	struct hd_error *err = hd_sample_parse(a->nwords, a->words, &o);
+	if (err) {
+		fprintf(stderr, "heapdom: %s (try --help)\n", err->message);
+		hd_error_destroy(err);
+		free(a->words);
+		return 2;
+	}
+	o.pid = a->pid;
+	struct sigaction sa = {.sa_handler = on_signal};
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	struct sigaction si = {.sa_handler = on_sample_interrupt};
+	sigaction(SIGINT, &si, NULL);
+	struct hd_samples *r = NULL;
+	struct hd_session *s = NULL;
+	err = hd_sample_run(&o, &r);
+	if (!err) {
+		sigaction(SIGINT, &sa, NULL);
+		// The process may have exited meanwhile: then the report
+		// has the addresses only.
+		struct hd_target *t = NULL;
+		struct hd_error *aerr = hd_target_attach_pid(o.pid, &a->target, &t);
+		if (!aerr && (aerr = hd_session_create(t, &a->session, &s)))
+			hd_target_destroy(t);
+		if (aerr && aerr->code != HD_ERROR_NOT_FOUND) {
+			err = aerr;
+		} else {
+			hd_error_destroy(aerr);
+			if (s)
+				hd_session_prepare_types(s);
+			err = hd_render_sample(stdout, r, s, &o);
+		}
+		// Let the process go before the picture is drawn.
+		hd_session_destroy(s);
+		if (!err && o.output)
+			err = hd_sample_write_svg(o.output, r, &o);
+	}
+	hd_samples_destroy(r);
+	free(a->words);
+	if (fflush(stdout) != 0 && !err) {
+		fprintf(stderr, "heapdom: cannot write the report: %m\n");
+		return 1;
+	}
+	if (err) {
+		fprintf(stderr, "heapdom: %s\n", err->message);
+		hd_error_destroy(err);
+		return 1;
+	}
+	return 0;
 }
 
 static double now(void)
@@ -267,6 +345,8 @@ int main(int argc, char **argv)
 	int r = parse_args(argc, argv, &a);
 	if (r)
 		return r;
+	if (strcmp(a.words[0], "sample") == 0)
+		return run_sample(&a);
 	struct hd_command cmd;
 	struct hd_error *err = hd_command_parse(a.nwords, a.words, &cmd);
 	if (err) {
