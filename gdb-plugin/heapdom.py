@@ -120,6 +120,11 @@ def _load():
                                         ctypes.POINTER(vp)]),
         "hd_free": (None, [vp]),
         "hd_trace_locate": (err, [vp, ctypes.POINTER(ctypes.c_uint64)]),
+        "hd_sample_job_create": (err, [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p),
+                                       ctypes.POINTER(vp)]),
+        "hd_sample_job_run": (err, [vp, ctypes.c_int]),
+        "hd_sample_job_report": (err, [vp, vp, ctypes.POINTER(vp)]),
+        "hd_sample_job_destroy": (None, [vp]),
     }
     for name, (res, args) in sigs.items():
         fn = getattr(lib, name, None)
@@ -690,6 +695,54 @@ Usage: heap-diff A B [C...] [--json] [--top N] [--what stats|types|dominators]
         _run_files(["diff"] + gdb.string_to_argv(arg))
 
 
+class HeapSample(gdb.Command):
+    """Where each thread's loads and stores go: lets the process run for a
+while (gdb detaches), samples every thread's memory accesses (--hz rounds a
+second: interrupt, decode the instruction at the PC, record its address),
+then attaches again, stops it, and maps the addresses onto heap blocks,
+types, dominator subtrees and regions (docs/sampling.md).
+
+Usage: heap-sample [--duration S] [--hz N] [--threads LIST] [--pc-range A-B]
+                   [--addr-range A-B] [--nearest N] [--granularity BYTES]
+                   [--top N] [--json] [--output FILE.svg]
+Breakpoints stay set, but none can stop the process while it is sampled."""
+
+    def __init__(self):
+        super().__init__("heap-sample", gdb.COMMAND_DATA)
+
+    def invoke(self, arg, from_tty):
+        if _load() is None:
+            raise gdb.GdbError(_lib_error)
+        inferior = gdb.selected_inferior()
+        conn = getattr(inferior, "connection", None)
+        if inferior.pid == 0 or _core_path() or (conn is not None and conn.type != "native"):
+            raise gdb.GdbError("heapdom: heap-sample needs a live local process")
+        words = ["sample"] + gdb.string_to_argv(arg)
+        argv = (ctypes.c_char_p * len(words))(*[w.encode() for w in words])
+        job = ctypes.c_void_p()
+        _check(_lib.hd_sample_job_create(len(words), argv, ctypes.byref(job)))
+        pid = inferior.pid
+        try:
+            _session.close()
+            gdb.execute("detach", to_string=True)
+            try:
+                err = _lib.hd_sample_job_run(job, pid)
+            finally:
+                # The process may have exited meanwhile.
+                if os.path.exists("/proc/%d" % pid):
+                    gdb.execute("attach %d" % pid, to_string=True)
+            _check(err)
+            session = _open() if gdb.selected_inferior().pid else None
+            text = ctypes.c_void_p()
+            _check(_lib.hd_sample_job_report(job, session, ctypes.byref(text)))
+            try:
+                gdb.write(ctypes.string_at(text).decode(errors="replace") if text else "")
+            finally:
+                _lib.hd_free(text)
+        finally:
+            _lib.hd_sample_job_destroy(job)
+
+
 class HeapFrameworks(_HeapCommand):
     """The framework modules (built-in, --framework PATH, HEAPDOM_FRAMEWORK_PATH):
 what each is, whether it found its framework in this process, what it did, and
@@ -1106,5 +1159,6 @@ heap-watch report [N] [--json] [--top K]
 
 
 for _cls in (HeapStats, HeapBlocks, HeapDominators, HeapWhy, HeapLeaks, HeapGraph,
-             HeapTypes, HeapFrameworks, HeapTrace, HeapWatch, HeapSnapshot, HeapDiff):
+             HeapTypes, HeapFrameworks, HeapTrace, HeapWatch, HeapSnapshot, HeapDiff,
+             HeapSample):
     _cls()

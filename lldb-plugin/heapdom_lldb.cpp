@@ -749,6 +749,68 @@ private:
 	}
 };
 
+// ---------------------------------------------------------------- sampling
+// The sampler holds the process with ptrace itself: lldb detaches while it
+// runs and attaches again to stop the process for the report.
+class sample_command : public lldb::SBCommandPluginInterface {
+public:
+	bool DoExecute(lldb::SBDebugger debugger, char **argv,
+		       lldb::SBCommandReturnObject &result) override
+	{
+		hd_sample_job *job = nullptr;
+		try {
+			std::vector<std::string> words{"sample"};
+			std::vector<std::string> args = split_words(argv);
+			words.insert(words.end(), args.begin(), args.end());
+			std::vector<char *> cargv;
+			for (std::string &w : words)
+				cargv.push_back(&w[0]);
+			lldb::SBTarget target = debugger.GetSelectedTarget();
+			lldb::SBProcess process = target.GetProcess();
+			if (!process.IsValid() || process.GetState() != lldb::eStateStopped ||
+			    target.GetNumModules() == 0 || process.GetPluginName() == nullptr ||
+			    std::string(process.GetPluginName()) == "elf-core")
+				throw failure{"heapdom: heapdom sample needs a live, stopped local process"};
+			check(hd_sample_job_create((int)cargv.size(), cargv.data(), &job));
+			lldb::pid_t pid = process.GetProcessID();
+			g_cache.reset();
+			lldb::SBError derr = process.Detach();
+			if (derr.Fail())
+				throw failure{std::string("heapdom: cannot detach to sample: ") +
+					      (derr.GetCString() ? derr.GetCString() : "")};
+			hd_error *err = hd_sample_job_run(job, (int)pid);
+			// The process may have exited meanwhile.
+			char proc[64];
+			snprintf(proc, sizeof(proc), "/proc/%llu", (unsigned long long)pid);
+			bool alive = access(proc, F_OK) == 0;
+			if (alive) {
+				lldb::SBError aerr;
+				lldb::SBListener listener = debugger.GetListener();
+				target.AttachToProcessWithID(listener, pid, aerr);
+				if (aerr.Fail()) {
+					hd_error_destroy(err);
+					throw failure{std::string("heapdom: cannot attach again after sampling: ") +
+						      (aerr.GetCString() ? aerr.GetCString() : "")};
+				}
+			}
+			check(err);
+			hd_session *s = alive ? open_session(debugger) : nullptr;
+			char *text = nullptr;
+			check(hd_sample_job_report(job, s, &text));
+			result.Printf("%s", text ? text : "");
+			hd_free(text);
+			hd_sample_job_destroy(job);
+			result.SetStatus(lldb::eReturnStatusSuccessFinishResult);
+			return true;
+		} catch (const failure &f) {
+			hd_sample_job_destroy(job);
+			result.SetError(f.message.c_str());
+			result.SetStatus(lldb::eReturnStatusFailed);
+			return false;
+		}
+	}
+};
+
 struct subcommand {
 	const char *name, *help, *syntax;
 };
@@ -803,6 +865,9 @@ bool lldb::PluginInitialize(lldb::SBDebugger debugger)
 	multi.AddCommand("trace", new trace_command(),
 			 "Allocation tracing inside the process (libheapdom-trace.so): start, on, off, epoch, status, report.",
 			 "heapdom trace start [--off] | on | off | epoch | status | report [--by site|file|size|age] [--top N] [--all] [--json] [--output FILE]");
+	multi.AddCommand("sample", new sample_command(),
+			 "Where each thread's loads and stores go: lldb detaches, the process runs while every thread is sampled, lldb attaches again and the addresses are mapped onto heap blocks, types, subtrees and regions.",
+			 "heapdom sample [--duration S] [--hz N] [--threads LIST] [--pc-range A-B] [--addr-range A-B] [--nearest N] [--granularity BYTES] [--top N] [--json] [--output FILE.svg]");
 	multi.AddCommand("watch", new watch_command(),
 			 "Heap snapshots at a breakpoint (every Nth hit) and what grew between them.",
 			 "heapdom watch LOCATION [--every N] [--what stats|types|dominators] [--stop] [--dir DIR] | list | delete N|all | report [N] [--json] [--top K]");
@@ -810,6 +875,7 @@ bool lldb::PluginInitialize(lldb::SBDebugger debugger)
 		lldb::SBCommandReturnObject ignored;
 		interp.HandleCommand("command alias heap-trace heapdom trace", ignored);
 		interp.HandleCommand("command alias heap-watch heapdom watch", ignored);
+		interp.HandleCommand("command alias heap-sample heapdom sample", ignored);
 	}
 	// An analysis is kept for one stop; these change the process within
 	// a stop (scripts writing through the SB API are not seen).

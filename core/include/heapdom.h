@@ -809,6 +809,20 @@ HD_EXPORT struct hd_error *hd_render_sample(FILE *out,
 					    const struct hd_samples *r,
 					    struct hd_session *s,
 					    const struct hd_sample_options *o);
+// For debugger front-ends, which hold the process with ptrace and must let
+// it go while it is sampled: a job parses the words of `sample` first (so
+// a bad option is reported while the debugger still holds the process),
+// samples pid once the debugger has detached, and makes the report at the
+// stop after the debugger attached again (s NULL: addresses only). The
+// text is released with hd_free(); --output writes the SVG.
+struct hd_sample_job;
+HD_EXPORT struct hd_error *hd_sample_job_create(int argc, char *const *argv,
+						struct hd_sample_job **ret);
+HD_EXPORT struct hd_error *hd_sample_job_run(struct hd_sample_job *job, int pid);
+HD_EXPORT struct hd_error *hd_sample_job_report(struct hd_sample_job *job,
+						struct hd_session *s,
+						char **text);
+HD_EXPORT void hd_sample_job_destroy(struct hd_sample_job *job);
 // Writes the per-thread histograms as an SVG bar chart to path.
 HD_EXPORT struct hd_error *hd_sample_write_svg(const char *path,
 					       const struct hd_samples *r,

@@ -26,6 +26,7 @@ Cases (first word for --only):
 Exit status 0 when every case passed; the last line is "N passed, N failed".
 """
 import argparse
+import json
 import os
 import re
 import shutil
@@ -40,6 +41,9 @@ from heaptest import HarnessError  # noqa: E402
 MIN_SHARE = 0.60
 DURATION = 2
 HZ = 200
+
+
+LLDB_PYTHON = "/usr/lib/llvm-14/lib/python3.11/dist-packages"
 
 
 class Truth:
@@ -136,22 +140,14 @@ def check_cost(doc, duration):
     return problems
 
 
-def case_samples(args):
-    fx = Fixture(args, "samples")
-    svg = os.path.join(args.workdir, "samples.svg")
-    if os.path.exists(svg):
-        os.unlink(svg)
-    try:
-        doc = heaptest.heapdom_json(args.heapdom, [
-            "sample", "--pid", str(fx.proc.pid), "--duration", str(DURATION),
-            "--hz", str(HZ), "--json", "--output", svg], timeout=120)
-        problems = check_released(fx)
-    finally:
-        fx.stop()
+def check_threads(doc, truth):
+    """Each heap thread's accesses land on its object, the stack thread's on
+    its stack; the cost adds up."""
+    problems = []
     if not doc.get("mapped"):
         problems.append("the addresses were not mapped: %r" % doc.get("mapping_note"))
     problems += check_cost(doc, DURATION)
-    for tid, addr, size in fx.truth.heap:
+    for tid, addr, size in truth.heap:
         sc = scope(doc, tid)
         if sc is None:
             problems.append("heap thread %d: not in the report" % tid)
@@ -171,7 +167,7 @@ def case_samples(args):
         ov = [b for b in doc["overall"]["blocks"] if int(b["addr"], 16) == addr]
         if not ov or ov[0]["samples"] < hits:
             problems.append("overall: block 0x%x has %r, thread %d alone %d" % (addr, ov, tid, hits))
-    for tid, addr, size in fx.truth.stack:
+    for tid, addr, size in truth.stack:
         sc = scope(doc, tid)
         if sc is None:
             problems.append("stack thread %d: not in the report" % tid)
@@ -188,6 +184,22 @@ def case_samples(args):
             problems.append("stack thread %d: %d of %d accesses in its array's buckets" % (tid, near, acc))
         if sc["blocks"] and sum(b["samples"] for b in sc["blocks"]) > (1 - MIN_SHARE) * acc:
             problems.append("stack thread %d: heap blocks %r" % (tid, sc["blocks"]))
+    return problems
+
+
+def case_samples(args):
+    fx = Fixture(args, "samples")
+    svg = os.path.join(args.workdir, "samples.svg")
+    if os.path.exists(svg):
+        os.unlink(svg)
+    try:
+        doc = heaptest.heapdom_json(args.heapdom, [
+            "sample", "--pid", str(fx.proc.pid), "--duration", str(DURATION),
+            "--hz", str(HZ), "--json", "--output", svg], timeout=120)
+        problems = check_released(fx)
+    finally:
+        fx.stop()
+    problems += check_threads(doc, fx.truth)
     # The picture: one panel (a title text "thread TID: ...") per thread.
     try:
         root = ET.parse(svg).getroot()
@@ -293,11 +305,68 @@ def case_errors(args):
     return problems
 
 
+def front_json(text):
+    """The JSON document in a debugger's output (between its own lines)."""
+    at = 0 if text.startswith("{") else text.find("\n{") + 1
+    if at <= 0 and not text.startswith("{"):
+        raise HarnessError("no JSON in the debugger's output:\n" + text[-2000:])
+    try:
+        doc, _end = json.JSONDecoder().raw_decode(text, at)
+    except ValueError as e:
+        raise HarnessError("bad JSON in the debugger's output (%s):\n%s" % (e, text[-2000:]))
+    return doc
+
+
+def case_gdb(args):
+    """gdb's heap-sample: gdb detaches, samples, attaches again, reports."""
+    fx = Fixture(args, "gdb")
+    try:
+        env = dict(os.environ, HEAPDOM_LIB=args.lib)
+        r = subprocess.run(["gdb", "-q", "-nx", "-batch", "-ex", "source " + args.gdb_plugin,
+                            "-ex", "heap-sample --duration %s --hz %d --json" % (DURATION, HZ),
+                            "-ex", "info inferiors", "-p", str(fx.proc.pid)],
+                           capture_output=True, text=True, timeout=120, env=env,
+                           stdin=subprocess.DEVNULL)
+        doc = front_json(r.stdout)
+        problems = check_threads(doc, fx.truth)
+        if "process %d" % fx.proc.pid not in r.stdout:
+            problems.append("gdb is not attached again after sampling: %r" % r.stdout[-300:])
+        problems += check_released(fx)
+    finally:
+        fx.stop()
+    return problems
+
+
+def case_lldb(args):
+    """lldb's heapdom sample, the same way."""
+    if not args.lldb_plugin:
+        return []
+    fx = Fixture(args, "lldb")
+    try:
+        env = dict(os.environ, LC_ALL="C", PATH="/usr/bin:/bin:" + os.environ.get("PATH", ""))
+        if os.path.isdir(LLDB_PYTHON):
+            env["PYTHONPATH"] = LLDB_PYTHON
+        r = subprocess.run(["lldb-14", "-x", "-b", "-o", "plugin load " + args.lldb_plugin,
+                            "-o", "process attach --pid %d" % fx.proc.pid,
+                            "-o", "heapdom sample --duration %s --hz %d --json" % (DURATION, HZ),
+                            "-o", "process detach"],
+                           capture_output=True, text=True, timeout=120, env=env,
+                           stdin=subprocess.DEVNULL)
+        doc = front_json(r.stdout)
+        problems = check_threads(doc, fx.truth) + check_released(fx)
+    finally:
+        fx.stop()
+    return problems
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--heapdom", required=True)
     ap.add_argument("--fixture", required=True)
     ap.add_argument("--workdir", required=True)
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--gdb-plugin", required=True)
+    ap.add_argument("--lldb-plugin")
     ap.add_argument("--only")
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
@@ -309,6 +378,8 @@ def main():
     cr.case("addr - --addr-range keeps only accesses inside it", lambda: case_addr(args))
     cr.case("threads - --threads samples only the listed thread", lambda: case_threads(args))
     cr.case("errors - missing process, missing --pid, bad range", lambda: case_errors(args))
+    cr.case("gdb - heap-sample detaches, samples, attaches again", lambda: case_gdb(args))
+    cr.case("lldb - heapdom sample the same way", lambda: case_lldb(args))
     if not args.keep and cr.failed == 0:
         shutil.rmtree(args.workdir, ignore_errors=True)
     print("%d passed, %d failed" % (cr.passed, cr.failed))
