@@ -780,7 +780,13 @@ struct hd_sample_options {
 	uint64_t granularity; // histogram bucket in bytes (default 64)
 	size_t top;           // rows per table in the text (default 10)
 	enum hd_output_format format; // text or json
-	const char *output;   // --output: an SVG of the per-thread histograms
+	// --output: an SVG of the per-thread histograms; %p in the name is
+	// the pid, %t the time sampling started (seconds since 1970).
+	const char *output;
+	// The share of the time the process may be kept stopped (percent,
+	// default 10): beyond it the rate is lowered.
+	double max_stopped;
+	bool live;            // --live: a per-thread view on stderr, each second
 };
 
 // What a sampling run collected (sample/sampler.h).

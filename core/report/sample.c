@@ -723,11 +723,38 @@ out:
 
 // One panel per thread: the busiest buckets (at most SVG_BARS) in address
 // order, bar heights by samples.
+// The output file's name: %p is the pid, %t when sampling started, %% a %.
+void hd_sample_output_name(const char *pattern, const struct hd_samples *r,
+			   char *buf, size_t len)
+{
+	size_t n = 0;
+	for (const char *p = pattern; *p && n + 1 < len; p++) {
+		char tmp[32] = "";
+		if (p[0] == '%' && p[1] == 'p')
+			snprintf(tmp, sizeof(tmp), "%d", r->pid);
+		else if (p[0] == '%' && p[1] == 't')
+			snprintf(tmp, sizeof(tmp), "%" PRId64, r->started);
+		else if (p[0] == '%' && p[1] == '%')
+			snprintf(tmp, sizeof(tmp), "%%");
+		if (tmp[0]) {
+			p++;
+			for (const char *q = tmp; *q && n + 1 < len; q++)
+				buf[n++] = *q;
+		} else {
+			buf[n++] = *p;
+		}
+	}
+	buf[n] = '\0';
+}
+
 struct hd_error *hd_sample_write_svg(const char *path,
 				     const struct hd_samples *r,
 				     const struct hd_sample_options *o)
 {
 	struct ctx c = {.r = r, .o = o};
+	char name[4096];
+	hd_sample_output_name(path, r, name, sizeof(name));
+	path = name;
 	FILE *f = fopen(path, "w");
 	if (!f)
 		return hd_error_os(errno, path, "cannot write the picture");

@@ -42,6 +42,10 @@
 // one slow round (page faults of the first decode) is no trend.
 #define SLOW_ROUNDS 3
 
+#define DEFAULT_MAX_STOPPED 10.0
+// The stopped share is judged over windows of this length.
+#define STOP_WINDOW_NS 500000000LL
+
 static atomic_int sample_stop_requested;
 
 void hd_sample_stop(void)
@@ -128,6 +132,7 @@ struct hd_error *hd_sample_parse(int argc, char *const *argv,
 	o->granularity = DEFAULT_GRANULARITY;
 	o->top = DEFAULT_TOP;
 	o->format = HD_FORMAT_TEXT;
+	o->max_stopped = DEFAULT_MAX_STOPPED;
 	if (argc < 1 || strcmp(argv[0], "sample") != 0)
 		return hd_error_create(HD_ERROR_INVALID,
 				       "not a sample command");
@@ -136,7 +141,7 @@ struct hd_error *hd_sample_parse(int argc, char *const *argv,
 		static const char *const valued[] = {
 			"--duration", "--hz", "--threads", "--pc-range",
 			"--addr-range", "--nearest", "--granularity", "--top",
-			"--format", "--output"};
+			"--format", "--output", "--max-stopped"};
 		bool takes = false;
 		for (size_t k = 0; k < sizeof(valued) / sizeof(valued[0]); k++)
 			takes |= !strcmp(a, valued[k]);
@@ -201,6 +206,16 @@ struct hd_error *hd_sample_parse(int argc, char *const *argv,
 						      v);
 		} else if (!strcmp(a, "--json")) {
 			o->format = HD_FORMAT_JSON;
+		} else if (!strcmp(a, "--live")) {
+			o->live = true;
+		} else if (!strcmp(a, "--max-stopped")) {
+			char *end;
+			double d = strtod(v, &end);
+			if (end == v || *end || !(d > 0) || d > 100)
+				return hd_error_create(HD_ERROR_INVALID,
+						       "--max-stopped takes a percentage (0 < P <= 100), not '%s'",
+						       v);
+			o->max_stopped = d;
 		} else if (!strcmp(a, "--output")) {
 			o->output = v;
 		} else {
@@ -587,6 +602,8 @@ static struct hd_error *sample_loop(struct sampler *sp)
 	int64_t end = start + (int64_t)(o->duration * 1e9);
 	int64_t next = start;
 	unsigned slow = 0;
+	int64_t window = start, window_stopped = 0, last_live = start;
+	r->started = (int64_t)time(NULL);
 	for (;;) {
 		if (atomic_load(&sample_stop_requested)) {
 			r->interrupted = true;
@@ -612,9 +629,28 @@ static struct hd_error *sample_loop(struct sampler *sp)
 		resume_all(sp);
 		int64_t t1 = now_ns();
 		r->stopped_ns += (uint64_t)(t1 - t0);
+		window_stopped += t1 - t0;
 		r->rounds++;
 		if (err)
 			return err;
+		if (o->live && t1 - last_live >= 1000000000LL) {
+			hd_sample_live_view(stderr, r, o, (t1 - start) / 1e9);
+			last_live = t1;
+		}
+		// The program must keep running: over each window, the share
+		// of the time it was stopped stays under --max-stopped.
+		if (t1 - window >= STOP_WINDOW_NS) {
+			double share = 100.0 * (double)window_stopped / (double)(t1 - window);
+			if (share > o->max_stopped && r->hz > 1) {
+				unsigned old = r->hz;
+				unsigned hz = (unsigned)(old * o->max_stopped / share);
+				r->hz = hz < 1 ? 1 : hz < old ? hz : old - 1;
+				note(r, "rate lowered from %u to %u Hz: the process was stopped %.0f%% of the time (--max-stopped %.0f%%)",
+				     old, r->hz, share, o->max_stopped);
+			}
+			window = t1;
+			window_stopped = 0;
+		}
 		// A round longer than its period would keep the process
 		// stopped most of the time: halve the rate until it fits.
 		int64_t period = 1000000000LL / r->hz;

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "heapdom.h"
 
@@ -52,7 +53,15 @@ struct hd_samples {
 	bool interrupted;      // ended by hd_sample_stop()
 	bool exited;           // the process exited while sampled
 	bool truncated;        // the sample buffer limit was reached
+	int64_t started;       // when sampling began (seconds since 1970)
 	char notes[512];       // "; "-separated remarks (rate cap, lowering)
 };
+
+// --output's name with %p (pid), %t (start time) and %% replaced.
+void hd_sample_output_name(const char *pattern, const struct hd_samples *r,
+			   char *buf, size_t len);
+// The --live view: each thread's busiest buckets so far (live_view.c).
+void hd_sample_live_view(FILE *out, const struct hd_samples *r,
+			 const struct hd_sample_options *o, double seconds);
 
 #endif

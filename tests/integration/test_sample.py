@@ -195,7 +195,7 @@ def case_samples(args):
     try:
         doc = heaptest.heapdom_json(args.heapdom, [
             "sample", "--pid", str(fx.proc.pid), "--duration", str(DURATION),
-            "--hz", str(HZ), "--json", "--output", svg], timeout=120)
+            "--hz", str(HZ), "--max-stopped", "100", "--json", "--output", svg], timeout=120)
         problems = check_released(fx)
     finally:
         fx.stop()
@@ -219,7 +219,7 @@ def case_text(args):
     fx = Fixture(args, "text")
     try:
         r = heaptest.run_heapdom(args.heapdom, ["sample", "--pid", str(fx.proc.pid),
-                                                "--duration", "1", "--hz", "100"], timeout=120)
+                                                "--duration", "1", "--hz", "100", "--max-stopped", "100", "--max-stopped", "100"], timeout=120)
         problems = check_released(fx)
     finally:
         fx.stop()
@@ -241,7 +241,7 @@ def case_addr(args):
     tid0, addr, size = fx.truth.heap[0]
     try:
         doc = heaptest.heapdom_json(args.heapdom, [
-            "sample", "--pid", str(fx.proc.pid), "--duration", "1", "--hz", "100",
+            "sample", "--pid", str(fx.proc.pid), "--duration", "1", "--hz", "100", "--max-stopped", "100",
             "--addr-range", "0x%x-0x%x" % (addr, addr + size), "--json"], timeout=120)
         problems = check_released(fx)
     finally:
@@ -269,7 +269,7 @@ def case_threads(args):
     tid = fx.truth.heap[1][0]
     try:
         doc = heaptest.heapdom_json(args.heapdom, [
-            "sample", "--pid", str(fx.proc.pid), "--duration", "1", "--hz", "100",
+            "sample", "--pid", str(fx.proc.pid), "--duration", "1", "--hz", "100", "--max-stopped", "100",
             "--threads", str(tid), "--json"], timeout=120)
         problems = check_released(fx)
     finally:
@@ -323,7 +323,7 @@ def case_gdb(args):
     try:
         env = dict(os.environ, HEAPDOM_LIB=args.lib)
         r = subprocess.run(["gdb", "-q", "-nx", "-batch", "-ex", "source " + args.gdb_plugin,
-                            "-ex", "heap-sample --duration %s --hz %d --json" % (DURATION, HZ),
+                            "-ex", "heap-sample --duration %s --hz %d --max-stopped 100 --json" % (DURATION, HZ),
                             "-ex", "info inferiors", "-p", str(fx.proc.pid)],
                            capture_output=True, text=True, timeout=120, env=env,
                            stdin=subprocess.DEVNULL)
@@ -348,7 +348,7 @@ def case_lldb(args):
             env["PYTHONPATH"] = LLDB_PYTHON
         r = subprocess.run(["lldb-14", "-x", "-b", "-o", "plugin load " + args.lldb_plugin,
                             "-o", "process attach --pid %d" % fx.proc.pid,
-                            "-o", "heapdom sample --duration %s --hz %d --json" % (DURATION, HZ),
+                            "-o", "heapdom sample --duration %s --hz %d --max-stopped 100 --json" % (DURATION, HZ),
                             "-o", "process detach"],
                            capture_output=True, text=True, timeout=120, env=env,
                            stdin=subprocess.DEVNULL)
@@ -356,6 +356,37 @@ def case_lldb(args):
         problems = check_threads(doc, fx.truth) + check_released(fx)
     finally:
         fx.stop()
+    return problems
+
+
+def case_cap(args):
+    """--max-stopped lowers the rate until the process runs most of the
+    time; --live prints a view of each thread per second on stderr; %p in
+    --output is the pid."""
+    fx = Fixture(args, "cap")
+    svg = os.path.join(args.workdir, "cap-%p.svg")
+    try:
+        r = subprocess.run([args.heapdom, "sample", "--pid", str(fx.proc.pid), "--duration", "2.5",
+                            "--hz", "500", "--max-stopped", "5", "--live", "--json",
+                            "--output", svg], capture_output=True, text=True, timeout=120)
+        problems = check_released(fx)
+    finally:
+        fx.stop()
+    if r.returncode != 0:
+        return problems + ["rc %d: %s" % (r.returncode, r.stderr[-500:])]
+    doc = json.loads(r.stdout)
+    notes = doc.get("notes") or doc.get("cost", {}).get("notes") or ""
+    text = json.dumps(doc)
+    if "--max-stopped 5%" not in text:
+        problems.append("no note of the rate lowered for --max-stopped: %r" % notes)
+    views = r.stderr.count("pid %d, " % fx.proc.pid)
+    if views < 1:
+        problems.append("--live printed no view on stderr: %r" % r.stderr[:300])
+    for tid, _addr, _size in fx.truth.heap:
+        if "thread %d: " % tid not in r.stderr:
+            problems.append("--live view lacks thread %d" % tid)
+    if not os.path.exists(svg.replace("%p", str(fx.proc.pid))):
+        problems.append("--output %s: no file named with the pid" % svg)
     return problems
 
 
@@ -378,6 +409,7 @@ def main():
     cr.case("addr - --addr-range keeps only accesses inside it", lambda: case_addr(args))
     cr.case("threads - --threads samples only the listed thread", lambda: case_threads(args))
     cr.case("errors - missing process, missing --pid, bad range", lambda: case_errors(args))
+    cr.case("cap - --max-stopped, --live, --output naming", lambda: case_cap(args))
     cr.case("gdb - heap-sample detaches, samples, attaches again", lambda: case_gdb(args))
     cr.case("lldb - heapdom sample the same way", lambda: case_lldb(args))
     if not args.keep and cr.failed == 0:
