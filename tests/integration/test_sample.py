@@ -359,6 +359,61 @@ def case_lldb(args):
     return problems
 
 
+def function_range(exe, pid, name):
+    """[start, end) of function name in the running process pid."""
+    r = subprocess.run(["nm", "-S", exe], capture_output=True, text=True, check=True)
+    value = size = None
+    for line in r.stdout.splitlines():
+        w = line.split()
+        if len(w) == 4 and w[3] == name:
+            value, size = int(w[0], 16), int(w[1], 16)
+    if value is None:
+        raise HarnessError("%s: no symbol %s" % (exe, name))
+    real = os.path.realpath(exe)
+    with open("/proc/%d/maps" % pid) as f:
+        for line in f:
+            w = line.split()
+            if len(w) >= 6 and os.path.realpath(w[5]) == real and int(w[2], 16) == 0:
+                bias = int(w[0].split("-")[0], 16)
+                return bias + value, bias + value + size
+    raise HarnessError("%s is not mapped in %d" % (exe, pid))
+
+
+def case_pc_nearest(args):
+    """--pc-range keeps only the samples stopped in heap_worker (the stack
+    thread's are all filtered out); --nearest 8 still finds each heap
+    thread's object."""
+    fx = Fixture(args, "pc")
+    try:
+        lo, hi = function_range(args.fixture, fx.proc.pid, "heap_worker")
+        doc = heaptest.heapdom_json(args.heapdom, [
+            "sample", "--pid", str(fx.proc.pid), "--duration", "1", "--hz", "100",
+            "--max-stopped", "100", "--pc-range", "0x%x-0x%x" % (lo, hi), "--json"], timeout=120)
+        near = heaptest.heapdom_json(args.heapdom, [
+            "sample", "--pid", str(fx.proc.pid), "--duration", str(DURATION), "--hz", str(HZ),
+            "--max-stopped", "100", "--nearest", "8", "--json"], timeout=120)
+        problems = check_released(fx)
+    finally:
+        fx.stop()
+    for tid, _addr, _size in fx.truth.stack:
+        sc = scope(doc, tid)
+        if sc and (sc["accesses"] or sc["no_access"] or not sc["filtered"]):
+            problems.append("--pc-range: the stack thread kept %r" % sc)
+    for tid, addr, _size in fx.truth.heap:
+        sc = scope(doc, tid)
+        if not sc or not sc["accesses"]:
+            problems.append("--pc-range: heap thread %d kept nothing: %r" % (tid, sc))
+        ns = scope(near, tid)
+        if not ns or ns["accesses"] < 20:
+            problems.append("--nearest 8: heap thread %d: %r" % (tid, ns))
+            continue
+        hits = sum(b["samples"] for b in ns["blocks"] if int(b["addr"], 16) == addr)
+        if hits <= MIN_SHARE * ns["accesses"]:
+            problems.append("--nearest 8: heap thread %d: %d of %d accesses on its block"
+                            % (tid, hits, ns["accesses"]))
+    return problems
+
+
 def case_cap(args):
     """--max-stopped lowers the rate until the process runs most of the
     time; --live prints a view of each thread per second on stderr; %p in
@@ -410,6 +465,7 @@ def main():
     cr.case("threads - --threads samples only the listed thread", lambda: case_threads(args))
     cr.case("errors - missing process, missing --pid, bad range", lambda: case_errors(args))
     cr.case("cap - --max-stopped, --live, --output naming", lambda: case_cap(args))
+    cr.case("pc - --pc-range and --nearest", lambda: case_pc_nearest(args))
     cr.case("gdb - heap-sample detaches, samples, attaches again", lambda: case_gdb(args))
     cr.case("lldb - heapdom sample the same way", lambda: case_lldb(args))
     if not args.keep and cr.failed == 0:
