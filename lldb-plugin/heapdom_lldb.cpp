@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "heapdom.h"
+#include "heapdom_trace.h"
 
 namespace lldb {
 bool PluginInitialize(SBDebugger debugger);
@@ -399,7 +401,8 @@ private:
 // ----------------------------------------------------------------- tracing
 // struct hd_trace_state (heapdom_trace.h): the switch and the epoch the
 // debugger writes; the library itself never writes into the process.
-const uint64_t kTraceEnabled = 16, kTraceEpoch = 20;
+const uint64_t kTraceEnabled = offsetof(hd_trace_state, enabled);
+const uint64_t kTraceEpoch = offsetof(hd_trace_state, epoch);
 
 uint64_t trace_state(lldb::SBDebugger &debugger)
 {

@@ -34,6 +34,15 @@ struct trace_head {
 	uint64_t age_count[HD_TRACE_AGES], age_bytes[HD_TRACE_AGES];
 };
 
+// The reader's copy of the header must be the library's, field for field.
+_Static_assert(sizeof(struct trace_head) == offsetof(struct hd_trace_state, sites),
+	       "trace_head is the state up to its sites");
+_Static_assert(offsetof(struct trace_head, enabled) == offsetof(struct hd_trace_state, enabled) &&
+	       offsetof(struct trace_head, calls) == offsetof(struct hd_trace_state, calls) &&
+	       offsetof(struct trace_head, class_count) == offsetof(struct hd_trace_state, class_count) &&
+	       offsetof(struct trace_head, age_bytes) == offsetof(struct hd_trace_state, age_bytes),
+	       "trace_head's fields are where the library writes them");
+
 // One call site as reported: its counters, what of it is still live, and
 // where it is.
 struct site {
