@@ -5,20 +5,18 @@
 // modules still have.
 #include <errno.h>
 #include <inttypes.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <dwarf.h>
 #include <libdwarf.h>
 
+#include "debuginfo/dwarf_open.h"
 #include "debuginfo/elf_symbols.h"
 #include "debuginfo/lines.h"
 #include "util/demangle.h"
 #include "util/vec.h"
-#include "util/elf_read.h"
 
 // ------------------------------------------------------------ file names
 
@@ -410,39 +408,16 @@ struct hd_error *hd_line_table_build(const char *path,
 	b.tab = calloc(1, sizeof(*b.tab));
 	if (!b.tab)
 		return &hd_error_no_memory;
-	struct hd_error *err;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		err = hd_error_os(errno, path, "cannot open");
+	int fd;
+	struct hd_error *err = hd_dwarf_open(path, &fd, &b.dbg);
+	if (err)
 		goto out;
-	}
-	if ((err = hd_elf_check_magic(fd, path)))
-		goto out_fd;
-	Dwarf_Error derr = NULL;
-	int rc = dwarf_init_b(fd, DW_DLC_READ, DW_GROUPNUMBER_ANY, NULL, NULL,
-			      &b.dbg, &derr);
-	if (rc == DW_DLV_NO_ENTRY) {
-		err = hd_error_file(HD_ERROR_NOT_FOUND, path,
-				    "no DWARF debug info");
-		goto out_fd;
-	}
-	if (rc != DW_DLV_OK) {
-		err = hd_error_file(HD_ERROR_FORMAT, path,
-				    "cannot load DWARF: %s",
-				    derr ? dwarf_errmsg(derr) : "libdwarf error");
-		// The error belongs to no Dwarf_Debug.
-		if (derr)
-			dwarf_dealloc_error(NULL, derr);
-		goto out_fd;
-	}
 	err = read_units(&b);
-	dwarf_finish(b.dbg, NULL);
+	hd_dwarf_close(fd, b.dbg);
 	// libdwarf opens a file with only .eh_frame as well.
 	if (!err && !b.tab->num_rows)
 		err = hd_error_file(HD_ERROR_NOT_FOUND, path,
 				    "no DWARF line table");
-out_fd:
-	close(fd);
 out:
 	free(b.slots);
 	free(b.offsets);

@@ -306,23 +306,10 @@ static struct hd_error *seize(struct sampler *sp, int tid)
 		return &hd_error_no_memory;
 	struct sthread *t = &sp->th[sp->num_th++];
 	*t = (struct sthread){.tid = tid, .slot = -1, .state = ST_GONE};
-	// Zombies cannot be traced (a leader that called pthread_exit).
-	char state = hd_live_thread_state(r->pid, tid);
-	if (!state || state == 'Z' || state == 'X')
-		return NULL;
-	if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) < 0) {
-		if (errno == ESRCH)
-			return NULL;
-		if (errno == EPERM) {
-			state = hd_live_thread_state(r->pid, tid);
-			if (!state || state == 'Z' || state == 'X')
-				return NULL;
-			return hd_live_permission_error(r->pid);
-		}
-		return hd_error_os(errno, NULL,
-				   "cannot attach to thread %d of process %d",
-				   tid, r->pid);
-	}
+	bool seized;
+	struct hd_error *err = hd_live_seize(r->pid, tid, &seized);
+	if (err || !seized)
+		return err;
 	t->state = ST_RUNNING;
 	t->slot = hd_live_register(tid);
 	t->stats = r->num_threads++;

@@ -337,6 +337,31 @@ static bool thread_known(struct live_target *lt, int tid)
 	return false;
 }
 
+struct hd_error *hd_live_seize(int pid, int tid, bool *seized)
+{
+	*seized = false;
+	// The kernel refuses to trace zombies (EPERM), which a leader that
+	// called pthread_exit() stays as long as the process lives.
+	char state = thread_state(pid, tid);
+	if (!state || state == 'Z' || state == 'X')
+		return NULL;
+	if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) < 0) {
+		if (errno == ESRCH)
+			return NULL;
+		if (errno == EPERM) {
+			state = thread_state(pid, tid);
+			if (!state || state == 'Z' || state == 'X')
+				return NULL;
+			return permission_error(pid);
+		}
+		return hd_error_os(errno, NULL,
+				   "cannot attach to thread %d of process %d",
+				   tid, pid);
+	}
+	*seized = true;
+	return NULL;
+}
+
 // Seizes and interrupts tid, recording it in lt->threads whatever happens
 // so that a rescan does not try it again.
 static struct hd_error *seize_thread(struct live_target *lt, int tid)
@@ -349,25 +374,10 @@ static struct hd_error *seize_thread(struct live_target *lt, int tid)
 		return &hd_error_no_memory;
 	struct live_thread *th = &lt->threads[lt->num_threads++];
 	*th = (struct live_thread){.tid = tid, .slot = -1, .state = LIVE_GONE};
-
-	// The kernel refuses to trace zombies (EPERM), which a leader that
-	// called pthread_exit() stays as long as the process lives.
-	char state = thread_state(lt->pid, tid);
-	if (!state || state == 'Z' || state == 'X')
-		return NULL;
-	if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) < 0) {
-		if (errno == ESRCH)
-			return NULL;
-		if (errno == EPERM) {
-			state = thread_state(lt->pid, tid);
-			if (!state || state == 'Z' || state == 'X')
-				return NULL;
-			return permission_error(lt->pid);
-		}
-		return hd_error_os(errno, NULL,
-				   "cannot attach to thread %d of process %d",
-				   tid, lt->pid);
-	}
+	bool seized;
+	struct hd_error *err = hd_live_seize(lt->pid, tid, &seized);
+	if (err || !seized)
+		return err;
 	th->state = LIVE_SEIZED;
 	th->slot = registry_claim(tid);
 	// ESRCH here means the thread is exiting; waitpid will say so.
@@ -836,12 +846,3 @@ struct hd_error *hd_live_check_process(int pid)
 	return check_process(pid);
 }
 
-struct hd_error *hd_live_permission_error(int pid)
-{
-	return permission_error(pid);
-}
-
-char hd_live_thread_state(int pid, int tid)
-{
-	return thread_state(pid, tid);
-}

@@ -20,9 +20,9 @@ void hd_live_unregister(int slot);
 // The checks hd_target_attach_pid makes before stopping anything (no such
 // process, a thread id, heapdom itself, a zombie, already traced).
 struct hd_error *hd_live_check_process(int pid);
-// The message for PTRACE_SEIZE failing with EPERM.
-struct hd_error *hd_live_permission_error(int pid);
-// The state letter of /proc/PID/task/TID/stat, 0 if the thread is gone.
-char hd_live_thread_state(int pid, int tid);
+// PTRACE_SEIZE of thread tid of pid. *seized is false, with no error, when
+// the thread is gone or a zombie (which the kernel refuses to trace); an
+// error names why the kernel refused otherwise (ptrace_scope, a tracer).
+struct hd_error *hd_live_seize(int pid, int tid, bool *seized);
 
 #endif

@@ -13,7 +13,6 @@
 // nested layouts stop after MAX_TYPE_HOPS / MAX_NESTING steps, so broken
 // DWARF with reference cycles cannot hang or overflow anything.
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -27,7 +26,7 @@
 #include "heapdom.h"
 #include "types/type_index.h"
 #include "util/vec.h"
-#include "util/elf_read.h"
+#include "debuginfo/dwarf_open.h"
 
 // Longest typedef/qualifier/array chain we follow; real programs need a
 // handful of hops.
@@ -2068,7 +2067,6 @@ struct hd_error *hd_type_index_build_filtered(const char *path,
 					      struct hd_type_index **ret)
 {
 	struct build b = {.path = path, .address_size = 8, .cu_suffix = cu_suffix};
-	Dwarf_Error derr = NULL;
 	struct hd_error *err;
 
 	*ret = NULL;
@@ -2081,29 +2079,12 @@ struct hd_error *hd_type_index_build_filtered(const char *path,
 	}
 	b.ix->impl = b.im;
 
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		err = hd_error_os(errno, path, "cannot open");
+	int fd;
+	err = hd_dwarf_open(path, &fd, &b.dbg);
+	if (err)
 		goto out;
-	}
-	if ((err = hd_elf_check_magic(fd, path)))
-		goto out_fd;
-	int rc = dwarf_init_b(fd, DW_DLC_READ, DW_GROUPNUMBER_ANY, NULL, NULL,
-			      &b.dbg, &derr);
-	if (rc == DW_DLV_NO_ENTRY) {
-		err = hd_error_file(HD_ERROR_NOT_FOUND, path,
-				    "no DWARF debug info");
-		goto out_fd;
-	}
-	if (rc != DW_DLV_OK) {
-		b.dbg = NULL; // the error belongs to no Dwarf_Debug
-		err = dw_error(&b, derr, "cannot load DWARF");
-		goto out_fd;
-	}
 	err = index_file(&b);
-	dwarf_finish(b.dbg, NULL);
-out_fd:
-	close(fd);
+	hd_dwarf_close(fd, b.dbg);
 out:
 	build_free(&b);
 	if (err) {
