@@ -66,14 +66,7 @@ HD_HIDDEN void *hd_reallocarray(void *old, size_t n, size_t m)
 
 HD_HIDDEN void hd_free(void *p)
 {
-	if (HD_OFF()) {
-		__libc_free(p);
-		return;
-	}
-	// Recorded first: see hd_record_free.
-	if (p)
-		hd_record_free(p, HD_CALLER_PC());
-	__libc_free(p);
+	hd_free_hook(p);
 }
 
 HD_HIDDEN void *hd_memalign(size_t align, size_t n)

@@ -98,25 +98,13 @@ HD_HIDDEN void *hd_new_array_al_nt(size_t n, hd_align_val al, hd_nothrow_ref nt)
 // aligned_alloc, so the sized and aligned arguments change nothing.
 HD_HIDDEN void hd_delete(void *p)
 {
-	if (HD_OFF()) {
-		__libc_free(p);
-		return;
-	}
-	if (p)
-		hd_record_free(p, HD_CALLER_PC());
-	__libc_free(p);
+	hd_free_hook(p);
 }
 
 #define HD_DELETE(hidden, ...)                                  \
 	HD_HIDDEN void hidden(void *p, __VA_ARGS__)             \
 	{                                                       \
-		if (HD_OFF()) {                                 \
-			__libc_free(p);                         \
-			return;                                 \
-		}                                               \
-		if (p)                                          \
-			hd_record_free(p, HD_CALLER_PC());      \
-		__libc_free(p);                                 \
+		hd_free_hook(p);                  \
 	}
 
 HD_DELETE(hd_delete_sized, size_t n)

@@ -85,4 +85,20 @@ HD_HIDDEN void hd_delete_al_nt(void *p, hd_align_val al, hd_nothrow_ref nt);
 // The real C++ operator (libstdc++'s), for the failure paths only.
 HD_HIDDEN void *hd_real_function(const char *name, void *self);
 
+// The body of free() and of every operator delete: one branch when off;
+// on, the free is recorded at its call site before the block goes back to
+// glibc (see hd_record_free). Always inlined, so the return address is the
+// hook's own (GCC's rule for inlined functions), and read only after the
+// branch, so the off path stays a load, a test and a jump.
+static inline __attribute__((always_inline)) void hd_free_hook(void *p)
+{
+	if (HD_OFF()) {
+		__libc_free(p);
+		return;
+	}
+	if (p)
+		hd_record_free(p, HD_CALLER_PC());
+	__libc_free(p);
+}
+
 #endif // HD_TRACE_INTERNAL_H
