@@ -169,6 +169,22 @@ static bool rehash(struct hd_fw *fw, struct label_hash *lh, size_t cap)
 	return true;
 }
 
+// Adds name (not there yet) to the labels and the hash.
+static uint32_t intern_new(struct hd_fw *fw, const char *name)
+{
+	struct label_hash *lh = fw->label_hash;
+	char *copy = strdup(name);
+	if (!copy || !HD_VEC_PUSH(fw->labels, fw->num_labels, fw->cap_labels, copy)) {
+		free(copy);
+		return UINT32_MAX;
+	}
+	size_t j = hash_str(name) & (lh->cap - 1);
+	while (lh->slots[j])
+		j = (j + 1) & (lh->cap - 1);
+	lh->slots[j] = (uint32_t)fw->num_labels;
+	return (uint32_t)fw->num_labels - 1;
+}
+
 // The index of name in fw->labels, added if new; UINT32_MAX on failure.
 uint32_t hd_fw_intern(struct hd_fw *fw, const char *name)
 {
@@ -188,27 +204,10 @@ uint32_t hd_fw_intern(struct hd_fw *fw, const char *name)
 			return i;
 		j = (j + 1) & (lh->cap - 1);
 	}
-	if ((fw->num_labels + 1) * 2 > lh->cap) {
-		if (!rehash(fw, lh, lh->cap * 2))
-			return UINT32_MAX;
-		return hd_fw_intern_new(fw, name);
-	}
-	return hd_fw_intern_new(fw, name);
-}
-
-uint32_t hd_fw_intern_new(struct hd_fw *fw, const char *name)
-{
-	struct label_hash *lh = fw->label_hash;
-	char *copy = strdup(name);
-	if (!copy || !HD_VEC_PUSH(fw->labels, fw->num_labels, fw->cap_labels, copy)) {
-		free(copy);
+	// Kept at most half full, so probes stay short.
+	if ((fw->num_labels + 1) * 2 > lh->cap && !rehash(fw, lh, lh->cap * 2))
 		return UINT32_MAX;
-	}
-	size_t j = hash_str(name) & (lh->cap - 1);
-	while (lh->slots[j])
-		j = (j + 1) & (lh->cap - 1);
-	lh->slots[j] = (uint32_t)fw->num_labels;
-	return (uint32_t)fw->num_labels - 1;
+	return intern_new(fw, name);
 }
 
 void hd_fw_labels_free(struct hd_fw *fw)

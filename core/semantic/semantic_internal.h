@@ -91,7 +91,6 @@ struct hd_fw {
 
 // Interned strings of fw->labels; UINT32_MAX when out of memory.
 uint32_t hd_fw_intern(struct hd_fw *fw, const char *name);
-uint32_t hd_fw_intern_new(struct hd_fw *fw, const char *name);
 void hd_fw_labels_free(struct hd_fw *fw);
 // Reverts the assignments, marks and names of the running module.
 void hd_fw_undo_module(struct hd_fw *fw);

@@ -201,6 +201,22 @@ static void on_sample_interrupt(int sig)
 	hd_sample_stop();
 }
 
+// The exit status of a report: 1 with one line on stderr if it could not
+// be made or written, else 0.
+static int finish(struct hd_error *err)
+{
+	if (fflush(stdout) != 0 && !err) {
+		fprintf(stderr, "heapdom: cannot write the report: %m\n");
+		return 1;
+	}
+	if (err) {
+		fprintf(stderr, "heapdom: %s\n", err->message);
+		hd_error_destroy(err);
+		return 1;
+	}
+	return 0;
+}
+
 // `heapdom sample --pid PID`: sample, then stop the process once to map
 // the addresses onto its heap, and report.
 static int run_sample(struct args *a)
@@ -245,16 +261,7 @@ static int run_sample(struct args *a)
 	}
 	hd_samples_destroy(r);
 	free(a->words);
-	if (fflush(stdout) != 0 && !err) {
-		fprintf(stderr, "heapdom: cannot write the report: %m\n");
-		return 1;
-	}
-	if (err) {
-		fprintf(stderr, "heapdom: %s\n", err->message);
-		hd_error_destroy(err);
-		return 1;
-	}
-	return 0;
+	return finish(err);
 }
 
 static double now(void)
@@ -385,14 +392,5 @@ int main(int argc, char **argv)
 		print_profile(s, t1 - t0, now() - t0);
 	hd_session_destroy(s);
 	free(a.words);
-	if (fflush(stdout) != 0 && !err) {
-		fprintf(stderr, "heapdom: cannot write the report: %m\n");
-		return 1;
-	}
-	if (err) {
-		fprintf(stderr, "heapdom: %s\n", err->message);
-		hd_error_destroy(err);
-		return 1;
-	}
-	return 0;
+	return finish(err);
 }
