@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "heap/heap_internal.h"
 #include "semantic/semantic_internal.h"
@@ -143,6 +144,28 @@ static struct hd_error *load_search_path(struct hd_fw *fw)
 	return err;
 }
 
+// The first NAME.so or heapdom-NAME.so on the search path into path, or
+// an empty path.
+static struct hd_error *find_on_search_path(const char *name, char *path,
+					    size_t len)
+{
+	path[0] = '\0';
+	char *copy = search_path(), *save = NULL;
+	if (!copy)
+		return &hd_error_no_memory;
+	for (char *dir = strtok_r(copy, ":", &save); dir && !path[0];
+	     dir = strtok_r(NULL, ":", &save)) {
+		static const char *const forms[] = {"%s/%s.so", "%s/heapdom-%s.so"};
+		for (size_t k = 0; k < 2 && !path[0]; k++) {
+			snprintf(path, len, forms[k], dir, name);
+			if (access(path, R_OK) != 0)
+				path[0] = '\0';
+		}
+	}
+	free(copy);
+	return NULL;
+}
+
 // A module by name: a built-in, or NAME.so / heapdom-NAME.so on the
 // search path.
 static struct hd_error *load_named(struct hd_fw *fw, const char *name)
@@ -156,26 +179,12 @@ static struct hd_error *load_named(struct hd_fw *fw, const char *name)
 					return NULL;
 			return add_module(fw, builtins[i], "built-in", NULL, NULL);
 		}
-	{
-		char *copy = search_path(), *save = NULL;
-		if (!copy)
-			return &hd_error_no_memory;
-		for (char *dir = strtok_r(copy, ":", &save); dir;
-		     dir = strtok_r(NULL, ":", &save)) {
-			const char *forms[] = {"%s/%s.so", "%s/heapdom-%s.so"};
-			for (size_t k = 0; k < 2; k++) {
-				char path[4096];
-				snprintf(path, sizeof(path), forms[k], dir, name);
-				FILE *f = fopen(path, "r");
-				if (f) {
-					fclose(f);
-					free(copy);
-					return load_shared(fw, path, true);
-				}
-			}
-		}
-		free(copy);
-	}
+	char path[4096];
+	struct hd_error *err = find_on_search_path(name, path, sizeof(path));
+	if (err)
+		return err;
+	if (path[0])
+		return load_shared(fw, path, true);
 	char known[256] = "";
 	for (size_t i = 0; i < NUM_BUILTINS; i++) {
 		if (i)
