@@ -7,13 +7,7 @@
 #include <string.h>
 
 #include "heap/heap_internal.h"
-
-#define ck_assert_no_error(err)                                               \
-	do {                                                                  \
-		struct hd_error *_e = (err);                                  \
-		ck_assert_msg(!_e, "unexpected error: %s",                    \
-			      _e ? _e->message : "");                         \
-	} while (0)
+#include "check_util.h"
 
 static struct hd_heap *heap_new(void)
 {

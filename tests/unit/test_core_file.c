@@ -16,13 +16,7 @@
 
 #include "heapdom.h"
 #include "util/elf_read.h"
-
-#define ck_assert_no_error(err)                                               \
-	do {                                                                  \
-		struct hd_error *_e = (err);                                  \
-		ck_assert_msg(!_e, "unexpected error: %s",                    \
-			      _e ? _e->message : "");                         \
-	} while (0)
+#include "check_util.h"
 
 // Checks err's code and that its message contains needle (if not NULL),
 // then releases it.

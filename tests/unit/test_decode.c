@@ -10,13 +10,7 @@
 
 #include "heapdom.h"
 #include "sample/decode.h"
-
-#define ck_assert_no_error(err)                                               \
-	do {                                                                  \
-		struct hd_error *_e = (err);                                  \
-		ck_assert_msg(!_e, "unexpected error: %s",                    \
-			      _e ? _e->message : "");                         \
-	} while (0)
+#include "check_util.h"
 
 static struct hd_decoder *dec;
 static struct hd_regs regs;

@@ -12,13 +12,7 @@
 
 #include "heapdom.h"
 #include "dom/dom.h"
-
-#define ck_assert_no_error(err)                                               \
-	do {                                                                  \
-		struct hd_error *_e = (err);                                  \
-		ck_assert_msg(!_e, "unexpected error: %s",                    \
-			      _e ? _e->message : "");                         \
-	} while (0)
+#include "check_util.h"
 
 // Check's ck_assert_* records every passing assertion through a pipe,
 // which dominates the run time in loops over millions of vertices; these

@@ -12,13 +12,7 @@
 #include "heapdom.h"
 #include "graph/graph_internal.h"
 #include "heap/heap_internal.h"
-
-#define ck_assert_no_error(err)                                               \
-	do {                                                                  \
-		struct hd_error *_e = (err);                                  \
-		ck_assert_msg(!_e, "unexpected error: %s",                    \
-			      _e ? _e->message : "");                         \
-	} while (0)
+#include "check_util.h"
 
 // Check records every passing ck_assert through a pipe; loops over millions
 // of addresses use these, which report only failures.

@@ -21,18 +21,12 @@
 #include "debuginfo/elf_symbols.h"
 #include "debuginfo/lines.h"
 #include "util/demangle.h"
+#include "check_util.h"
 
 static const char *source_dir;
 static const char *nodebug_sample;
 static char **samples;
 static int num_samples;
-
-#define ck_assert_no_error(err)                                               \
-	do {                                                                  \
-		struct hd_error *_e = (err);                                  \
-		ck_assert_msg(!_e, "unexpected error: %s",                    \
-			      _e ? _e->message : "");                         \
-	} while (0)
 
 // Where the sample is put in the fake address space: not 0, so link-time
 // and run-time addresses differ.

@@ -27,13 +27,7 @@
 #include "dom/dom.h"
 #include "heap/heap_internal.h"
 #include "semantic/semantic_internal.h"
-
-#define ck_assert_no_error(err)                                               \
-	do {                                                                  \
-		struct hd_error *_e = (err);                                  \
-		ck_assert_msg(!_e, "unexpected error: %s",                    \
-			      _e ? _e->message : "");                         \
-	} while (0)
+#include "check_util.h"
 
 static uint64_t rng_state;
 

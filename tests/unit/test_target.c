@@ -18,13 +18,7 @@
 
 #include "heapdom.h"
 #include "target/live.h"
-
-#define ck_assert_no_error(err)                                               \
-	do {                                                                  \
-		struct hd_error *_e = (err);                                  \
-		ck_assert_msg(!_e, "unexpected error: %s",                    \
-			      _e ? _e->message : "");                         \
-	} while (0)
+#include "check_util.h"
 
 // Checks that err has the given code, then releases it.
 #define ck_assert_error(err, want)                                            \

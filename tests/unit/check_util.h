@@ -1,0 +1,17 @@
+// Shared by the Check unit tests: an assertion that a libheapdom call
+// returned no error, printing its message when it did.
+#ifndef HD_TEST_CHECK_UTIL_H
+#define HD_TEST_CHECK_UTIL_H
+
+#include <check.h>
+
+#include "heapdom.h"
+
+#define ck_assert_no_error(err)                                               \
+	do {                                                                  \
+		struct hd_error *_e = (err);                                  \
+		ck_assert_msg(!_e, "unexpected error: %s",                    \
+			      _e ? _e->message : "");                         \
+	} while (0)
+
+#endif
