@@ -151,6 +151,13 @@ class Runner(heaptest.CaseRunner):
         return subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
                               env=e, stdin=subprocess.DEVNULL)
 
+    @staticmethod
+    def fresh(*paths):
+        """Removes what an earlier run left at paths."""
+        for f in paths:
+            if os.path.exists(f):
+                os.unlink(f)
+
     def load(self, path, r):
         if not os.path.exists(path):
             raise HarnessError("no %s: gdb said\n%s\n%s" % (path, r.stdout[-2000:],
@@ -164,9 +171,7 @@ class Runner(heaptest.CaseRunner):
     def case_core(self):
         truth_p, out, core = self.path("a.truth"), self.path("a.json"), self.path("a.core")
         txt = self.path("a.txt")
-        for f in (truth_p, out, core, txt):
-            if os.path.exists(f):
-                os.unlink(f)
+        self.fresh(truth_p, out, core, txt)
         r = self.gdb(["set exec-wrapper env LD_PRELOAD=%s HEAPDOM_TRACE=1" % self.a.trace_lib,
                       "break exit", "run",
                       "heap-trace report --json --all --output " + out,
@@ -204,9 +209,7 @@ class Runner(heaptest.CaseRunner):
         if not self.a.lldb_plugin:
             return []
         truth_p, out = self.path("e.truth"), self.path("e.json")
-        for f in (truth_p, out):
-            if os.path.exists(f):
-                os.unlink(f)
+        self.fresh(truth_p, out)
         # (a bare `breakpoint delete` asks to confirm, which ends lldb's batch)
         r = self.lldb(["b hd_inject_point", "run", "heapdom trace start",
                        "breakpoint delete 1", "b exit", "continue",
@@ -224,32 +227,18 @@ class Runner(heaptest.CaseRunner):
         if not self.a.lldb_plugin:
             return []
         truth_p, out = self.path("b.truth"), self.path("b.json")
-        for f in (truth_p, out):
-            if os.path.exists(f):
-                os.unlink(f)
-        env = dict(os.environ, DEBUGINFOD_URLS="", LC_ALL="C",
-                   PATH="/usr/bin:/bin:" + os.environ.get("PATH", ""),
-                   HEAPDOM_TRACE_LIB=self.a.trace_lib)
-        if os.path.isdir(LLDB_PYTHON):
-            env["PYTHONPATH"] = LLDB_PYTHON
-        argv = [shutil.which("lldb-14") or "lldb-14", "-x", "-b",
-                "-o", "plugin load " + self.a.lldb_plugin,
-                "-o", "settings set target.env-vars LD_PRELOAD=%s HEAPDOM_TRACE=1"
-                % self.a.trace_lib,
-                "-o", "b exit", "-o", "run",
-                "-o", "heapdom trace report --json --all --output " + out,
-                "-o", "kill", "--", self.a.trace_fixture, truth_p, "--lib", self.a.trace_lib]
-        r = subprocess.run(argv, capture_output=True, text=True, timeout=600, env=env,
-                           stdin=subprocess.DEVNULL)
+        self.fresh(truth_p, out)
+        r = self.lldb(["settings set target.env-vars LD_PRELOAD=%s HEAPDOM_TRACE=1"
+                       % self.a.trace_lib, "b exit", "run",
+                       "heapdom trace report --json --all --output " + out, "kill"],
+                      [self.a.trace_fixture, truth_p, "--lib", self.a.trace_lib])
         truth = test_trace.parse_truth(truth_p)
         ext = test_trace.function_extents(self.a.trace_fixture, truth)
         return check_report(self.load(out, r), truth, ext, "lldb")
 
     def case_inject(self):
         truth_p, out = self.path("c.truth"), self.path("c.json")
-        for f in (truth_p, out):
-            if os.path.exists(f):
-                os.unlink(f)
+        self.fresh(truth_p, out)
         status = self.path("c.status")
         r = self.gdb(["break hd_inject_point", "run", "heap-trace start",
                       "heap-trace off", "heap-trace on",
@@ -273,9 +262,7 @@ class Runner(heaptest.CaseRunner):
     def case_watch(self):
         truth_p, wdir = self.path("d.truth"), self.path("d.watch")
         out = self.path("d.json")
-        for f in (truth_p, out):
-            if os.path.exists(f):
-                os.unlink(f)
+        self.fresh(truth_p, out)
         shutil.rmtree(wdir, ignore_errors=True)
         r = self.gdb(["heap-watch hd_fixture_stop --dir " + wdir, "run",
                       "heap-watch list",
@@ -297,9 +284,7 @@ class Runner(heaptest.CaseRunner):
         if not self.a.lldb_plugin:
             return []
         truth_p, wdir, out = self.path("f.truth"), self.path("f.watch"), self.path("f.json")
-        for f in (truth_p, out):
-            if os.path.exists(f):
-                os.unlink(f)
+        self.fresh(truth_p, out)
         shutil.rmtree(wdir, ignore_errors=True)
         r = self.lldb(["heap-watch hd_fixture_stop --dir " + wdir, "run", "heap-watch list",
                        "heap-watch report --json --output " + out],
@@ -313,9 +298,7 @@ class Runner(heaptest.CaseRunner):
     def case_snapshot_diff(self):
         truth_p = self.path("g.truth")
         s1, s2, out = self.path("g1.json"), self.path("g2.json"), self.path("g.json")
-        for f in (truth_p, s1, s2, out):
-            if os.path.exists(f):
-                os.unlink(f)
+        self.fresh(truth_p, s1, s2, out)
         r = self.gdb(["break hd_fixture_stop", "run", "heap-snapshot --output " + s1,
                       "continue", "heap-snapshot --output " + s2, "kill",
                       "heap-diff %s %s --json --output %s" % (s1, s2, out)],
