@@ -19,6 +19,19 @@ struct parser {
 	size_t pos;
 };
 
+// "PATH: byte OFF: message": every error names the file and the offset.
+static struct hd_error *vfail(const char *path, size_t off, const char *fmt,
+			      va_list ap)
+{
+	char *msg = NULL;
+	if (vasprintf(&msg, fmt, ap) < 0)
+		return &hd_error_no_memory;
+	struct hd_error *err = hd_error_file(HD_ERROR_FORMAT, path,
+					     "byte %zu: %s", off, msg);
+	free(msg);
+	return err;
+}
+
 static struct hd_error *fail_at(const struct parser *p, size_t off,
 				const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -27,14 +40,8 @@ static struct hd_error *fail_at(const struct parser *p, size_t off,
 {
 	va_list ap;
 	va_start(ap, fmt);
-	char *msg = NULL;
-	int r = vasprintf(&msg, fmt, ap);
+	struct hd_error *err = vfail(p->doc->path, off, fmt, ap);
 	va_end(ap);
-	if (r < 0)
-		return &hd_error_no_memory;
-	struct hd_error *err = hd_error_file(HD_ERROR_FORMAT, p->doc->path,
-					     "byte %zu: %s", off, msg);
-	free(msg);
 	return err;
 }
 
@@ -448,14 +455,8 @@ struct hd_error *hd_json_error(const struct hd_json *doc,
 {
 	va_list ap;
 	va_start(ap, fmt);
-	char *msg = NULL;
-	int r = vasprintf(&msg, fmt, ap);
+	struct hd_error *err = vfail(doc->path, v->offset, fmt, ap);
 	va_end(ap);
-	if (r < 0)
-		return &hd_error_no_memory;
-	struct hd_error *err = hd_error_file(HD_ERROR_FORMAT, doc->path,
-					     "byte %zu: %s", v->offset, msg);
-	free(msg);
 	return err;
 }
 
