@@ -24,15 +24,22 @@ extern "C" {
 #endif
 
 #define HD_TRACE_MAGIC 0x4543415254444548ull // "HDTRACE" + 'E'
-#define HD_TRACE_VERSION 1
+#define HD_TRACE_VERSION 2
 #define HD_TRACE_SYMBOL "heapdom_trace"
 
 // Call sites: the return address into the caller of malloc (or of
-// operator new). Open addressing on pc; a site that finds no slot is
-// counted in dropped_sites.
+// operator new). Open addressing on pc. The last slot, HD_TRACE_NO_SITE,
+// is never a call site: its pc is HD_TRACE_PC_NONE and it counts the calls
+// whose site found no slot. The calls of an operation are the sum of its
+// counts over all slots.
 #define HD_TRACE_SITES 65536
+#define HD_TRACE_NO_SITE (HD_TRACE_SITES - 1)
+#define HD_TRACE_PC_NONE 1
 // Live allocations, for ages: open addressing on the pointer.
 #define HD_TRACE_LIVE (1u << 21)
+// Live allocations of HD_TRACE_BIG_SIZE bytes or more keep their size here.
+#define HD_TRACE_BIG 64
+#define HD_TRACE_BIG_SIZE 0xffffffffu
 // Size classes: class 0 is size 0, class k (1..63) holds sizes in
 // [2^(k-1), 2^k).
 #define HD_TRACE_CLASSES 64
@@ -51,19 +58,38 @@ enum hd_trace_op {
 	HD_TRACE_OPS,
 };
 
-struct hd_trace_site {
-	uint64_t pc;                    // 0: empty slot
-	uint64_t count[HD_TRACE_OPS];   // calls
-	uint64_t bytes[HD_TRACE_OPS];   // bytes asked for (free: the bytes
-					// the block was allocated with, when
-					// it was traced; else 0)
+// Calls and bytes, side by side: a call updates one cache line.
+struct hd_trace_count {
+	uint64_t count;
+	uint64_t bytes;
 };
 
+struct hd_trace_site {
+	uint64_t pc; // 0: empty slot
+	// Per operation: calls, and bytes asked for (free: the bytes the
+	// block was allocated with, when it was traced; else 0).
+	struct hd_trace_count op[HD_TRACE_OPS];
+};
+
+// A live allocation in 16 bytes: four to a cache line, so the free's
+// look-up touches one line.
 struct hd_trace_live {
-	uint64_t ptr;   // 0: empty, 1: deleted
-	uint64_t size;  // bytes asked for
-	uint32_t site;  // index into sites
-	uint32_t birth; // epoch at allocation
+	// The block's address (bits 0..47) and its site's slot (48..63);
+	// 0: empty slot, 1: deleted.
+	uint64_t key;
+	// Bytes asked for (bits 0..31; HD_TRACE_BIG_SIZE: the size is in
+	// `big`) and the epoch at allocation (32..63).
+	uint64_t info;
+};
+
+#define HD_TRACE_KEY_ADDR(key) ((key) & 0xffffffffffffull)
+#define HD_TRACE_KEY_SITE(key) ((uint32_t)((key) >> 48))
+#define HD_TRACE_INFO_SIZE(info) ((uint32_t)(info))
+#define HD_TRACE_INFO_BIRTH(info) ((uint32_t)((info) >> 32))
+
+struct hd_trace_big {
+	uint64_t ptr; // 0: empty, 1: deleted
+	uint64_t size;
 };
 
 struct hd_trace_state {
@@ -73,18 +99,15 @@ struct hd_trace_state {
 	volatile uint32_t enabled; // the switch, written by the debugger
 	volatile uint32_t epoch;   // the current generation
 	uint64_t pid;            // of the process that initialised it
-	// Allocations and frees seen while enabled, and what could not be
-	// recorded.
-	uint64_t calls[HD_TRACE_OPS];
-	uint64_t dropped_sites;  // calls whose site found no slot
+	// What could not be recorded (calls whose site found no slot are
+	// counted in sites[HD_TRACE_NO_SITE]).
 	uint64_t dropped_live;   // allocations whose live entry found no slot
 	uint64_t untracked_frees; // frees of blocks not in the live table
 	// Allocations by size class (sizes asked for).
-	uint64_t class_count[HD_TRACE_CLASSES];
-	uint64_t class_bytes[HD_TRACE_CLASSES];
+	struct hd_trace_count classes[HD_TRACE_CLASSES];
 	// Frees by age (epochs between allocation and free).
-	uint64_t age_count[HD_TRACE_AGES];
-	uint64_t age_bytes[HD_TRACE_AGES];
+	struct hd_trace_count ages[HD_TRACE_AGES];
+	struct hd_trace_big big[HD_TRACE_BIG];
 	struct hd_trace_site sites[HD_TRACE_SITES];
 	struct hd_trace_live live[HD_TRACE_LIVE];
 };

@@ -28,19 +28,20 @@ struct trace_head {
 	uint32_t version, size;
 	uint32_t enabled, epoch;
 	uint64_t pid;
-	uint64_t calls[HD_TRACE_OPS];
-	uint64_t dropped_sites, dropped_live, untracked_frees;
-	uint64_t class_count[HD_TRACE_CLASSES], class_bytes[HD_TRACE_CLASSES];
-	uint64_t age_count[HD_TRACE_AGES], age_bytes[HD_TRACE_AGES];
+	uint64_t dropped_live, untracked_frees;
+	struct hd_trace_count classes[HD_TRACE_CLASSES];
+	struct hd_trace_count ages[HD_TRACE_AGES];
+	struct hd_trace_big big[HD_TRACE_BIG];
 };
 
 // The reader's copy of the header must be the library's, field for field.
 _Static_assert(sizeof(struct trace_head) == offsetof(struct hd_trace_state, sites),
 	       "trace_head is the state up to its sites");
 _Static_assert(offsetof(struct trace_head, enabled) == offsetof(struct hd_trace_state, enabled) &&
-	       offsetof(struct trace_head, calls) == offsetof(struct hd_trace_state, calls) &&
-	       offsetof(struct trace_head, class_count) == offsetof(struct hd_trace_state, class_count) &&
-	       offsetof(struct trace_head, age_bytes) == offsetof(struct hd_trace_state, age_bytes),
+	       offsetof(struct trace_head, dropped_live) == offsetof(struct hd_trace_state, dropped_live) &&
+	       offsetof(struct trace_head, classes) == offsetof(struct hd_trace_state, classes) &&
+	       offsetof(struct trace_head, ages) == offsetof(struct hd_trace_state, ages) &&
+	       offsetof(struct trace_head, big) == offsetof(struct hd_trace_state, big),
 	       "trace_head's fields are where the library writes them");
 
 // One call site as reported: its counters, what of it is still live, and
@@ -61,6 +62,9 @@ struct birth {
 struct trace {
 	uint64_t addr;
 	struct trace_head head;
+	// Per op, the sum over every site slot, and the calls whose site
+	// found no slot (the HD_TRACE_NO_SITE row).
+	uint64_t calls[HD_TRACE_OPS], dropped_sites;
 	struct site *sites;
 	size_t num_sites;
 	uint32_t *slot_site; // table slot -> index into sites, UINT32_MAX
@@ -116,8 +120,14 @@ static struct hd_error *read_sites(struct hd_target *t, struct trace *tr)
 		return hd_error_prefix(err, "cannot read the tracer's call sites");
 	}
 	size_t k = 0;
-	for (size_t i = 0; i < n; i++)
-		k += raw[i].pc != 0;
+	for (size_t i = 0; i < n; i++) {
+		for (int op = 0; op < HD_TRACE_OPS; op++) {
+			tr->calls[op] += raw[i].op[op].count;
+			if (i == HD_TRACE_NO_SITE)
+				tr->dropped_sites += raw[i].op[op].count;
+		}
+		k += raw[i].pc != 0 && i != HD_TRACE_NO_SITE;
+	}
 	tr->sites = calloc(k ? k : 1, sizeof(*tr->sites));
 	tr->slot_site = malloc(n * sizeof(*tr->slot_site));
 	if (!tr->sites || !tr->slot_site) {
@@ -126,15 +136,15 @@ static struct hd_error *read_sites(struct hd_target *t, struct trace *tr)
 	}
 	for (size_t i = 0; i < n; i++) {
 		tr->slot_site[i] = UINT32_MAX;
-		if (!raw[i].pc)
+		if (!raw[i].pc || i == HD_TRACE_NO_SITE)
 			continue;
 		tr->slot_site[i] = (uint32_t)tr->num_sites;
 		struct site *s = &tr->sites[tr->num_sites++];
 		s->s = raw[i];
 		for (int op = 0; op < HD_TRACE_OPS; op++)
 			if (op != HD_TRACE_FREE) {
-				s->alloc_count += raw[i].count[op];
-				s->alloc_bytes += raw[i].bytes[op];
+				s->alloc_count += raw[i].op[op].count;
+				s->alloc_bytes += raw[i].op[op].bytes;
 			}
 	}
 	free(raw);
@@ -167,6 +177,19 @@ static struct hd_error *add_birth(struct trace *tr, uint32_t epoch, uint64_t byt
 	return NULL;
 }
 
+// A live entry's size: sizes that do not fit its 32 bits are in `big`
+// (a reader that stopped the process between the two writes finds none:
+// the block's bytes are then unknown, and counted as 0).
+static uint64_t big_size(const struct trace_head *h, uint64_t ptr, uint32_t size)
+{
+	if (size != HD_TRACE_BIG_SIZE)
+		return size;
+	for (size_t i = 0; i < HD_TRACE_BIG; i++)
+		if (h->big[i].ptr == ptr)
+			return h->big[i].size;
+	return 0;
+}
+
 // Live entries count only when the heap has a used block starting there:
 // a block allocated while tracing was on and freed while it was off keeps
 // its entry.
@@ -187,24 +210,27 @@ static struct hd_error *read_live(struct hd_target *t, const struct hd_heap *h,
 		}
 		for (size_t i = 0; i < LIVE_CHUNK && !err; i++) {
 			const struct hd_trace_live *e = &buf[i];
-			if (e->ptr <= 1)
+			if (e->key <= 1)
 				continue;
-			int64_t id = hd_heap_find(h, e->ptr);
+			uint64_t ptr = HD_TRACE_KEY_ADDR(e->key);
+			uint32_t site = HD_TRACE_KEY_SITE(e->key);
+			int64_t id = hd_heap_find(h, ptr);
 			struct hd_block b;
 			if (id >= 0)
 				hd_heap_block(h, (size_t)id, &b);
-			if (id < 0 || b.addr != e->ptr || b.state != HD_STATE_USED) {
+			if (id < 0 || b.addr != ptr || b.state != HD_STATE_USED) {
 				tr->stale_entries++;
 				continue;
 			}
+			uint64_t size = big_size(&tr->head, ptr, HD_TRACE_INFO_SIZE(e->info));
 			tr->live_count++;
-			tr->live_bytes += e->size;
-			if (e->site < HD_TRACE_SITES && tr->slot_site[e->site] != UINT32_MAX) {
-				struct site *st = &tr->sites[tr->slot_site[e->site]];
+			tr->live_bytes += size;
+			if (tr->slot_site[site] != UINT32_MAX) {
+				struct site *st = &tr->sites[tr->slot_site[site]];
 				st->live_count++;
-				st->live_bytes += e->size;
+				st->live_bytes += size;
 			}
-			err = add_birth(tr, e->birth, e->size);
+			err = add_birth(tr, HD_TRACE_INFO_BIRTH(e->info), size);
 		}
 	}
 	free(buf);
@@ -283,8 +309,8 @@ static int row_by_bytes(const void *a, const void *b)
 static void row_add(struct row *r, const struct site *s)
 {
 	for (int op = 0; op < HD_TRACE_OPS; op++) {
-		r->count[op] += s->s.count[op];
-		r->bytes[op] += s->s.bytes[op];
+		r->count[op] += s->s.op[op].count;
+		r->bytes[op] += s->s.op[op].bytes;
 	}
 	r->alloc_count += s->alloc_count;
 	r->alloc_bytes += s->alloc_bytes;
@@ -393,32 +419,32 @@ static void render_json(FILE *out, struct hd_session *ses, const struct trace *t
 	fprintf(out, "\"tracer\": {\"address\": \"0x%" PRIx64 "\", \"enabled\": %s, \"epoch\": %u, \"pid\": %" PRIu64
 		", \"calls\": ", tr->addr, h->enabled ? "true" : "false", h->epoch, h->pid);
 	uint64_t zero[HD_TRACE_OPS] = {0};
-	json_ops(out, h->calls, zero);
+	json_ops(out, tr->calls, zero);
 	fprintf(out, ", \"dropped_sites\": %" PRIu64 ", \"dropped_live\": %" PRIu64
 		", \"untracked_frees\": %" PRIu64 ", \"stale_live_entries\": %" PRIu64
 		", \"sites\": %zu, \"live\": {\"count\": %" PRIu64 ", \"bytes\": %" PRIu64 "}}",
-		h->dropped_sites, h->dropped_live, h->untracked_frees, tr->stale_entries,
+		tr->dropped_sites, h->dropped_live, h->untracked_frees, tr->stale_entries,
 		tr->num_sites, tr->live_count, tr->live_bytes);
 	json_rows(out, "sites", sites, nsites, top);
 	json_rows(out, "files", files, nfiles, top);
 	fputs(", \"sizes\": [", out);
 	bool first = true;
 	for (int k = 0; k < HD_TRACE_CLASSES; k++) {
-		if (!h->class_count[k])
+		if (!h->classes[k].count)
 			continue;
 		fprintf(out, "%s\n  {\"min\": %" PRIu64 ", \"max\": %" PRIu64 ", \"count\": %" PRIu64
 			", \"bytes\": %" PRIu64 "}", first ? "" : ",", class_min(k), class_max(k),
-			h->class_count[k], h->class_bytes[k]);
+			h->classes[k].count, h->classes[k].bytes);
 		first = false;
 	}
 	fputs("\n], \"ages\": [", out);
 	first = true;
 	for (int a = 0; a < HD_TRACE_AGES; a++) {
-		if (!h->age_count[a])
+		if (!h->ages[a].count)
 			continue;
 		fprintf(out, "%s\n  {\"age\": %d, \"or_more\": %s, \"count\": %" PRIu64 ", \"bytes\": %" PRIu64 "}",
 			first ? "" : ",", a, a == HD_TRACE_AGES - 1 ? "true" : "false",
-			h->age_count[a], h->age_bytes[a]);
+			h->ages[a].count, h->ages[a].bytes);
 		first = false;
 	}
 	fputs("\n], \"live_by_birth\": [", out);
@@ -454,15 +480,15 @@ static void text_sizes(FILE *out, const struct trace_head *h, bool color)
 	hd_heading(out, color, "Allocations by size class");
 	fprintf(out, "  %21s %10s %10s\n", "size", "count", "bytes");
 	for (int k = 0; k < HD_TRACE_CLASSES; k++) {
-		if (!h->class_count[k])
+		if (!h->classes[k].count)
 			continue;
 		char range[48], b[32];
 		if (k == 0)
 			snprintf(range, sizeof(range), "0");
 		else
 			snprintf(range, sizeof(range), "%" PRIu64 "-%" PRIu64, class_min(k), class_max(k));
-		hd_format_size(h->class_bytes[k], b, sizeof(b));
-		fprintf(out, "  %21s %10" PRIu64 " %10s\n", range, h->class_count[k], b);
+		hd_format_size(h->classes[k].bytes, b, sizeof(b));
+		fprintf(out, "  %21s %10" PRIu64 " %10s\n", range, h->classes[k].count, b);
 	}
 }
 
@@ -472,12 +498,12 @@ static void text_ages(FILE *out, const struct trace *tr, bool color)
 	hd_heading(out, color, "Frees by age (epochs between allocation and free; now %u)", h->epoch);
 	fprintf(out, "  %8s %10s %10s\n", "age", "count", "bytes");
 	for (int a = 0; a < HD_TRACE_AGES; a++) {
-		if (!h->age_count[a])
+		if (!h->ages[a].count)
 			continue;
 		char b[32];
-		hd_format_size(h->age_bytes[a], b, sizeof(b));
+		hd_format_size(h->ages[a].bytes, b, sizeof(b));
 		fprintf(out, "  %7d%s %10" PRIu64 " %10s\n", a, a == HD_TRACE_AGES - 1 ? "+" : " ",
-			h->age_count[a], b);
+			h->ages[a].count, b);
 	}
 	hd_heading(out, color, "\nLive allocations by birth epoch");
 	fprintf(out, "  %8s %10s %10s\n", "epoch", "count", "bytes");
@@ -508,14 +534,14 @@ struct hd_error *hd_render_trace(FILE *out, struct hd_session *ses,
 		const struct trace_head *h = &tr.head;
 		uint64_t allocs = 0;
 		for (int op = 0; op < HD_TRACE_OPS; op++)
-			allocs += op == HD_TRACE_FREE ? 0 : h->calls[op];
+			allocs += op == HD_TRACE_FREE ? 0 : tr.calls[op];
 		fprintf(out, "tracer of %s: %s, epoch %u; %" PRIu64 " allocations, %" PRIu64
 			" frees traced at %zu call sites; %" PRIu64 " allocations live (%" PRIu64 " bytes)\n",
 			hd_target_name(hd_session_target(ses)), h->enabled ? "on" : "off", h->epoch,
-			allocs, h->calls[HD_TRACE_FREE], tr.num_sites, tr.live_count, tr.live_bytes);
-		if (h->dropped_sites || h->dropped_live)
+			allocs, tr.calls[HD_TRACE_FREE], tr.num_sites, tr.live_count, tr.live_bytes);
+		if (tr.dropped_sites || h->dropped_live)
 			fprintf(out, "warning: tables full: %" PRIu64 " calls at sites not recorded, %" PRIu64
-				" allocations not followed to their free\n", h->dropped_sites, h->dropped_live);
+				" allocations not followed to their free\n", tr.dropped_sites, h->dropped_live);
 		fputc('\n', out);
 		switch (o->trace_by) {
 		case HD_TRACE_BY_FILE: text_rows(out, "file", files, nfiles, top, o->color); break;

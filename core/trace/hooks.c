@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "trace_internal.h"
+#include "tables.h"
 
 #define HD_ALIAS(name) __attribute__((alias(#name), visibility("default")))
 

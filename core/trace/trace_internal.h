@@ -1,6 +1,7 @@
-// Shared by the files of libheapdom-trace.so (see record.c for the design
-// and its limits). Nothing here is exported: the library's only exported
-// names are the hooked functions, heapdom_trace and heapdom_trace_inject.
+// Shared by the files of libheapdom-trace.so (record.c has the design and
+// its limits, tables.h the recording itself). Nothing here is exported:
+// the library's only exported names are the hooked functions,
+// heapdom_trace and heapdom_trace_inject.
 #ifndef HD_TRACE_INTERNAL_H
 #define HD_TRACE_INTERNAL_H
 
@@ -36,19 +37,6 @@ struct hd_block {
 	uint32_t birth;
 };
 
-// A block p of n bytes was allocated by op at pc.
-HD_HIDDEN void hd_record_alloc(enum hd_trace_op op, void *p, uint64_t n,
-			       uint64_t pc);
-// Removes p's live entry; returns 1 and its contents if it had one.
-HD_HIDDEN int hd_live_take(void *p, struct hd_block *b);
-// Puts back an entry hd_live_take removed (a realloc that failed).
-HD_HIDDEN void hd_live_restore(void *p, const struct hd_block *b);
-// Counts a free at pc of a block hd_live_take found (found = 1) or not.
-HD_HIDDEN void hd_record_free_of(int found, const struct hd_block *b,
-				 uint64_t pc);
-// hd_live_take + hd_record_free_of: call before the block is released, so
-// that no other thread can have been given the same address yet.
-HD_HIDDEN void hd_record_free(void *p, uint64_t pc);
 // realloc while tracing: the old block's free and the new block.
 HD_HIDDEN void *hd_traced_realloc(void *old, size_t n, uint64_t pc);
 
@@ -84,21 +72,5 @@ HD_HIDDEN void hd_delete_al_nt(void *p, hd_align_val al, hd_nothrow_ref nt);
 
 // The real C++ operator (libstdc++'s), for the failure paths only.
 HD_HIDDEN void *hd_real_function(const char *name, void *self);
-
-// The body of free() and of every operator delete: one branch when off;
-// on, the free is recorded at its call site before the block goes back to
-// glibc (see hd_record_free). Always inlined, so the return address is the
-// hook's own (GCC's rule for inlined functions), and read only after the
-// branch, so the off path stays a load, a test and a jump.
-static inline __attribute__((always_inline)) void hd_free_hook(void *p)
-{
-	if (HD_OFF()) {
-		__libc_free(p);
-		return;
-	}
-	if (p)
-		hd_record_free(p, HD_CALLER_PC());
-	__libc_free(p);
-}
 
 #endif // HD_TRACE_INTERNAL_H

@@ -18,7 +18,9 @@ Cases:
              (the function's extent from the fixture's symbol table); the
              blocks the fixture left allocated are live at their site with
              their birth epoch; the text reports name the site functions
-  b lldb     the same report from `heapdom trace report` in lldb
+  b lldb     the same report from `heapdom trace report` in lldb, with the
+             fixture's --big blocks (4 GiB: their sizes are in the tracer's
+             `big` table; not in case a, whose core would hold them)
   c inject   the fixture without LD_PRELOAD, stopped at hd_inject_point:
              gdb's `heap-trace start` loads the tracer and switches it on
              (no gdb inferior call: they fail on this machine), `heap-trace
@@ -231,7 +233,7 @@ class Runner(heaptest.CaseRunner):
         r = self.lldb(["settings set target.env-vars LD_PRELOAD=%s HEAPDOM_TRACE=1"
                        % self.a.trace_lib, "b exit", "run",
                        "heapdom trace report --json --all --output " + out, "kill"],
-                      [self.a.trace_fixture, truth_p, "--lib", self.a.trace_lib])
+                      [self.a.trace_fixture, truth_p, "--lib", self.a.trace_lib, "--big"])
         truth = test_trace.parse_truth(truth_p)
         ext = test_trace.function_extents(self.a.trace_fixture, truth)
         return check_report(self.load(out, r), truth, ext, "lldb")

@@ -1,6 +1,6 @@
 /* trace_fixture: known allocation patterns for libheapdom-trace.so.
 
-     trace_fixture TRUTH [--lib PATH] [--inject]
+     trace_fixture TRUTH [--lib PATH] [--inject] [--big]
 
    Run with LD_PRELOAD=libheapdom-trace.so HEAPDOM_TRACE=1, or (--inject)
    without it under gdb, which stops at hd_inject_point, dlopen()s PATH,
@@ -24,6 +24,7 @@
                               epochs (AGE -1: block allocated while off,
                               untracked; BYTES is then 0)
      live PTR SIZE FN BIRTH   a block still allocated, allocated at FN
+     big_skipped              the 4 GiB blocks could not be allocated
      d0 ... / d1 ...          the tracer's state at the start and end (see
                               dump_state); the test compares d1 - d0
      end NREC
@@ -176,6 +177,34 @@ SITE void site_stale(void) {
     note_alloc("site_stale", HD_TRACE_MALLOC, &stale[i], malloc(1720), 1720);
 }
 
+/* --big: sizes that do not fit a live entry's 32 bits (the tracer keeps
+   them in its `big` table): two blocks of 4 GiB - 1 and 4 GiB + 4 KiB,
+   address space only (mmapped, never touched; not for runs that dump a
+   core: gdb writes those pages out). Skipped, and said so in the truth
+   file, where the machine refuses that much address space. */
+#define BIG1 0xffffffffull
+#define BIG2 ((1ull << 32) + 4096)
+static struct blk bigb[2];
+static int big, big_skipped;
+
+SITE void site_big(void) {
+  if (!big) return;
+  void *p = malloc(BIG1), *q = p ? malloc(BIG2) : NULL;
+  if (!p || !q) {
+    free(p);
+    big_skipped = 1;
+    return;
+  }
+  note_alloc("site_big", HD_TRACE_MALLOC, &bigb[0], p, BIG1);
+  note_alloc("site_big", HD_TRACE_MALLOC, &bigb[1], q, BIG2);
+}
+
+SITE void free_big(void) {
+  if (!big || big_skipped) return;
+  free(bigb[1].p);
+  note_free("free_big", &bigb[1]);
+}
+
 /* Only called while tracing is off: must not appear at all. */
 SITE void site_off(void) {
   for (int i = 0; i < NOFF; i++) note_alloc("site_off", HD_TRACE_MALLOC, &offb[i], malloc(48), 48);
@@ -291,7 +320,8 @@ static void hfield(uint64_t v) {
 }
 
 /* dN state MAGIC VERSION SIZE ENABLED EPOCH PID
-   dN calls C0..C4 | dN dropped SITES LIVE UNTRACKED
+   dN calls C0..C4   (per op, the sum over all site slots)
+   dN dropped SITES LIVE UNTRACKED  (SITES: the HD_TRACE_NO_SITE row's calls)
    dN class K COUNT BYTES | dN age A COUNT BYTES  (non-zero ones)
    dN site PC COUNT0..4 BYTES0..4                  (used slots)
    dN live PTR SIZE SITEPC BIRTH                   (live entries; d1 only) */
@@ -307,52 +337,64 @@ static void dump_state(const char *tag, int live) {
   ostr(&o, "\n");
   rec_begin(tag);
   ostr(&o, " calls");
-  for (int i = 0; i < HD_TRACE_OPS; i++) field(st->calls[i]);
+  for (int k = 0; k < HD_TRACE_OPS; k++) {
+    uint64_t n = 0;
+    for (unsigned i = 0; i < HD_TRACE_SITES; i++) n += st->sites[i].op[k].count;
+    field(n);
+  }
   ostr(&o, "\n");
   rec_begin(tag);
   ostr(&o, " dropped");
-  field(st->dropped_sites);
+  uint64_t unsited = 0;
+  for (int k = 0; k < HD_TRACE_OPS; k++) unsited += st->sites[HD_TRACE_NO_SITE].op[k].count;
+  field(unsited);
   field(st->dropped_live);
   field(st->untracked_frees);
   ostr(&o, "\n");
   for (int k = 0; k < HD_TRACE_CLASSES; k++) {
-    if (!st->class_count[k] && !st->class_bytes[k]) continue;
+    if (!st->classes[k].count && !st->classes[k].bytes) continue;
     rec_begin(tag);
     ostr(&o, " class");
     field((uint64_t)k);
-    field(st->class_count[k]);
-    field(st->class_bytes[k]);
+    field(st->classes[k].count);
+    field(st->classes[k].bytes);
     ostr(&o, "\n");
   }
   for (int k = 0; k < HD_TRACE_AGES; k++) {
-    if (!st->age_count[k] && !st->age_bytes[k]) continue;
+    if (!st->ages[k].count && !st->ages[k].bytes) continue;
     rec_begin(tag);
     ostr(&o, " age");
     field((uint64_t)k);
-    field(st->age_count[k]);
-    field(st->age_bytes[k]);
+    field(st->ages[k].count);
+    field(st->ages[k].bytes);
     ostr(&o, "\n");
   }
   for (unsigned i = 0; i < HD_TRACE_SITES; i++) {
     struct hd_trace_site *s = &st->sites[i];
-    if (!s->pc) continue;
+    if (!s->pc || i == HD_TRACE_NO_SITE) continue;
     rec_begin(tag);
     ostr(&o, " site");
     hfield(s->pc);
-    for (int k = 0; k < HD_TRACE_OPS; k++) field(s->count[k]);
-    for (int k = 0; k < HD_TRACE_OPS; k++) field(s->bytes[k]);
+    for (int k = 0; k < HD_TRACE_OPS; k++) field(s->op[k].count);
+    for (int k = 0; k < HD_TRACE_OPS; k++) field(s->op[k].bytes);
     ostr(&o, "\n");
   }
   if (!live) return;
   for (unsigned i = 0; i < HD_TRACE_LIVE; i++) {
     struct hd_trace_live *e = &st->live[i];
-    if (e->ptr <= 1) continue;
+    if (e->key <= 1) continue;
+    uint64_t ptr = HD_TRACE_KEY_ADDR(e->key), size = HD_TRACE_INFO_SIZE(e->info);
+    if (size == HD_TRACE_BIG_SIZE) {
+      size = 0; /* a big block whose size is missing reads as 0: wrong */
+      for (unsigned j = 0; j < HD_TRACE_BIG; j++)
+        if (st->big[j].ptr == ptr) size = st->big[j].size;
+    }
     rec_begin(tag);
     ostr(&o, " live");
-    hfield(e->ptr);
-    field(e->size);
-    hfield(e->site < HD_TRACE_SITES ? st->sites[e->site].pc : 0);
-    field(e->birth);
+    hfield(ptr);
+    field(size);
+    hfield(st->sites[HD_TRACE_KEY_SITE(e->key)].pc);
+    field(HD_TRACE_INFO_BIRTH(e->info));
     ostr(&o, "\n");
   }
 }
@@ -386,12 +428,14 @@ int main(int argc, char **argv) {
       lib = argv[++i];
     else if (!strcmp(argv[i], "--inject"))
       inject = 1;
+    else if (!strcmp(argv[i], "--big"))
+      big = 1;
     else if (argv[i][0] != '-' && !truth)
       truth = argv[i];
     else
-      die("usage: trace_fixture TRUTH [--lib PATH] [--inject]");
+      die("usage: trace_fixture TRUTH [--lib PATH] [--inject] [--big]");
   }
-  if (!truth) die("usage: trace_fixture TRUTH [--lib PATH] [--inject]");
+  if (!truth) die("usage: trace_fixture TRUTH [--lib PATH] [--inject] [--big]");
   /* Keep every block on the heap, where the test expects it. */
   mallopt(M_MMAP_THRESHOLD, 1 << 30);
   hd_inject_point();
@@ -424,6 +468,7 @@ int main(int argc, char **argv) {
   site_c();
   site_d();
   site_e();
+  site_big();
   /* Frees at ages 1, 3 and 73 (bucket 63). */
   set_epoch(e0 + 1);
   free_x(a, 250);
@@ -432,6 +477,7 @@ int main(int argc, char **argv) {
   free_y(a + 250, 250);
   free_y(b, NB);
   free_y_realloc0(&c);
+  free_big();
   set_epoch(e0 + 73);
   free_z(a + 500, 250);
   free_z(d, 45);
@@ -473,15 +519,18 @@ int main(int argc, char **argv) {
     field(e->count);
     ostr(&o, "\n");
   }
-  for (int i = 750; i < NA; i++) {
+  for (int i = 750; i <= NA; i++) {
+    struct blk *l = i < NA ? &a[i] : &bigb[0];
+    if (!l->p) continue;
     rec_begin("live");
-    hfield((uintptr_t)a[i].p);
-    field(a[i].size);
+    hfield((uintptr_t)l->p);
+    field(l->size);
     ostr(&o, " ");
-    ostr(&o, a[i].fn);
-    field(a[i].birth);
+    ostr(&o, l->fn);
+    field(l->birth);
     ostr(&o, "\n");
   }
+  if (big_skipped) rec_begin("big_skipped\n");
   out_fn("site_a", (void (*)(void))site_a);
   out_fn("site_b", (void (*)(void))site_b);
   out_fn("site_c", (void (*)(void))site_c);
@@ -490,6 +539,8 @@ int main(int argc, char **argv) {
   out_fn("site_off", (void (*)(void))site_off);
   out_fn("site_f", (void (*)(void))site_f);
   out_fn("site_stale", (void (*)(void))site_stale);
+  out_fn("site_big", (void (*)(void))site_big);
+  out_fn("free_big", (void (*)(void))free_big);
   out_fn("free_x", (void (*)(void))free_x);
   out_fn("free_y", (void (*)(void))free_y);
   out_fn("free_y_realloc0", (void (*)(void))free_y_realloc0);
