@@ -130,9 +130,12 @@ HD_INLINE void hd_live_insert(uint64_t p, uint64_t n, uint32_t site,
 			return;
 		}
 		// A stale entry (freed while tracing was off): the address is
-		// ours now, so the slot is too.
+		// ours now, so the slot is too. A stale big size goes too,
+		// unless this block is big as well: hd_live_big_info then
+		// reused that very entry for it.
 		if (hd_key_is(cur, p)) {
-			if (HD_TRACE_INFO_SIZE(e->info) == HD_TRACE_BIG_SIZE)
+			if (HD_TRACE_INFO_SIZE(e->info) == HD_TRACE_BIG_SIZE &&
+			    HD_TRACE_INFO_SIZE(info) != HD_TRACE_BIG_SIZE)
 				hd_live_big_take(p);
 			e->key = key;
 			e->info = info;

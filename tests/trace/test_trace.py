@@ -22,7 +22,7 @@ the symbol table) counts and bytes per op; no pc at all inside functions
 only called while tracing was off; the live entries of the blocks left
 allocated (size, site, birth epoch), including a block of 4 GiB - 1
 bytes (kept in the tracer's `big` table; one of 4 GiB + 4 KiB is freed at
-its own site). Expected classes and age buckets are
+its own site) allocated at the address of one freed while tracing was off. Expected classes and age buckets are
 computed here from heapdom_trace.h's definitions, not by the tracer's code.
 
 Exit status 0 when every case passed; the last line is "N passed, N failed".
@@ -135,6 +135,7 @@ class Truth:
     def __init__(self):
         self.pid = self.sizeof = self.inject = self.enabled_at_start = None
         self.big_skipped = False
+        self.big_reused = None
         self.allocs = []     # (fn, op, size, count)
         self.frees = []      # (fn, bytes, age, count)
         self.live = []       # (ptr, size, fn, birth)
@@ -177,6 +178,8 @@ def parse_truth(path):
                 t.off.add(w[1])
             elif tag == "big_skipped":
                 t.big_skipped = True
+            elif tag == "big_reused":
+                t.big_reused = w[1] == "1"
             elif tag in t.dumps:
                 d = t.dumps[tag]
                 kind, v = w[1], w[2:]
@@ -330,6 +333,8 @@ def compare(truth, ext, enabled_at_start):
         problems.append("the fixture left no live block to check")
     if truth.big_skipped:
         print("  note: this machine refused 4 GiB blocks: the big-size path was not exercised")
+    elif truth.big_reused is False:
+        print("  note: mmap did not reuse the stale 4 GiB block's address: that path was not exercised")
     return problems
 
 

@@ -25,6 +25,8 @@
                               untracked; BYTES is then 0)
      live PTR SIZE FN BIRTH   a block still allocated, allocated at FN
      big_skipped              the 4 GiB blocks could not be allocated
+     big_reused 0|1           the 4 GiB block asked for again got the
+                              address of the one freed while off
      d0 ... / d1 ...          the tracer's state at the start and end (see
                               dump_state); the test compares d1 - d0
      end NREC
@@ -178,14 +180,18 @@ SITE void site_stale(void) {
 }
 
 /* --big: sizes that do not fit a live entry's 32 bits (the tracer keeps
-   them in its `big` table): two blocks of 4 GiB - 1 and 4 GiB + 4 KiB,
+   them in its `big` table): blocks of 4 GiB - 1 and 4 GiB + 4 KiB,
    address space only (mmapped, never touched; not for runs that dump a
-   core: gdb writes those pages out). Skipped, and said so in the truth
-   file, where the machine refuses that much address space. */
+   core: gdb writes those pages out). The first is freed while tracing is
+   off (a stale big entry) and asked for again while on, which mmap
+   answers at the same address (said in the truth file): the new block
+   must keep its size. Skipped, and said so, where the machine refuses
+   that much address space. */
 #define BIG1 0xffffffffull
 #define BIG2 ((1ull << 32) + 4096)
 static struct blk bigb[2];
-static int big, big_skipped;
+static int big, big_skipped, big_reused;
+static void *big_stale;
 
 SITE void site_big(void) {
   if (!big) return;
@@ -203,6 +209,12 @@ SITE void free_big(void) {
   if (!big || big_skipped) return;
   free(bigb[1].p);
   note_free("free_big", &bigb[1]);
+}
+
+SITE void site_big_again(void) {
+  if (!big || big_skipped) return;
+  note_alloc("site_big_again", HD_TRACE_MALLOC, &bigb[0], malloc(BIG1), BIG1);
+  big_reused = bigb[0].p == big_stale;
 }
 
 /* Only called while tracing is off: must not appear at all. */
@@ -248,6 +260,13 @@ SITE void free_off(struct blk *v, int n) {
     free(v[i].p);
     note_free("free_off", &v[i]);
   }
+}
+
+/* While off: bigb[0]'s entries go stale. */
+static void free_big_off(void) {
+  if (!big || big_skipped) return;
+  big_stale = bigb[0].p;
+  free_off(bigb, 1);
 }
 
 SITE void free_untracked(struct blk *v, int n) {
@@ -399,6 +418,16 @@ static void dump_state(const char *tag, int live) {
   }
 }
 
+static void out_live(const struct blk *b) {
+  rec_begin("live");
+  hfield((uintptr_t)b->p);
+  field(b->size);
+  ostr(&o, " ");
+  ostr(&o, b->fn);
+  field(b->birth);
+  ostr(&o, "\n");
+}
+
 static void out_fn(const char *name, void (*fn)(void)) {
   rec_begin("fn ");
   ostr(&o, name);
@@ -491,11 +520,13 @@ int main(int argc, char **argv) {
   free_off(a + NA, NOFF);
   site_off();
   free_off(offb, NOFF);
+  free_big_off();
   site_f();
   cxx_failures();
   st->enabled = 1;
   set_epoch(e0 + 74);
   free_untracked(f, NF);
+  site_big_again();
 
   threads_phase();
 
@@ -519,18 +550,14 @@ int main(int argc, char **argv) {
     field(e->count);
     ostr(&o, "\n");
   }
-  for (int i = 750; i <= NA; i++) {
-    struct blk *l = i < NA ? &a[i] : &bigb[0];
-    if (!l->p) continue;
-    rec_begin("live");
-    hfield((uintptr_t)l->p);
-    field(l->size);
-    ostr(&o, " ");
-    ostr(&o, l->fn);
-    field(l->birth);
+  for (int i = 750; i < NA; i++) out_live(&a[i]);
+  if (bigb[0].p) out_live(&bigb[0]);
+  if (big_skipped) rec_begin("big_skipped\n");
+  if (big && !big_skipped) {
+    rec_begin("big_reused");
+    field((uint64_t)big_reused);
     ostr(&o, "\n");
   }
-  if (big_skipped) rec_begin("big_skipped\n");
   out_fn("site_a", (void (*)(void))site_a);
   out_fn("site_b", (void (*)(void))site_b);
   out_fn("site_c", (void (*)(void))site_c);
@@ -541,6 +568,7 @@ int main(int argc, char **argv) {
   out_fn("site_stale", (void (*)(void))site_stale);
   out_fn("site_big", (void (*)(void))site_big);
   out_fn("free_big", (void (*)(void))free_big);
+  out_fn("site_big_again", (void (*)(void))site_big_again);
   out_fn("free_x", (void (*)(void))free_x);
   out_fn("free_y", (void (*)(void))free_y);
   out_fn("free_y_realloc0", (void (*)(void))free_y_realloc0);
