@@ -71,6 +71,9 @@ __attribute__((constructor)) static void hd_trace_init(void)
 		hd_state.enabled = 1;
 }
 
+// The HD_COLD functions spell their atomics out: hd_add and hd_claim are
+// always_inline, and GCC will not inline them into a general-regs-only
+// function.
 void hd_live_dropped(int mt)
 {
 	if (mt)
