@@ -323,14 +323,22 @@ uint64_t evaluate_address(lldb::SBDebugger &debugger, const std::string &expr)
 	throw failure{"heapdom: " + expr + " is neither a pointer nor an object in memory"};
 }
 
+// words as the argv of the C API (pointers into the strings: words must
+// outlive the result).
+std::vector<char *> c_argv(std::vector<std::string> &words)
+{
+	std::vector<char *> argv;
+	for (std::string &w : words)
+		argv.push_back(&w[0]);
+	return argv;
+}
+
 // Runs a report's words: checked before the process is looked at, then
 // with the session of this stop (or none: diff reads files and cores).
 std::string run_report(lldb::SBDebugger &debugger, std::vector<std::string> words,
 		       bool need_session)
 {
-	std::vector<char *> cargv;
-	for (std::string &w : words)
-		cargv.push_back(&w[0]);
+	std::vector<char *> cargv = c_argv(words);
 	check(hd_command_check((int)cargv.size(), cargv.data()));
 	hd_session *s = need_session ? open_session(debugger) : nullptr;
 	char *text = nullptr;
@@ -340,44 +348,15 @@ std::string run_report(lldb::SBDebugger &debugger, std::vector<std::string> word
 	return out;
 }
 
-class report_command : public lldb::SBCommandPluginInterface {
+// Every heapdom command: its words split, and a failure it throws reported
+// as the command's error.
+class heapdom_command : public lldb::SBCommandPluginInterface {
 public:
-	explicit report_command(const char *report) : report_(report) {}
-
 	bool DoExecute(lldb::SBDebugger debugger, char **argv,
-		       lldb::SBCommandReturnObject &result) override
+		       lldb::SBCommandReturnObject &result) final
 	{
 		try {
-			std::vector<std::string> words{report_};
-			std::vector<std::string> args = split_words(argv);
-			static const std::set<std::string> with_value = {
-				"--top", "--depth", "--min-size", "--state",
-				"--format", "--from", "--sort", "--output",
-				"--framework", "--by", "--what"};
-			std::string expr;
-			for (size_t i = 0; i < args.size(); i++) {
-				if (with_value.count(args[i]) && i + 1 < args.size()) {
-					std::string value = args[++i];
-					if (args[i - 1] == "--from")
-						value = hex(evaluate_address(debugger, value));
-					words.push_back(args[i - 1]);
-					words.push_back(value);
-				} else if (args[i].rfind("--", 0) == 0) {
-					words.push_back(args[i]);
-				} else if (report_ == std::string("why")) {
-					expr += (expr.empty() ? "" : " ") + args[i];
-				} else {
-					words.push_back(args[i]);
-				}
-			}
-			if (report_ == std::string("why")) {
-				if (expr.empty())
-					throw failure{"heapdom: heapdom why needs an expression: heapdom why PTR"};
-				words.insert(words.begin() + 1, hex(evaluate_address(debugger, expr)));
-			}
-			// diff reads snapshot files and cores: no process needed.
-			result.Printf("%s", run_report(debugger, words,
-						       report_ != std::string("diff")).c_str());
+			run(debugger, split_words(argv), result);
 			result.SetStatus(lldb::eReturnStatusSuccessFinishResult);
 			return true;
 		} catch (const failure &f) {
@@ -385,6 +364,49 @@ public:
 			result.SetStatus(lldb::eReturnStatusFailed);
 			return false;
 		}
+	}
+
+protected:
+	virtual void run(lldb::SBDebugger &debugger, const std::vector<std::string> &args,
+			 lldb::SBCommandReturnObject &result) = 0;
+};
+
+class report_command : public heapdom_command {
+public:
+	explicit report_command(const char *report) : report_(report) {}
+
+	void run(lldb::SBDebugger &debugger, const std::vector<std::string> &args,
+		 lldb::SBCommandReturnObject &result) override
+	{
+		std::vector<std::string> words{report_};
+		static const std::set<std::string> with_value = {
+			"--top", "--depth", "--min-size", "--state",
+			"--format", "--from", "--sort", "--output",
+			"--framework", "--by", "--what"};
+		std::string expr;
+		for (size_t i = 0; i < args.size(); i++) {
+			if (with_value.count(args[i]) && i + 1 < args.size()) {
+				std::string value = args[++i];
+				if (args[i - 1] == "--from")
+					value = hex(evaluate_address(debugger, value));
+				words.push_back(args[i - 1]);
+				words.push_back(value);
+			} else if (args[i].rfind("--", 0) == 0) {
+				words.push_back(args[i]);
+			} else if (report_ == std::string("why")) {
+				expr += (expr.empty() ? "" : " ") + args[i];
+			} else {
+				words.push_back(args[i]);
+			}
+		}
+		if (report_ == std::string("why")) {
+			if (expr.empty())
+				throw failure{"heapdom: heapdom why needs an expression: heapdom why PTR"};
+			words.insert(words.begin() + 1, hex(evaluate_address(debugger, expr)));
+		}
+		// diff reads snapshot files and cores: no process needed.
+		result.Printf("%s", run_report(debugger, words,
+					       report_ != std::string("diff")).c_str());
 	}
 
 private:
@@ -491,47 +513,38 @@ uint64_t evaluate_u64(lldb::SBDebugger &debugger, const std::string &expr)
 	return v.GetValueAsUnsigned(0);
 }
 
-class trace_command : public lldb::SBCommandPluginInterface {
+class trace_command : public heapdom_command {
 public:
-	bool DoExecute(lldb::SBDebugger debugger, char **argv,
-		       lldb::SBCommandReturnObject &result) override
+	void run(lldb::SBDebugger &debugger, const std::vector<std::string> &args,
+		 lldb::SBCommandReturnObject &result) override
 	{
-		try {
-			std::vector<std::string> args = split_words(argv);
-			if (args.empty())
-				throw failure{"heapdom: heapdom trace start|on|off|epoch|status|report"};
-			std::string sub = args[0];
-			lldb::SBProcess process = debugger.GetSelectedTarget().GetProcess();
-			if (sub == "start") {
-				start(debugger, process, args, result);
-			} else if (sub == "on" || sub == "off") {
-				write32(process, trace_state(debugger) + kTraceEnabled, sub == "on");
-				result.Printf("heapdom: tracing %s\n", sub.c_str());
-			} else if (sub == "epoch") {
-				uint64_t st = trace_state(debugger);
-				uint32_t e = read32(process, st + kTraceEpoch) + 1;
-				write32(process, st + kTraceEpoch, e);
-				result.Printf("heapdom: epoch %u\n", e);
-			} else if (sub == "status") {
-				uint64_t st = trace_state(debugger);
-				result.Printf("heapdom: tracer at 0x%llx, %s, epoch %u\n",
-					      (unsigned long long)st,
-					      read32(process, st + kTraceEnabled) ? "on" : "off",
-					      read32(process, st + kTraceEpoch));
-			} else if (sub == "report") {
-				std::vector<std::string> words{"trace"};
-				words.insert(words.end(), args.begin() + 1, args.end());
-				result.Printf("%s", run_report(debugger, words, true).c_str());
-			} else {
-				throw failure{"heapdom: heapdom trace " + sub +
-					      ": not start, on, off, epoch, status or report"};
-			}
-			result.SetStatus(lldb::eReturnStatusSuccessFinishResult);
-			return true;
-		} catch (const failure &f) {
-			result.SetError(f.message.c_str());
-			result.SetStatus(lldb::eReturnStatusFailed);
-			return false;
+		if (args.empty())
+			throw failure{"heapdom: heapdom trace start|on|off|epoch|status|report"};
+		std::string sub = args[0];
+		lldb::SBProcess process = debugger.GetSelectedTarget().GetProcess();
+		if (sub == "start") {
+			start(debugger, process, args, result);
+		} else if (sub == "on" || sub == "off") {
+			write32(process, trace_state(debugger) + kTraceEnabled, sub == "on");
+			result.Printf("heapdom: tracing %s\n", sub.c_str());
+		} else if (sub == "epoch") {
+			uint64_t st = trace_state(debugger);
+			uint32_t e = read32(process, st + kTraceEpoch) + 1;
+			write32(process, st + kTraceEpoch, e);
+			result.Printf("heapdom: epoch %u\n", e);
+		} else if (sub == "status") {
+			uint64_t st = trace_state(debugger);
+			result.Printf("heapdom: tracer at 0x%llx, %s, epoch %u\n",
+				      (unsigned long long)st,
+				      read32(process, st + kTraceEnabled) ? "on" : "off",
+				      read32(process, st + kTraceEpoch));
+		} else if (sub == "report") {
+			std::vector<std::string> words{"trace"};
+			words.insert(words.end(), args.begin() + 1, args.end());
+			result.Printf("%s", run_report(debugger, words, true).c_str());
+		} else {
+			throw failure{"heapdom: heapdom trace " + sub +
+				      ": not start, on, off, epoch, status or report"};
 		}
 	}
 
@@ -634,60 +647,51 @@ bool watch_hit(void *baton, lldb::SBProcess &process, lldb::SBThread &,
 	return w->stop;
 }
 
-class watch_command : public lldb::SBCommandPluginInterface {
+class watch_command : public heapdom_command {
 public:
-	bool DoExecute(lldb::SBDebugger debugger, char **argv,
-		       lldb::SBCommandReturnObject &result) override
+	void run(lldb::SBDebugger &debugger, const std::vector<std::string> &args,
+		 lldb::SBCommandReturnObject &result) override
 	{
-		try {
-			std::vector<std::string> args = split_words(argv);
-			if (args.empty())
-				throw failure{"heapdom: heapdom watch LOCATION [options] | list | delete N|all | report [N]"};
-			if (args[0] == "list") {
-				if (g_watches.empty())
-					result.Printf("No heap watches.\n");
-				for (auto &kv : g_watches)
-					result.Printf("%d  %s  every %u%s  %u hits, %zu snapshots in %s\n",
-						      kv.first, kv.second->location.c_str(), kv.second->every,
-						      kv.second->stop ? ", stops" : "", kv.second->hits,
-						      kv.second->snapshots.size(), kv.second->dir.c_str());
-			} else if (args[0] == "delete") {
-				if (args.size() != 2)
-					throw failure{"heapdom: heapdom watch delete N|all"};
-				std::vector<int> ids;
-				for (auto &kv : g_watches)
-					if (args[1] == "all" || args[1] == std::to_string(kv.first))
-						ids.push_back(kv.first);
-				if (ids.empty())
-					throw failure{"heapdom: no heap watch " + args[1]};
-				for (int id : ids) {
-					debugger.GetSelectedTarget().BreakpointDelete(g_watches[id]->breakpoint);
-					delete g_watches[id];
-					g_watches.erase(id);
-				}
-			} else if (args[0] == "report") {
-				size_t i = 1;
-				int id = g_watches.empty() ? 0 : g_watches.rbegin()->first;
-				if (i < args.size() && args[i].rfind("--", 0) != 0)
-					id = atoi(args[i++].c_str());
-				if (!g_watches.count(id))
-					throw failure{"heapdom: no heap watch"};
-				watch *w = g_watches[id];
-				if (w->snapshots.empty())
-					throw failure{"heapdom: heap watch " + std::to_string(id) + " has no snapshot yet"};
-				std::vector<std::string> words{"diff"};
-				words.insert(words.end(), w->snapshots.begin(), w->snapshots.end());
-				words.insert(words.end(), args.begin() + (long)i, args.end());
-				result.Printf("%s", run_report(debugger, words, false).c_str());
-			} else {
-				create(debugger, args, result);
+		if (args.empty())
+			throw failure{"heapdom: heapdom watch LOCATION [options] | list | delete N|all | report [N]"};
+		if (args[0] == "list") {
+			if (g_watches.empty())
+				result.Printf("No heap watches.\n");
+			for (auto &kv : g_watches)
+				result.Printf("%d  %s  every %u%s  %u hits, %zu snapshots in %s\n",
+					      kv.first, kv.second->location.c_str(), kv.second->every,
+					      kv.second->stop ? ", stops" : "", kv.second->hits,
+					      kv.second->snapshots.size(), kv.second->dir.c_str());
+		} else if (args[0] == "delete") {
+			if (args.size() != 2)
+				throw failure{"heapdom: heapdom watch delete N|all"};
+			std::vector<int> ids;
+			for (auto &kv : g_watches)
+				if (args[1] == "all" || args[1] == std::to_string(kv.first))
+					ids.push_back(kv.first);
+			if (ids.empty())
+				throw failure{"heapdom: no heap watch " + args[1]};
+			for (int id : ids) {
+				debugger.GetSelectedTarget().BreakpointDelete(g_watches[id]->breakpoint);
+				delete g_watches[id];
+				g_watches.erase(id);
 			}
-			result.SetStatus(lldb::eReturnStatusSuccessFinishResult);
-			return true;
-		} catch (const failure &f) {
-			result.SetError(f.message.c_str());
-			result.SetStatus(lldb::eReturnStatusFailed);
-			return false;
+		} else if (args[0] == "report") {
+			size_t i = 1;
+			int id = g_watches.empty() ? 0 : g_watches.rbegin()->first;
+			if (i < args.size() && args[i].rfind("--", 0) != 0)
+				id = atoi(args[i++].c_str());
+			if (!g_watches.count(id))
+				throw failure{"heapdom: no heap watch"};
+			watch *w = g_watches[id];
+			if (w->snapshots.empty())
+				throw failure{"heapdom: heap watch " + std::to_string(id) + " has no snapshot yet"};
+			std::vector<std::string> words{"diff"};
+			words.insert(words.end(), w->snapshots.begin(), w->snapshots.end());
+			words.insert(words.end(), args.begin() + (long)i, args.end());
+			result.Printf("%s", run_report(debugger, words, false).c_str());
+		} else {
+			create(debugger, args, result);
 		}
 	}
 
@@ -755,62 +759,51 @@ private:
 // ---------------------------------------------------------------- sampling
 // The sampler holds the process with ptrace itself: lldb detaches while it
 // runs and attaches again to stop the process for the report.
-class sample_command : public lldb::SBCommandPluginInterface {
+class sample_command : public heapdom_command {
 public:
-	bool DoExecute(lldb::SBDebugger debugger, char **argv,
-		       lldb::SBCommandReturnObject &result) override
+	void run(lldb::SBDebugger &debugger, const std::vector<std::string> &args,
+		 lldb::SBCommandReturnObject &result) override
 	{
+		std::vector<std::string> words{"sample"};
+		words.insert(words.end(), args.begin(), args.end());
+		std::vector<char *> cargv = c_argv(words);
+		lldb::SBTarget target = debugger.GetSelectedTarget();
+		lldb::SBProcess process = target.GetProcess();
+		if (!process.IsValid() || process.GetState() != lldb::eStateStopped ||
+		    target.GetNumModules() == 0 || process.GetPluginName() == nullptr ||
+		    std::string(process.GetPluginName()) == "elf-core")
+			throw failure{"heapdom: heapdom sample needs a live, stopped local process"};
 		hd_sample_job *job = nullptr;
-		try {
-			std::vector<std::string> words{"sample"};
-			std::vector<std::string> args = split_words(argv);
-			words.insert(words.end(), args.begin(), args.end());
-			std::vector<char *> cargv;
-			for (std::string &w : words)
-				cargv.push_back(&w[0]);
-			lldb::SBTarget target = debugger.GetSelectedTarget();
-			lldb::SBProcess process = target.GetProcess();
-			if (!process.IsValid() || process.GetState() != lldb::eStateStopped ||
-			    target.GetNumModules() == 0 || process.GetPluginName() == nullptr ||
-			    std::string(process.GetPluginName()) == "elf-core")
-				throw failure{"heapdom: heapdom sample needs a live, stopped local process"};
-			check(hd_sample_job_create((int)cargv.size(), cargv.data(), &job));
-			lldb::pid_t pid = process.GetProcessID();
-			g_cache.reset();
-			lldb::SBError derr = process.Detach();
-			if (derr.Fail())
-				throw failure{std::string("heapdom: cannot detach to sample: ") +
-					      (derr.GetCString() ? derr.GetCString() : "")};
-			hd_error *err = hd_sample_job_run(job, (int)pid);
-			// The process may have exited meanwhile.
-			char proc[64];
-			snprintf(proc, sizeof(proc), "/proc/%llu", (unsigned long long)pid);
-			bool alive = access(proc, F_OK) == 0;
-			if (alive) {
-				lldb::SBError aerr;
-				lldb::SBListener listener = debugger.GetListener();
-				target.AttachToProcessWithID(listener, pid, aerr);
-				if (aerr.Fail()) {
-					hd_error_destroy(err);
-					throw failure{std::string("heapdom: cannot attach again after sampling: ") +
-						      (aerr.GetCString() ? aerr.GetCString() : "")};
-				}
+		check(hd_sample_job_create((int)cargv.size(), cargv.data(), &job));
+		std::unique_ptr<hd_sample_job, void (*)(hd_sample_job *)> guard(
+			job, hd_sample_job_destroy);
+		lldb::pid_t pid = process.GetProcessID();
+		g_cache.reset();
+		lldb::SBError derr = process.Detach();
+		if (derr.Fail())
+			throw failure{std::string("heapdom: cannot detach to sample: ") +
+				      (derr.GetCString() ? derr.GetCString() : "")};
+		hd_error *err = hd_sample_job_run(job, (int)pid);
+		// The process may have exited meanwhile.
+		char proc[64];
+		snprintf(proc, sizeof(proc), "/proc/%llu", (unsigned long long)pid);
+		bool alive = access(proc, F_OK) == 0;
+		if (alive) {
+			lldb::SBError aerr;
+			lldb::SBListener listener = debugger.GetListener();
+			target.AttachToProcessWithID(listener, pid, aerr);
+			if (aerr.Fail()) {
+				hd_error_destroy(err);
+				throw failure{std::string("heapdom: cannot attach again after sampling: ") +
+					      (aerr.GetCString() ? aerr.GetCString() : "")};
 			}
-			check(err);
-			hd_session *s = alive ? open_session(debugger) : nullptr;
-			char *text = nullptr;
-			check(hd_sample_job_report(job, s, &text));
-			result.Printf("%s", text ? text : "");
-			hd_free(text);
-			hd_sample_job_destroy(job);
-			result.SetStatus(lldb::eReturnStatusSuccessFinishResult);
-			return true;
-		} catch (const failure &f) {
-			hd_sample_job_destroy(job);
-			result.SetError(f.message.c_str());
-			result.SetStatus(lldb::eReturnStatusFailed);
-			return false;
 		}
+		check(err);
+		hd_session *s = alive ? open_session(debugger) : nullptr;
+		char *text = nullptr;
+		check(hd_sample_job_report(job, s, &text));
+		result.Printf("%s", text ? text : "");
+		hd_free(text);
 	}
 };
 
