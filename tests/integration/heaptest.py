@@ -191,6 +191,36 @@ class Truth:
         self.mallinfo = {}
 
 
+def read_truth(path, fixture, record):
+    """Reads a fixture's truth file: a first line "FIXTURE-truth 1", records
+    of words, and "end N", N the number of records before it. record(words,
+    line) takes one record (line without its newline, for fields holding
+    spaces) and raises ValueError, IndexError or KeyError on a bad one;
+    anything wrong is a HarnessError naming the file and line."""
+    nrec, end = 0, None
+    with open(path) as f:
+        if f.readline().split() != [fixture + "-truth", "1"]:
+            raise HarnessError("%s: not a %s truth file (v1)" % (path, fixture))
+        for n, line in enumerate(f, 2):
+            line = line.rstrip("\n")
+            w = line.split()
+            if not w:
+                continue
+            if end is not None:
+                raise HarnessError("%s:%d: record after end" % (path, n))
+            try:
+                if w[0] == "end":
+                    end = int(w[1])
+                    continue
+                nrec += 1
+                record(w, line)
+            except (ValueError, IndexError, KeyError) as e:
+                raise HarnessError("%s:%d: bad line %r (%s)" % (path, n, line.strip(), e))
+    if end != nrec:
+        raise HarnessError("%s: truncated or inconsistent (end %r, %d records)"
+                           % (path, end, nrec))
+
+
 def parse_truth(path):
     t = Truth()
     end = None
@@ -549,3 +579,17 @@ class CaseRunner:
 
     def path(self, name):
         return os.path.join(self.work, name)
+
+    def finish(self, remove=(), kept="cores and truth files", require_pass=False):
+        """Ends the run: when every case passed (and not --keep) removes the
+        work files ending in remove, when one failed says they were kept;
+        prints the "N passed, N failed" line and returns the exit status
+        (1 on a failure, or with require_pass when no case passed)."""
+        if self.failed == 0 and not self.keep and remove:
+            for name in os.listdir(self.work):
+                if name.endswith(tuple(remove)):
+                    os.unlink(self.path(name))
+        elif self.failed and remove:
+            print("(%s kept in %s)" % (kept, self.work))
+        print("%d passed, %d failed" % (self.passed, self.failed))
+        return 1 if self.failed or (require_pass and not self.passed) else 0

@@ -74,57 +74,40 @@ class DomTruth:
 
 def parse_dom_truth(path):
     t = DomTruth()
-    nrec = 0
-    end = None
-    with open(path) as f:
-        if f.readline().split() != ["dom_fixture-truth", "1"]:
-            raise HarnessError("%s: not a dom_fixture truth file (v1)" % path)
-        for n, line in enumerate(f, 2):
-            w = line.split()
-            if not w:
-                continue
-            if end is not None:
-                raise HarnessError("%s:%d: record after end" % (path, n))
-            try:
-                k = w[0]
-                if k == "end":
-                    end = int(w[1])
-                    continue
-                nrec += 1
-                if k == "block":
-                    a = int(w[2], 16)
-                    t.blocks[a] = (w[1], int(w[3]))
-                    t.by_name[w[1]] = a
-                elif k == "idom":
-                    t.idom[int(w[1], 16)] = w[2]
-                elif k == "retained":
-                    t.retained[int(w[1], 16)] = int(w[2])
-                elif k == "unreferenced":
-                    if w[2] not in ("true", "false"):
-                        raise ValueError("not true/false")
-                    t.unref[int(w[1], 16)] = w[2] == "true"
-                elif k == "leak_retained":
-                    t.leak_retained[int(w[1], 16)] = int(w[2])
-                elif k == "interior":
-                    t.interior[int(w[1], 16)] = int(w[2], 16)
-                elif k == "why":
-                    t.why.append((int(w[1], 16), None if w[2] == "-" else int(w[2]), w[3:]))
-                    if not w[3:]:
-                        raise ValueError("no FROM")
-                elif k == "thread":
-                    t.tid = int(w[1])
-                elif k == "pid":
-                    t.pid = int(w[1])
-                elif k == "module":
-                    t.module = w[1]
-                elif k == "list_length":
-                    t.list_length = int(w[1])
-                else:
-                    raise ValueError("unknown record")
-            except (ValueError, IndexError) as e:
-                raise HarnessError("%s:%d: bad line %r (%s)" % (path, n, line.strip(), e))
-    if end != nrec:
-        raise HarnessError("%s: truncated or inconsistent (end %r, %d records)" % (path, end, nrec))
+
+    def record(w, line):
+        k = w[0]
+        if k == "block":
+            a = int(w[2], 16)
+            t.blocks[a] = (w[1], int(w[3]))
+            t.by_name[w[1]] = a
+        elif k == "idom":
+            t.idom[int(w[1], 16)] = w[2]
+        elif k == "retained":
+            t.retained[int(w[1], 16)] = int(w[2])
+        elif k == "unreferenced":
+            if w[2] not in ("true", "false"):
+                raise ValueError("not true/false")
+            t.unref[int(w[1], 16)] = w[2] == "true"
+        elif k == "leak_retained":
+            t.leak_retained[int(w[1], 16)] = int(w[2])
+        elif k == "interior":
+            t.interior[int(w[1], 16)] = int(w[2], 16)
+        elif k == "why":
+            t.why.append((int(w[1], 16), None if w[2] == "-" else int(w[2]), w[3:]))
+            if not w[3:]:
+                raise ValueError("no FROM")
+        elif k == "thread":
+            t.tid = int(w[1])
+        elif k == "pid":
+            t.pid = int(w[1])
+        elif k == "module":
+            t.module = w[1]
+        elif k == "list_length":
+            t.list_length = int(w[1])
+        else:
+            raise ValueError("unknown record")
+    heaptest.read_truth(path, "dom_fixture", record)
     if t.module is None or t.tid is None or t.list_length is None:
         raise HarnessError("%s: module/thread/list_length record missing" % path)
     return t
@@ -1041,14 +1024,7 @@ class Runner(heaptest.CaseRunner):
             self.case("b core, empty --debug-dir", self.case_debug_dir)
             self.case("c live --pid", self.case_live)
             self.case("d core with a %d-node list" % BIG_LIST, self.case_big)
-        if self.failed == 0 and not self.keep:
-            for name in os.listdir(self.work):
-                if name.endswith((".core", ".truth", ".ready", ".json")):
-                    os.unlink(self.path(name))
-        elif self.failed:
-            print("(cores and truth files kept in %s)" % self.work)
-        print("%d passed, %d failed" % (self.passed, self.failed))
-        return 0 if self.failed == 0 else 1
+        return self.finish((".core", ".truth", ".ready", ".json"))
 
 
 def main():

@@ -899,14 +899,7 @@ class Runner(heaptest.CaseRunner):
             self.case("f heap-why / heap-graph --from with gdb expressions", self.case_expressions)
             self.case("g errors: one line, no traceback", self.case_errors)
             self.case("h breakpoint commands in batch mode", self.case_commands)
-        if self.failed == 0 and not self.keep:
-            for name in os.listdir(self.work):
-                if name.endswith((".core", ".truth", ".json", ".gdb")):
-                    os.unlink(self.path(name))
-        elif self.failed:
-            print("(scripts, outputs, cores and truth files kept in %s)" % self.work)
-        print("%d passed, %d failed" % (self.passed, self.failed))
-        return 0 if self.failed == 0 else 1
+        return self.finish((".core", ".truth", ".json", ".gdb"), kept="scripts, outputs, cores and truth files")
 
 
 def main():

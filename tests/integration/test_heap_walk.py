@@ -318,14 +318,7 @@ class Runner(heaptest.CaseRunner):
             self.case("h glibc framework module", lambda: self.case_glibc_module(False))
             self.case("i glibc framework module, empty --debug-dir",
                       lambda: self.case_glibc_module(True))
-        if self.failed == 0 and not self.keep:
-            for name in os.listdir(self.work):
-                if name.endswith((".core", ".truth", ".ready")):
-                    os.unlink(self.path(name))
-        elif self.failed:
-            print("(cores and truth files kept in %s)" % self.work)
-        print("%d passed, %d failed" % (self.passed, self.failed))
-        return 0 if self.failed == 0 else 1
+        return self.finish((".core", ".truth", ".ready"))
 
 
 def main():

@@ -852,14 +852,7 @@ class Runner(heaptest.CaseRunner):
             self.case("g errors", self.case_errors)
             self.case("h one analysis per stop (%d-node list)" % BIG_LIST, self.case_cache)
             self.case("i analysis redone after a memory write", self.case_memory_changed)
-        if self.failed == 0 and not self.keep:
-            for name in os.listdir(self.work):
-                if name.endswith((".core", ".truth", ".ready", ".json", ".txt")):
-                    os.unlink(self.path(name))
-        elif self.failed:
-            print("(cores and outputs kept in %s)" % self.work)
-        print("%d passed, %d failed" % (self.passed, self.failed))
-        return 0 if self.failed == 0 else 1
+        return self.finish((".core", ".truth", ".ready", ".json", ".txt"), kept="cores and outputs")
 
 
 def main():

@@ -61,30 +61,17 @@ class Truth:
 
 def parse_truth(path):
     t = Truth()
-    nrec, end = 0, None
-    with open(path) as f:
-        if f.readline().split() != ["sample_fixture-truth", "1"]:
-            raise HarnessError("%s: not a sample_fixture truth file (v1)" % path)
-        for n, line in enumerate(f, 2):
-            w = line.split()
-            if not w:
-                continue
-            try:
-                if w[0] == "end":
-                    end = int(w[1])
-                    continue
-                nrec += 1
-                if w[0] == "pid":
-                    t.pid = int(w[1])
-                elif w[0] in ("heap", "stack", "global", "mapping"):
-                    getattr(t, "globl" if w[0] == "global" else w[0]).append(
-                        (int(w[1]), int(w[2], 16), int(w[3])))
-                else:
-                    raise ValueError("unknown record")
-            except (ValueError, IndexError) as e:
-                raise HarnessError("%s:%d: bad line %r (%s)" % (path, n, line.strip(), e))
-    if end != nrec or len(t.heap) != 3 or len(t.stack) != 1 or len(t.globl) != 1 \
-            or len(t.mapping) != 1:
+
+    def record(w, line):
+        if w[0] == "pid":
+            t.pid = int(w[1])
+        elif w[0] in ("heap", "stack", "global", "mapping"):
+            getattr(t, "globl" if w[0] == "global" else w[0]).append(
+                (int(w[1]), int(w[2], 16), int(w[3])))
+        else:
+            raise ValueError("unknown record")
+    heaptest.read_truth(path, "sample_fixture", record)
+    if len(t.heap) != 3 or len(t.stack) != 1 or len(t.globl) != 1 or len(t.mapping) != 1:
         raise HarnessError("%s: truncated or inconsistent" % path)
     return t
 

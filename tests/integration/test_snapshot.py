@@ -56,39 +56,25 @@ class GrowthTruth:
 
 def parse_truth(path):
     t = GrowthTruth()
-    nrec = 0
-    end = None
-    with open(path) as f:
-        if f.readline().split() != ["growth_fixture-truth", "1"]:
-            raise HarnessError("%s: not a growth_fixture truth file (v1)" % path)
-        for n, line in enumerate(f, 2):
-            line = line.rstrip("\n")
-            if not line:
-                continue
-            w = line.split(" ")
-            try:
-                if w[0] == "end":
-                    end = int(w[1])
-                    continue
-                nrec += 1
-                if w[0] == "pid":
-                    t.pid = int(w[1])
-                elif w[0] == "module":
-                    t.module = w[1]
-                elif w[0] == "used":
-                    t.used = (int(w[1]), int(w[2]))
-                elif w[0] == "type":
-                    t.types[line.split(" ", 4)[4]] = tuple(int(x) for x in w[1:4])
-                elif w[0] == "class":
-                    t.classes[(int(w[1]), int(w[2]))] = (int(w[3]), int(w[4]))
-                elif w[0] == "path":
-                    t.paths[line.split(" ", 4)[4]] = tuple(int(x) for x in w[1:4])
-                else:
-                    raise ValueError("unknown record")
-            except (ValueError, IndexError) as e:
-                raise HarnessError("%s:%d: bad line %r (%s)" % (path, n, line, e))
-    if end != nrec or t.used is None or t.module is None:
-        raise HarnessError("%s: truncated or inconsistent (end %r, %d records)" % (path, end, nrec))
+
+    def record(w, line):
+        if w[0] == "pid":
+            t.pid = int(w[1])
+        elif w[0] == "module":
+            t.module = w[1]
+        elif w[0] == "used":
+            t.used = (int(w[1]), int(w[2]))
+        elif w[0] == "type":
+            t.types[line.split(" ", 4)[4]] = tuple(int(x) for x in w[1:4])
+        elif w[0] == "class":
+            t.classes[(int(w[1]), int(w[2]))] = (int(w[3]), int(w[4]))
+        elif w[0] == "path":
+            t.paths[line.split(" ", 4)[4]] = tuple(int(x) for x in w[1:4])
+        else:
+            raise ValueError("unknown record")
+    heaptest.read_truth(path, "growth_fixture", record)
+    if t.used is None or t.module is None:
+        raise HarnessError("%s: truncated or inconsistent (no used or module record)" % path)
     return t
 
 
@@ -388,14 +374,7 @@ class Runner(heaptest.CaseRunner):
                                      ("f", "text", self.case_text),
                                      ("g", "corrupt", self.case_corrupt)):
                 self.case("%s %s" % (letter, name), fn)
-        if self.failed == 0 and not self.keep:
-            for name in os.listdir(self.work):
-                if name.endswith((".core", ".truth", ".json")):
-                    os.unlink(self.path(name))
-        elif self.failed:
-            print("(cores and truth files kept in %s)" % self.work)
-        print("%d passed, %d failed" % (self.passed, self.failed))
-        return 0 if self.failed == 0 else 1
+        return self.finish((".core", ".truth", ".json"))
 
 
 def main():

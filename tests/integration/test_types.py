@@ -86,56 +86,38 @@ class TypeTruth:
 
 def parse_truth(path):
     t = TypeTruth()
-    nrec = 0
-    end = None
-    with open(path) as f:
-        if f.readline().split() != ["type_fixture-truth", "1"]:
-            raise HarnessError("%s: not a type_fixture truth file (v1)" % path)
-        for n, line in enumerate(f, 2):
-            line = line.rstrip("\n")
-            w = line.split(" ")
-            if not line:
-                continue
-            if end is not None:
-                raise HarnessError("%s:%d: record after end" % (path, n))
-            try:
-                k = w[0]
-                if k == "end":
-                    end = int(w[1])
-                    continue
-                nrec += 1
-                if k == "block":
-                    t.blocks[int(w[2], 16)] = (w[1], int(w[3]))
-                elif k == "type":
-                    name = line.split(" ", 2)[2]
-                    if not name:
-                        raise ValueError("empty type name")
-                    t.types[int(w[1], 16)] = name
-                elif k == "untyped":
-                    t.types[int(w[1], 16)] = None
-                elif k == "count":
-                    name = line.split(" ", 4)[4]
-                    t.counts[name] = (int(w[1]), int(w[2]), None if w[3] == "-" else int(w[3]))
-                elif k == "idom":
-                    modes = ("typed", "untyped") if w[1] == "both" else (w[1],)
-                    for m in modes:
-                        t.idom[m][int(w[2], 16)] = w[3]
-                elif k == "why":
-                    t.why.append((int(w[1], 16), int(w[2]), w[3], w[4:]))
-                    if len(w) < 5:
-                        raise ValueError("no root member")
-                elif k == "role":
-                    t.roles[int(w[1], 16)] = w[2]
-                elif k == "pid":
-                    t.pid = int(w[1])
-                elif k == "module":
-                    t.module = w[1]
-                else:
-                    raise ValueError("unknown record")
-            except (ValueError, IndexError, KeyError) as e:
-                raise HarnessError("%s:%d: bad line %r (%s)" % (path, n, line, e))
-    if end != nrec:
-        raise HarnessError("%s: truncated or inconsistent (end %r, %d records)" % (path, end, nrec))
+
+    def record(w, line):
+        k = w[0]
+        if k == "block":
+            t.blocks[int(w[2], 16)] = (w[1], int(w[3]))
+        elif k == "type":
+            name = line.split(" ", 2)[2]
+            if not name:
+                raise ValueError("empty type name")
+            t.types[int(w[1], 16)] = name
+        elif k == "untyped":
+            t.types[int(w[1], 16)] = None
+        elif k == "count":
+            name = line.split(" ", 4)[4]
+            t.counts[name] = (int(w[1]), int(w[2]), None if w[3] == "-" else int(w[3]))
+        elif k == "idom":
+            modes = ("typed", "untyped") if w[1] == "both" else (w[1],)
+            for m in modes:
+                t.idom[m][int(w[2], 16)] = w[3]
+        elif k == "why":
+            t.why.append((int(w[1], 16), int(w[2]), w[3], w[4:]))
+            if len(w) < 5:
+                raise ValueError("no root member")
+        elif k == "role":
+            t.roles[int(w[1], 16)] = w[2]
+        elif k == "pid":
+            t.pid = int(w[1])
+        elif k == "module":
+            t.module = w[1]
+        else:
+            raise ValueError("unknown record")
+    heaptest.read_truth(path, "type_fixture", record)
     if t.module is None or t.pid is None:
         raise HarnessError("%s: pid/module record missing" % path)
     return t

@@ -428,14 +428,7 @@ class Runner(heaptest.CaseRunner):
         self.case("b LD_PRELOAD, HEAPDOM_TRACE=1", lambda: self.case_preload(True))
         self.case("c LD_PRELOAD, off until switched on", lambda: self.case_preload(False))
         self.case("d injection from gdb", self.case_inject)
-        if self.failed == 0 and not self.keep:
-            for name in os.listdir(self.work):
-                if name.endswith(".truth"):
-                    os.unlink(self.path(name))
-        elif self.failed:
-            print("(truth files kept in %s)" % self.work)
-        print("%d passed, %d failed" % (self.passed, self.failed))
-        return 0 if self.failed == 0 else 1
+        return self.finish((".truth",), kept="truth files")
 
 
 def main():

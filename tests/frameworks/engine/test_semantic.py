@@ -334,8 +334,7 @@ def main():
     run.case("gdb", checked(gdb_case))
     if a.lldb_plugin:
         run.case("lldb", checked(lldb_case))
-    print("%d passed, %d failed" % (run.passed, run.failed))
-    return 1 if run.failed or not run.passed else 0
+    return run.finish(require_pass=True)
 
 
 if __name__ == "__main__":

@@ -360,8 +360,7 @@ def main():
     if "live" in only:
         case_live(run, args)
     print("time %.1fs" % (time.monotonic() - t0))
-    print("%d passed, %d failed" % (run.passed, run.failed))
-    return 1 if run.failed or not run.passed else 0
+    return run.finish(require_pass=True)
 
 
 if __name__ == "__main__":

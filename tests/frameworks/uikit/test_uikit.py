@@ -83,59 +83,43 @@ class UkTruth:
 
 def parse_truth(path):
     t = UkTruth()
-    nrec, end = 0, None
-    with open(path) as f:
-        if f.readline().split() != ["uikit-truth", "1"]:
-            raise HarnessError("%s: not a uikit truth file (v1)" % path)
-        for n, line in enumerate(f, 2):
-            w = line.split()
-            if not w:
-                continue
-            if end is not None:
-                raise HarnessError("%s:%d: record after end" % (path, n))
-            try:
-                k = w[0]
-                if k == "end":
-                    end = int(w[1])
-                    continue
-                nrec += 1
-                if k == "pid":
-                    t.pid = int(w[1])
-                elif k == "node":
-                    if int(w[1]) != len(t.nodes):
-                        raise ValueError("nodes out of order")
-                    parent = int(w[2])
-                    t.nodes.append({
-                        "parent": None if parent < 0 else parent,
-                        "kind": w[3],
-                        "object": {"alloc": int(w[4]), "used": int(w[5]), "blocks": int(w[6])},
-                        "bound": {"alloc": int(w[7]), "used": int(w[8]),
-                                  "framework": int(w[9]), "application": int(w[10]),
-                                  "blocks": int(w[11])},
-                        "label": line.rstrip("\n").split(" ", 12)[12],
-                    })
-                elif k == "object":
-                    t.objects[int(w[1])] = int(w[2], 16)
-                elif k == "version":
-                    t.version = int(w[1], 16)
-                elif k == "children":
-                    t.children[int(w[1])] = int(w[2], 16)
-                elif k == "expect":
-                    t.expects.append((int(w[1], 16), int(w[2]), w[3]))
-                elif k == "pool":
-                    t.pools.append((int(w[1], 16), int(w[2]), int(w[3]), int(w[4])))
-                elif k == "slot":
-                    if w[3] not in ("used", "free"):
-                        raise ValueError("bad state")
-                    t.slots.append((int(w[1], 16), int(w[2]), w[3],
-                                    None if w[4] == "-" else w[4],
-                                    None if w[5] == "-" else int(w[5])))
-                else:
-                    raise ValueError("unknown record")
-            except (ValueError, IndexError) as e:
-                raise HarnessError("%s:%d: bad line %r (%s)" % (path, n, line.strip(), e))
-    if end != nrec:
-        raise HarnessError("%s: truncated or inconsistent (end %r, %d records)" % (path, end, nrec))
+
+    def record(w, line):
+        k = w[0]
+        if k == "pid":
+            t.pid = int(w[1])
+        elif k == "node":
+            if int(w[1]) != len(t.nodes):
+                raise ValueError("nodes out of order")
+            parent = int(w[2])
+            t.nodes.append({
+                "parent": None if parent < 0 else parent,
+                "kind": w[3],
+                "object": {"alloc": int(w[4]), "used": int(w[5]), "blocks": int(w[6])},
+                "bound": {"alloc": int(w[7]), "used": int(w[8]),
+                          "framework": int(w[9]), "application": int(w[10]),
+                          "blocks": int(w[11])},
+                "label": line.split(" ", 12)[12],
+            })
+        elif k == "object":
+            t.objects[int(w[1])] = int(w[2], 16)
+        elif k == "version":
+            t.version = int(w[1], 16)
+        elif k == "children":
+            t.children[int(w[1])] = int(w[2], 16)
+        elif k == "expect":
+            t.expects.append((int(w[1], 16), int(w[2]), w[3]))
+        elif k == "pool":
+            t.pools.append((int(w[1], 16), int(w[2]), int(w[3]), int(w[4])))
+        elif k == "slot":
+            if w[3] not in ("used", "free"):
+                raise ValueError("bad state")
+            t.slots.append((int(w[1], 16), int(w[2]), w[3],
+                            None if w[4] == "-" else w[4],
+                            None if w[5] == "-" else int(w[5])))
+        else:
+            raise ValueError("unknown record")
+    heaptest.read_truth(path, "uikit", record)
     if not t.nodes or not t.pools or len(t.objects) != len(t.nodes) or t.version is None:
         raise HarnessError("%s: no nodes, no pools, no version or an object record missing" % path)
     return t
