@@ -78,6 +78,18 @@ static void check_access_(const struct result *r, size_t i, uint64_t addr,
 #define check_access(r, i, addr, size, write, implicit)                       \
 	check_access_(&(r), i, addr, size, write, implicit, #r)
 
+// Decodes code, which must make exactly one access, and checks it.
+static void check_one_(const uint8_t *code, size_t len, uint64_t addr,
+		       uint32_t size, bool write, bool implicit, const char *what)
+{
+	struct result r = decode_at(code, len, PC);
+
+	ck_assert_msg(r.n == 1, "%s: %zu accesses, want 1", what, r.n);
+	check_access_(&r, 0, addr, size, write, implicit, what);
+}
+#define check_one(code, addr, size, write, implicit)                          \
+	check_one_(code, sizeof(code), addr, size, write, implicit, #code)
+
 // ------------------------------------------------------------ operands
 
 START_TEST(test_base_index_scale)
@@ -91,28 +103,20 @@ START_TEST(test_base_index_scale)
 
 	// mov qword ptr [rbx], rax
 	static const uint8_t store[] = { 0x48, 0x89, 0x03 };
-	r = DECODE(store);
-	ck_assert_uint_eq(r.n, 1);
-	check_access(r, 0, regs.rbx, 8, true, false);
+	check_one(store, regs.rbx, 8, true, false);
 
 	// movzx eax, byte ptr [rsi]: 1 byte
 	static const uint8_t movzx[] = { 0x0f, 0xb6, 0x06 };
-	r = DECODE(movzx);
-	ck_assert_uint_eq(r.n, 1);
-	check_access(r, 0, regs.rsi, 1, false, false);
+	check_one(movzx, regs.rsi, 1, false, false);
 
 	// mov r8, qword ptr [r12+rdx*8-0x20]: REX registers, negative disp
 	static const uint8_t rex[] = { 0x4d, 0x8b, 0x44, 0xd4, 0xe0 };
-	r = DECODE(rex);
-	ck_assert_uint_eq(r.n, 1);
-	check_access(r, 0, regs.r12 + regs.rdx * 8 - 0x20, 8, false, false);
+	check_one(rex, regs.r12 + regs.rdx * 8 - 0x20, 8, false, false);
 
 	// movabs rax, qword ptr [0x1122334455667788]
 	static const uint8_t moffs[] = { 0x48, 0xa1, 0x88, 0x77, 0x66, 0x55,
 					 0x44, 0x33, 0x22, 0x11 };
-	r = DECODE(moffs);
-	ck_assert_uint_eq(r.n, 1);
-	check_access(r, 0, 0x1122334455667788, 8, false, false);
+	check_one(moffs, 0x1122334455667788, 8, false, false);
 }
 END_TEST
 
@@ -139,9 +143,7 @@ START_TEST(test_sub_registers)
 	// xlatb: reads [rbx + al], AL being the low byte of RAX
 	static const uint8_t xlat[] = { 0xd7 };
 	regs.rax = 0x1234567890abcd42;
-	r = DECODE(xlat);
-	ck_assert_uint_eq(r.n, 1);
-	check_access(r, 0, regs.rbx + (regs.rax & 0xff), 1, false, true);
+	check_one(xlat, regs.rbx + (regs.rax & 0xff), 1, false, true);
 }
 END_TEST
 
@@ -155,9 +157,7 @@ START_TEST(test_rip_relative)
 
 	// mov eax, dword ptr [rip-0x10]
 	static const uint8_t back[] = { 0x8b, 0x05, 0xf0, 0xff, 0xff, 0xff };
-	r = DECODE(back);
-	ck_assert_uint_eq(r.n, 1);
-	check_access(r, 0, PC + sizeof(back) - 0x10, 4, false, false);
+	check_one(back, PC + sizeof(back) - 0x10, 4, false, false);
 }
 END_TEST
 
@@ -171,15 +171,11 @@ START_TEST(test_segments)
 
 	// mov rax, qword ptr gs:[rbx]
 	static const uint8_t gs[] = { 0x65, 0x48, 0x8b, 0x03 };
-	r = DECODE(gs);
-	ck_assert_uint_eq(r.n, 1);
-	check_access(r, 0, regs.gs_base + regs.rbx, 8, false, false);
+	check_one(gs, regs.gs_base + regs.rbx, 8, false, false);
 
 	// mov eax, dword ptr cs:[rax]: CS has no base in 64-bit mode
 	static const uint8_t cs[] = { 0x2e, 0x8b, 0x00 };
-	r = DECODE(cs);
-	ck_assert_uint_eq(r.n, 1);
-	check_access(r, 0, regs.rax, 4, false, false);
+	check_one(cs, regs.rax, 4, false, false);
 }
 END_TEST
 
@@ -209,15 +205,11 @@ START_TEST(test_push_pop)
 
 	// pushfq
 	static const uint8_t pushf[] = { 0x9c };
-	r = DECODE(pushf);
-	ck_assert_uint_eq(r.n, 1);
-	check_access(r, 0, regs.rsp - 8, 8, true, true);
+	check_one(pushf, regs.rsp - 8, 8, true, true);
 
 	// pop rax
 	static const uint8_t pop[] = { 0x58 };
-	r = DECODE(pop);
-	ck_assert_uint_eq(r.n, 1);
-	check_access(r, 0, regs.rsp, 8, false, true);
+	check_one(pop, regs.rsp, 8, false, true);
 
 	// pop qword ptr [rsp+8]: the address uses RSP after the pop
 	static const uint8_t popm[] = { 0x8f, 0x44, 0x24, 0x08 };
@@ -238,9 +230,7 @@ START_TEST(test_call_ret)
 
 	// call rax: only the return address
 	static const uint8_t callr[] = { 0xff, 0xd0 };
-	r = DECODE(callr);
-	ck_assert_uint_eq(r.n, 1);
-	check_access(r, 0, regs.rsp - 8, 8, true, true);
+	check_one(callr, regs.rsp - 8, 8, true, true);
 
 	// call qword ptr [rax+8]: the pointer is read too
 	static const uint8_t callm[] = { 0xff, 0x50, 0x08 };
@@ -251,31 +241,21 @@ START_TEST(test_call_ret)
 
 	// ret; ret 8
 	static const uint8_t ret[] = { 0xc3 };
-	r = DECODE(ret);
-	ck_assert_uint_eq(r.n, 1);
-	check_access(r, 0, regs.rsp, 8, false, true);
+	check_one(ret, regs.rsp, 8, false, true);
 	static const uint8_t ret8[] = { 0xc2, 0x08, 0x00 };
-	r = DECODE(ret8);
-	ck_assert_uint_eq(r.n, 1);
-	check_access(r, 0, regs.rsp, 8, false, true);
+	check_one(ret8, regs.rsp, 8, false, true);
 
 	// leave: pops RBP from where RBP points
 	static const uint8_t leave[] = { 0xc9 };
-	r = DECODE(leave);
-	ck_assert_uint_eq(r.n, 1);
-	check_access(r, 0, regs.rbp, 8, false, true);
+	check_one(leave, regs.rbp, 8, false, true);
 
 	// enter 0x10, 0: pushes RBP
 	static const uint8_t enter[] = { 0xc8, 0x10, 0x00, 0x00 };
-	r = DECODE(enter);
-	ck_assert_uint_eq(r.n, 1);
-	check_access(r, 0, regs.rsp - 8, 8, true, true);
+	check_one(enter, regs.rsp - 8, 8, true, true);
 
 	// jmp qword ptr [rax]: a plain read, no stack
 	static const uint8_t jmpm[] = { 0xff, 0x20 };
-	r = DECODE(jmpm);
-	ck_assert_uint_eq(r.n, 1);
-	check_access(r, 0, regs.rax, 8, false, false);
+	check_one(jmpm, regs.rax, 8, false, false);
 }
 END_TEST
 
@@ -320,15 +300,11 @@ START_TEST(test_strings)
 
 	// rep stosq
 	static const uint8_t stosq[] = { 0xf3, 0x48, 0xab };
-	r = DECODE(stosq);
-	ck_assert_uint_eq(r.n, 1);
-	check_access(r, 0, regs.rdi, 8, true, true);
+	check_one(stosq, regs.rdi, 8, true, true);
 
 	// lodsd
 	static const uint8_t lodsd[] = { 0xad };
-	r = DECODE(lodsd);
-	ck_assert_uint_eq(r.n, 1);
-	check_access(r, 0, regs.rsi, 4, false, true);
+	check_one(lodsd, regs.rsi, 4, false, true);
 
 	// cmpsw: both read
 	static const uint8_t cmpsw[] = { 0x66, 0xa7 };
@@ -339,9 +315,7 @@ START_TEST(test_strings)
 
 	// repne scasb: reads RDI
 	static const uint8_t scasb[] = { 0xf2, 0xae };
-	r = DECODE(scasb);
-	ck_assert_uint_eq(r.n, 1);
-	check_access(r, 0, regs.rdi, 1, false, true);
+	check_one(scasb, regs.rdi, 1, false, true);
 
 	// addr32 movsb byte ptr es:[edi], byte ptr [esi]
 	regs.rsi = 0xaaaaaaaa00001234;
@@ -354,9 +328,7 @@ START_TEST(test_strings)
 
 	// movsd xmm0, qword ptr [rax]: SSE, not a string instruction
 	static const uint8_t ssemovsd[] = { 0xf2, 0x0f, 0x10, 0x00 };
-	r = DECODE(ssemovsd);
-	ck_assert_uint_eq(r.n, 1);
-	check_access(r, 0, regs.rax, 8, false, false);
+	check_one(ssemovsd, regs.rax, 8, false, false);
 }
 END_TEST
 
@@ -488,9 +460,7 @@ START_TEST(test_gather_scatter)
 	// as the index: it must not be used)
 	static const uint8_t scatter[] = { 0x62, 0xf2, 0x7d, 0x49, 0xa0, 0x54,
 					   0x88, 0x02 };
-	r = DECODE(scatter);
-	ck_assert_uint_eq(r.n, 1);
-	check_access(r, 0, regs.rax + 8, 0, true, false);
+	check_one(scatter, regs.rax + 8, 0, true, false);
 }
 END_TEST
 
