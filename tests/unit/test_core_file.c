@@ -1351,10 +1351,7 @@ int main(void)
 	tcase_add_test(tc, test_error_segment_wraps);
 	suite_add_tcase(s, tc);
 
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	int failed = hd_run_suite(s);
 	nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

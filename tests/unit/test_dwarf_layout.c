@@ -17,6 +17,7 @@
 #include "heapdom.h"
 #include "debuginfo/dwarf_layout.h"
 #include "dwarf_sample.h"
+#include "check_util.h"
 
 static char **sample_paths;
 static int num_samples;
@@ -351,9 +352,6 @@ int main(int argc, char **argv)
 	sample_paths = argv + 1;
 	num_samples = argc - 1;
 
-	SRunner *sr = srunner_create(dwarf_layout_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	int failed = hd_run_suite(dwarf_layout_suite());
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

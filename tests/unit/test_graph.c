@@ -1043,10 +1043,7 @@ int main(void)
 	tcase_add_test(tc, test_dominators_no_leak);
 	suite_add_tcase(s, tc);
 
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	int failed = hd_run_suite(s);
 	rmdir(debug_dir);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

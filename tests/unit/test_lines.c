@@ -490,9 +490,6 @@ int main(int argc, char **argv)
 	samples = argv + i;
 	num_samples = argc - i;
 
-	SRunner *sr = srunner_create(lines_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	int failed = hd_run_suite(lines_suite());
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

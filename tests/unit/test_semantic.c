@@ -443,9 +443,6 @@ int main(void)
 	tcase_add_loop_test(tc, test_random_against_model, 0, 400);
 	tcase_add_test(tc, test_failing_module_undone);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	int failed = hd_run_suite(s);
 	return failed ? 1 : 0;
 }

@@ -23,6 +23,7 @@
 #include "heapdom.h"
 #include "types/type_index.h"
 #include "type_sample.h"
+#include "check_util.h"
 
 static char **c_samples;
 static int num_c_samples;
@@ -996,9 +997,6 @@ int main(int argc, char **argv)
 	c_samples = argv + i;
 	num_c_samples = argc - i;
 
-	SRunner *sr = srunner_create(type_index_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	int failed = hd_run_suite(type_index_suite());
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
