@@ -4,7 +4,6 @@
 // and the code at its PC, decodes the memory access there, and resumes
 // them all. Batching keeps the time the process is stopped to one window
 // per round rather than one per thread.
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -321,25 +320,20 @@ static struct hd_error *seize(struct sampler *sp, int tid)
 // since the last round); *alive: whether the process still has threads.
 static struct hd_error *seize_new(struct sampler *sp, bool *alive)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/task", sp->r->pid);
-	DIR *dir = opendir(path);
-	*alive = dir != NULL;
-	if (!dir)
-		return errno == ENOENT ? NULL
-				       : hd_error_os(errno, path,
-						     "cannot list threads");
-	struct hd_error *err = NULL;
-	struct dirent *ent;
-	while (!err && (ent = readdir(dir))) {
-		char *end;
-		long tid = strtol(ent->d_name, &end, 10);
-		if (*end || tid <= 0 || known(sp, (int)tid) ||
-		    !wanted(sp->o, (int)tid))
-			continue;
-		err = seize(sp, (int)tid);
+	int *tids;
+	size_t n;
+	struct hd_error *err = hd_live_threads(sp->r->pid, &tids, &n);
+	*alive = !err || err->code != HD_ERROR_NOT_FOUND;
+	if (err) {
+		if (*alive)
+			return err;
+		hd_error_destroy(err);
+		return NULL;
 	}
-	closedir(dir);
+	for (size_t i = 0; i < n && !err; i++)
+		if (!known(sp, tids[i]) && wanted(sp->o, tids[i]))
+			err = seize(sp, tids[i]);
+	free(tids);
 	return err;
 }
 

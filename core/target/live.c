@@ -190,6 +190,56 @@ static char thread_state(int pid, int tid)
 	return state;
 }
 
+struct hd_error *hd_live_threads(int pid, int **tids, size_t *n)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	*tids = NULL;
+	*n = 0;
+	DIR *dir = opendir(path);
+	if (!dir)
+		return errno == ENOENT ? hd_error_create(HD_ERROR_NOT_FOUND,
+							 "process %d is gone", pid)
+				       : hd_error_os(errno, path, "cannot list threads");
+	size_t cap = 0;
+	struct dirent *ent;
+	while ((ent = readdir(dir))) {
+		char *end;
+		long tid = strtol(ent->d_name, &end, 10);
+		if (*end || tid <= 0)
+			continue;
+		if (!HD_VEC_PUSH(*tids, *n, cap, (int)tid)) {
+			closedir(dir);
+			free(*tids);
+			*tids = NULL;
+			*n = 0;
+			return &hd_error_no_memory;
+		}
+	}
+	closedir(dir);
+	return NULL;
+}
+
+// A thread of pid that is neither a zombie nor dead, or 0.
+static int running_thread(int pid)
+{
+	int *tids;
+	size_t n;
+	struct hd_error *err = hd_live_threads(pid, &tids, &n);
+	if (err) {
+		hd_error_destroy(err);
+		return 0;
+	}
+	int found = 0;
+	for (size_t i = 0; i < n && !found; i++) {
+		char state = thread_state(pid, tids[i]);
+		if (state && state != 'Z' && state != 'X')
+			found = tids[i];
+	}
+	free(tids);
+	return found;
+}
+
 struct proc_status {
 	char state;
 	int tgid;
@@ -392,28 +442,23 @@ static struct hd_error *seize_thread(struct live_target *lt, int tid)
 // *found tells whether there was any.
 static struct hd_error *seize_new_threads(struct live_target *lt, bool *found)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/task", lt->pid);
-	DIR *dir = opendir(path);
-	if (!dir) {
-		if (errno == ENOENT)
-			return hd_error_create(HD_ERROR_NOT_FOUND,
-				"process %d exited while heapdom was attaching",
-				lt->pid);
-		return hd_error_os(errno, path, "cannot list threads");
+	int *tids;
+	size_t n;
+	struct hd_error *err = hd_live_threads(lt->pid, &tids, &n);
+	if (err && err->code == HD_ERROR_NOT_FOUND) {
+		hd_error_destroy(err);
+		return hd_error_create(HD_ERROR_NOT_FOUND,
+				       "process %d exited while heapdom was attaching",
+				       lt->pid);
 	}
 	*found = false;
-	struct hd_error *err = NULL;
-	struct dirent *ent;
-	while (!err && (ent = readdir(dir))) {
-		char *end;
-		long tid = strtol(ent->d_name, &end, 10);
-		if (*end || tid <= 0 || thread_known(lt, tid))
+	for (size_t i = 0; i < n && !err; i++) {
+		if (thread_known(lt, tids[i]))
 			continue;
 		*found = true;
-		err = seize_thread(lt, tid);
+		err = seize_thread(lt, tids[i]);
 	}
-	closedir(dir);
+	free(tids);
 	return err;
 }
 
@@ -656,28 +701,6 @@ static const struct hd_target_ops live_ops = {
 	.destroy = live_destroy,
 };
 
-// A zombie main thread may lead threads that still run.
-static bool has_live_thread(int pid)
-{
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/task", pid);
-	DIR *dir = opendir(path);
-	if (!dir)
-		return false;
-	bool live = false;
-	struct dirent *ent;
-	while (!live && (ent = readdir(dir))) {
-		char *end;
-		long tid = strtol(ent->d_name, &end, 10);
-		if (*end || tid <= 0)
-			continue;
-		char state = thread_state(pid, tid);
-		live = state && state != 'Z' && state != 'X';
-	}
-	closedir(dir);
-	return live;
-}
-
 // Checks what can be checked before stopping anything, so that the common
 // mistakes get a precise message.
 static struct hd_error *check_process(int pid)
@@ -700,7 +723,7 @@ static struct hd_error *check_process(int pid)
 		return hd_error_create(HD_ERROR_INVALID,
 			"%d is a thread of process %d: attach to process %d",
 			pid, st.tgid, st.tgid);
-	if ((st.state == 'Z' || st.state == 'X') && !has_live_thread(pid))
+	if ((st.state == 'Z' || st.state == 'X') && !running_thread(pid))
 		return hd_error_create(HD_ERROR_NOT_FOUND,
 			"process %d has exited (it is a zombie): its memory is gone",
 			pid);
@@ -794,19 +817,9 @@ struct hd_error *hd_target_open_proc(int pid,
 	char path[64];
 	char st = thread_state(pid, pid);
 	if (st == 'Z' || st == 'X') {
-		snprintf(path, sizeof(path), "/proc/%d/task", pid);
-		DIR *dir = opendir(path);
-		struct dirent *ent;
-		while (dir && (ent = readdir(dir))) {
-			long tid = strtol(ent->d_name, NULL, 10);
-			char ts = tid > 0 ? thread_state(pid, (int)tid) : 0;
-			if (ts && ts != 'Z' && ts != 'X') {
-				lt->proc_tid = (int)tid;
-				break;
-			}
-		}
-		if (dir)
-			closedir(dir);
+		int tid = running_thread(pid);
+		if (tid)
+			lt->proc_tid = tid;
 	}
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/mem", pid, lt->proc_tid);
 	lt->mem_fd = open(path, O_RDONLY | O_CLOEXEC);

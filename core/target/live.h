@@ -24,5 +24,8 @@ struct hd_error *hd_live_check_process(int pid);
 // the thread is gone or a zombie (which the kernel refuses to trace); an
 // error names why the kernel refused otherwise (ptrace_scope, a tracer).
 struct hd_error *hd_live_seize(int pid, int tid, bool *seized);
+// The thread ids in /proc/PID/task, in a new array the caller frees.
+// HD_ERROR_NOT_FOUND when the process is gone.
+struct hd_error *hd_live_threads(int pid, int **tids, size_t *n);
 
 #endif
