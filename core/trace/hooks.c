@@ -19,29 +19,37 @@ static inline int power_of_two(size_t a)
 	return a && (a & (a - 1)) == 0;
 }
 
+// The traced half of a hook: out of line, reached by a tail call, so that
+// the hook's off path saves no registers.
+#define HD_TRACED static __attribute__((noinline))
+
+HD_TRACED void *malloc_on(size_t n, uint64_t pc)
+{
+	void *p = __libc_malloc(n);
+
+	return p ? hd_record_alloc(HD_TRACE_MALLOC, p, n, pc) : p;
+}
+
 HD_HIDDEN void *hd_malloc(size_t n)
 {
-	void *p;
-
 	if (HD_OFF())
 		return __libc_malloc(n);
-	p = __libc_malloc(n);
-	if (p)
-		hd_record_alloc(HD_TRACE_MALLOC, p, n, HD_CALLER_PC());
-	return p;
+	return malloc_on(n, HD_CALLER_PC());
+}
+
+HD_TRACED void *calloc_on(size_t n, size_t m, uint64_t pc)
+{
+	void *p = __libc_calloc(n, m);
+
+	// calloc failed if n * m overflows, so the product is exact here.
+	return p ? hd_record_alloc(HD_TRACE_CALLOC, p, (uint64_t)n * m, pc) : p;
 }
 
 HD_HIDDEN void *hd_calloc(size_t n, size_t m)
 {
-	void *p;
-
 	if (HD_OFF())
 		return __libc_calloc(n, m);
-	p = __libc_calloc(n, m);
-	// calloc failed if n * m overflows, so the product is exact here.
-	if (p)
-		hd_record_alloc(HD_TRACE_CALLOC, p, (uint64_t)n * m, HD_CALLER_PC());
-	return p;
+	return calloc_on(n, m, HD_CALLER_PC());
 }
 
 HD_HIDDEN void *hd_realloc(void *old, size_t n)
@@ -69,16 +77,18 @@ HD_HIDDEN void hd_free(void *p)
 	hd_free_hook(p);
 }
 
+HD_TRACED void *memalign_on(size_t align, size_t n, uint64_t pc)
+{
+	void *p = __libc_memalign(align, n);
+
+	return p ? hd_record_alloc(HD_TRACE_MEMALIGN, p, n, pc) : p;
+}
+
 HD_HIDDEN void *hd_memalign(size_t align, size_t n)
 {
-	void *p;
-
 	if (HD_OFF())
 		return __libc_memalign(align, n);
-	p = __libc_memalign(align, n);
-	if (p)
-		hd_record_alloc(HD_TRACE_MEMALIGN, p, n, HD_CALLER_PC());
-	return p;
+	return memalign_on(align, n, HD_CALLER_PC());
 }
 
 // The error is returned, errno left alone (POSIX); *out is untouched on
@@ -105,40 +115,41 @@ HD_HIDDEN int hd_posix_memalign(void **out, size_t align, size_t n)
 // fails with EINVAL; sizes need not be multiples of it.
 HD_HIDDEN void *hd_aligned_alloc(size_t align, size_t n)
 {
-	void *p;
-
 	if (!power_of_two(align)) {
 		errno = EINVAL;
 		return NULL;
 	}
-	p = __libc_memalign(align, n);
-	if (p && !HD_OFF())
-		hd_record_alloc(HD_TRACE_MEMALIGN, p, n, HD_CALLER_PC());
-	return p;
+	if (HD_OFF())
+		return __libc_memalign(align, n);
+	return memalign_on(align, n, HD_CALLER_PC());
+}
+
+HD_TRACED void *valloc_on(size_t n, uint64_t pc)
+{
+	void *p = __libc_valloc(n);
+
+	return p ? hd_record_alloc(HD_TRACE_MEMALIGN, p, n, pc) : p;
 }
 
 HD_HIDDEN void *hd_valloc(size_t n)
 {
-	void *p;
-
 	if (HD_OFF())
 		return __libc_valloc(n);
-	p = __libc_valloc(n);
-	if (p)
-		hd_record_alloc(HD_TRACE_MEMALIGN, p, n, HD_CALLER_PC());
-	return p;
+	return valloc_on(n, HD_CALLER_PC());
+}
+
+HD_TRACED void *pvalloc_on(size_t n, uint64_t pc)
+{
+	void *p = __libc_pvalloc(n);
+
+	return p ? hd_record_alloc(HD_TRACE_MEMALIGN, p, n, pc) : p;
 }
 
 HD_HIDDEN void *hd_pvalloc(size_t n)
 {
-	void *p;
-
 	if (HD_OFF())
 		return __libc_pvalloc(n);
-	p = __libc_pvalloc(n);
-	if (p)
-		hd_record_alloc(HD_TRACE_MEMALIGN, p, n, HD_CALLER_PC());
-	return p;
+	return pvalloc_on(n, HD_CALLER_PC());
 }
 
 HD_EXPORT void *malloc(size_t n) HD_ALIAS(hd_malloc);

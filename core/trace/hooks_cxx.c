@@ -29,9 +29,7 @@ new_common(enum hd_trace_op op, size_t n, size_t align, uint64_t pc)
 	size_t real = n ? n : 1;
 	void *p = align ? __libc_memalign(align, real) : __libc_malloc(real);
 
-	if (p && !HD_OFF())
-		hd_record_alloc(op, p, n, pc);
-	return p;
+	return p && !HD_OFF() ? hd_record_alloc(op, p, n, pc) : p;
 }
 
 #define HD_REAL(name, type, self) ((type)hd_real_function(name, (void *)(self)))

@@ -71,21 +71,39 @@ __attribute__((constructor)) static void hd_trace_init(void)
 		hd_state.enabled = 1;
 }
 
-// The HD_COLD functions spell their atomics out: hd_add and hd_claim are
-// always_inline, and GCC will not inline them into a general-regs-only
-// function.
-void hd_live_dropped(int mt)
+// The general paths: everything the fast paths (tables.h) leave.
+
+// The slot of call site pc, claimed if new; HD_TRACE_NO_SITE when
+// HD_SITE_PROBES slots in a row belong to other sites.
+static uint32_t site_slot(uint64_t pc, int mt)
 {
-	if (mt)
-		__atomic_fetch_add(&hd_state.dropped_live, 1, __ATOMIC_RELAXED);
-	else
-		hd_state.dropped_live++;
+	uint32_t i = hd_site_home(pc);
+
+	for (unsigned probe = 0; probe < HD_SITE_PROBES; probe++) {
+		struct hd_trace_site *s = &hd_state.sites[i];
+		uint64_t cur = __atomic_load_n(&s->pc, __ATOMIC_RELAXED);
+
+		if (cur == pc)
+			return i;
+		if (cur == 0) {
+			if (hd_claim(&s->pc, 0, pc, mt))
+				return i;
+			// Lost the race: the winner may have claimed it for
+			// this same pc.
+			if (__atomic_load_n(&s->pc, __ATOMIC_RELAXED) == pc)
+				return i;
+		}
+		// HD_TRACE_NO_SITE holds HD_TRACE_PC_NONE: never free, never
+		// a return address.
+		i = (i + 1) & (HD_TRACE_SITES - 1);
+	}
+	return HD_TRACE_NO_SITE;
 }
 
 // Keeps the size of a big block p; returns the info word of its live
 // entry, or 0 when the big table is full. Always atomic: this path is
 // rare and not worth a second copy.
-uint64_t hd_live_big_info(uint64_t p, uint64_t n, uint32_t birth)
+static uint64_t big_info(uint64_t p, uint64_t n, uint32_t birth)
 {
 	for (unsigned i = 0; i < HD_TRACE_BIG; i++) {
 		struct hd_trace_big *e = &hd_state.big[i];
@@ -103,7 +121,7 @@ uint64_t hd_live_big_info(uint64_t p, uint64_t n, uint32_t birth)
 }
 
 // Removes big block p's entry and returns its size (0 if it had none).
-uint64_t hd_live_big_take(uint64_t p)
+static uint64_t big_take(uint64_t p)
 {
 	for (unsigned i = 0; i < HD_TRACE_BIG; i++) {
 		struct hd_trace_big *e = &hd_state.big[i];
@@ -118,6 +136,133 @@ uint64_t hd_live_big_take(uint64_t p)
 	return 0;
 }
 
+// Open addressing from p's home slot: an empty (0) or deleted (1) slot is
+// claimed with a CAS; at most HD_LIVE_PROBES slots, then dropped_live.
+static void live_insert(uint64_t p, uint64_t n, uint32_t site, uint32_t birth,
+			int mt)
+{
+	uint32_t i = hd_live_home(p);
+	uint64_t key = p | (uint64_t)site << 48;
+	uint64_t info = (uint64_t)birth << 32 | n;
+
+	if (n >= HD_TRACE_BIG_SIZE || p >= HD_ADDR_LIMIT) {
+		info = p < HD_ADDR_LIMIT ? big_info(p, n, birth) : 0;
+		if (!info) {
+			hd_add(&hd_state.dropped_live, 1, mt);
+			return;
+		}
+	}
+	for (unsigned probe = 0; probe < HD_LIVE_PROBES; probe++) {
+		struct hd_trace_live *e = &hd_state.live[i];
+		uint64_t cur = __atomic_load_n(&e->key, __ATOMIC_RELAXED);
+
+		if (cur <= 1 && hd_claim(&e->key, cur, key, mt)) {
+			e->info = info;
+			return;
+		}
+		// A stale entry (freed while tracing was off): the address is
+		// ours now, so the slot is too. A stale big size goes too,
+		// unless this block is big as well: big_info then reused that
+		// very entry for it.
+		if (hd_key_is(cur, p)) {
+			if (HD_TRACE_INFO_SIZE(e->info) == HD_TRACE_BIG_SIZE &&
+			    HD_TRACE_INFO_SIZE(info) != HD_TRACE_BIG_SIZE)
+				big_take(p);
+			e->key = key;
+			e->info = info;
+			return;
+		}
+		i = (i + 1) & (HD_TRACE_LIVE - 1);
+	}
+	if (HD_TRACE_INFO_SIZE(info) == HD_TRACE_BIG_SIZE)
+		big_take(p);
+	hd_add(&hd_state.dropped_live, 1, mt);
+}
+
+// Removes p's live entry; returns 1 and its contents if it had one.
+// Stops at an empty slot (deleted slots keep chains intact).
+static int live_take(uint64_t p, struct hd_block *b)
+{
+	uint32_t i = hd_live_home(p);
+
+	for (unsigned probe = 0; probe < HD_LIVE_PROBES; probe++) {
+		struct hd_trace_live *e = &hd_state.live[i];
+		uint64_t cur = __atomic_load_n(&e->key, __ATOMIC_RELAXED);
+
+		if (hd_key_is(cur, p)) {
+			uint64_t info = e->info;
+
+			b->size = HD_TRACE_INFO_SIZE(info);
+			b->site = HD_TRACE_KEY_SITE(cur);
+			b->birth = HD_TRACE_INFO_BIRTH(info);
+			if (b->size == HD_TRACE_BIG_SIZE)
+				b->size = big_take(p);
+			__atomic_store_n(&e->key, 1, __ATOMIC_RELEASE);
+			return 1;
+		}
+		if (cur == 0)
+			return 0;
+		i = (i + 1) & (HD_TRACE_LIVE - 1);
+	}
+	return 0;
+}
+
+// Counts a free at pc of a block live_take found (found = 1) or not.
+static void count_free(int found, const struct hd_block *b, uint64_t pc,
+		       int mt)
+{
+	uint32_t site = site_slot(pc, mt);
+	uint64_t bytes = found ? b->size : 0;
+
+	hd_count(&hd_state.sites[site].op[HD_TRACE_FREE], bytes, mt);
+	if (found)
+		hd_count(hd_age_row(b->birth), bytes, mt);
+	else
+		hd_add(&hd_state.untracked_frees, 1, mt);
+}
+
+void *hd_alloc_slow(enum hd_trace_op op, void *p, uint64_t n, uint64_t pc)
+{
+	int mt = HD_MT();
+	uint32_t site = site_slot(pc, mt);
+
+	hd_count(&hd_state.sites[site].op[op], n, mt);
+	hd_count(&hd_state.classes[hd_size_class(n)], n, mt);
+	live_insert((uintptr_t)p, n, site, hd_state.epoch, mt);
+	return p;
+}
+
+void *hd_alloc_live_slow(void *p, uint64_t n, uint32_t site, uint32_t birth)
+{
+	live_insert((uintptr_t)p, n, site, birth, HD_MT());
+	return p;
+}
+
+void hd_free_slow(void *p, uint64_t pc)
+{
+	struct hd_block b;
+	int found = live_take((uintptr_t)p, &b);
+
+	count_free(found, &b, pc, HD_MT());
+	__libc_free(p);
+}
+
+void hd_free_site_slow(void *p, uint64_t pc, uint64_t size, uint32_t birth)
+{
+	struct hd_block b = { .size = size, .birth = birth };
+
+	count_free(1, &b, pc, HD_MT());
+	__libc_free(p);
+}
+
+void hd_free_on(void *p, uint64_t pc)
+{
+	if (HD_MT())
+		hd_free_fast(p, pc, 1);
+	else
+		hd_free_fast(p, pc, 0);
+}
+
 void *hd_traced_realloc(void *old, size_t n, uint64_t pc)
 {
 	struct hd_block b;
@@ -126,24 +271,20 @@ void *hd_traced_realloc(void *old, size_t n, uint64_t pc)
 
 	if (!old) {
 		p = __libc_realloc(NULL, n);
-		if (p)
-			hd_record_alloc(HD_TRACE_REALLOC, p, n, pc);
-		return p;
+		return p ? hd_record_alloc(HD_TRACE_REALLOC, p, n, pc) : p;
 	}
 	// Taken before the call: once realloc returns, another thread may
 	// be given the old address and insert it.
-	found = hd_live_take((uintptr_t)old, &b);
+	found = live_take((uintptr_t)old, &b);
 	p = __libc_realloc(old, n);
 	if (!p && n != 0) {
 		// Failed: the old block is still there; put its entry back.
 		if (found)
-			hd_live_insert((uintptr_t)old, b.size, b.site, b.birth,
-				       !__libc_single_threaded);
+			live_insert((uintptr_t)old, b.size, b.site, b.birth,
+				    HD_MT());
 		return NULL;
 	}
-	hd_record_free_of(found, &b, pc);
+	count_free(found, &b, pc, HD_MT());
 	// glibc's realloc(p, 0) frees p and returns NULL.
-	if (p)
-		hd_record_alloc(HD_TRACE_REALLOC, p, n, pc);
-	return p;
+	return p ? hd_record_alloc(HD_TRACE_REALLOC, p, n, pc) : p;
 }
