@@ -24,7 +24,7 @@ extern "C" {
 #endif
 
 #define HD_TRACE_MAGIC 0x4543415254444548ull // "HDTRACE" + 'E'
-#define HD_TRACE_VERSION 2
+#define HD_TRACE_VERSION 3
 #define HD_TRACE_SYMBOL "heapdom_trace"
 
 // Call sites: the return address into the caller of malloc (or of
@@ -46,6 +46,16 @@ extern "C" {
 // Ages at free, in epochs: bucket a < 63 holds age a exactly, bucket 63
 // ages of 63 and more.
 #define HD_TRACE_AGES 64
+
+// Per-thread counters: once the process has threads, each thread counts
+// into a shard of its own (plain adds, no atomic read-modify-write, no
+// cache line shared with other threads), claimed on its first traced
+// call. The counts of a table are the shared table's plus every shard's.
+// A shard keeps the counts of up to HD_TRACE_SHARD_SITES call sites; the
+// calls of other sites, and of the threads that found no shard left, go
+// to the shared tables (atomic adds).
+#define HD_TRACE_SHARDS 64
+#define HD_TRACE_SHARD_SITES 512
 
 enum hd_trace_op {
 	HD_TRACE_MALLOC,   // malloc, operator new (all forms)
@@ -92,6 +102,24 @@ struct hd_trace_big {
 	uint64_t size;
 };
 
+// A call site's counters in a shard.
+struct hd_trace_shard_site {
+	uint32_t slot; // the site's slot in `sites` + 1; 0: unused
+	uint32_t reserved;
+	struct hd_trace_count op[HD_TRACE_OPS];
+};
+
+// One thread's counters, added to the shared ones of the same name.
+struct hd_trace_shard {
+	uint64_t owner; // thread id of the thread that writes it; 0: free
+	uint64_t dropped_live;
+	uint64_t untracked_frees;
+	uint64_t reserved;
+	struct hd_trace_count classes[HD_TRACE_CLASSES];
+	struct hd_trace_count ages[HD_TRACE_AGES];
+	struct hd_trace_shard_site sites[HD_TRACE_SHARD_SITES];
+};
+
 struct hd_trace_state {
 	uint64_t magic;          // HD_TRACE_MAGIC
 	uint32_t version;        // HD_TRACE_VERSION
@@ -110,6 +138,7 @@ struct hd_trace_state {
 	struct hd_trace_big big[HD_TRACE_BIG];
 	struct hd_trace_site sites[HD_TRACE_SITES];
 	struct hd_trace_live live[HD_TRACE_LIVE];
+	struct hd_trace_shard shards[HD_TRACE_SHARDS];
 };
 
 #ifdef __cplusplus

@@ -107,6 +107,48 @@ static struct hd_error *read_head(struct hd_target *t, uint64_t addr,
 	return NULL;
 }
 
+static void add_count(struct hd_trace_count *to, const struct hd_trace_count *c)
+{
+	to->count += c->count;
+	to->bytes += c->bytes;
+}
+
+// Adds the threads' shards (heapdom_trace.h) to the shared counters: the
+// head's and the site rows (raw). A shard entry naming no slot is skipped
+// (a damaged core).
+static struct hd_error *fold_shards(struct hd_target *t, struct trace *tr,
+				    struct hd_trace_site *raw)
+{
+	size_t n = HD_TRACE_SHARDS;
+	struct hd_trace_shard *sh = malloc(n * sizeof(*sh));
+	if (!sh)
+		return &hd_error_no_memory;
+	struct hd_error *err = hd_target_read(t, tr->addr + offsetof(struct hd_trace_state, shards),
+					      sh, n * sizeof(*sh));
+	if (err) {
+		free(sh);
+		return hd_error_prefix(err, "cannot read the tracer's per-thread counters");
+	}
+	struct trace_head *h = &tr->head;
+	for (size_t i = 0; i < n; i++) {
+		h->dropped_live += sh[i].dropped_live;
+		h->untracked_frees += sh[i].untracked_frees;
+		for (int k = 0; k < HD_TRACE_CLASSES; k++)
+			add_count(&h->classes[k], &sh[i].classes[k]);
+		for (int k = 0; k < HD_TRACE_AGES; k++)
+			add_count(&h->ages[k], &sh[i].ages[k]);
+		for (size_t j = 0; j < HD_TRACE_SHARD_SITES; j++) {
+			const struct hd_trace_shard_site *ss = &sh[i].sites[j];
+			if (ss->slot == 0 || ss->slot > HD_TRACE_SITES)
+				continue;
+			for (int op = 0; op < HD_TRACE_OPS; op++)
+				add_count(&raw[ss->slot - 1].op[op], &ss->op[op]);
+		}
+	}
+	free(sh);
+	return NULL;
+}
+
 static struct hd_error *read_sites(struct hd_target *t, struct trace *tr)
 {
 	size_t n = HD_TRACE_SITES;
@@ -118,6 +160,11 @@ static struct hd_error *read_sites(struct hd_target *t, struct trace *tr)
 	if (err) {
 		free(raw);
 		return hd_error_prefix(err, "cannot read the tracer's call sites");
+	}
+	err = fold_shards(t, tr, raw);
+	if (err) {
+		free(raw);
+		return err;
 	}
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {

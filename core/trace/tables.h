@@ -2,14 +2,15 @@
 // its limits).
 //
 // Each traced call takes a fast path, inlined here: the call site is in
-// its home slot, the block's live entry goes to (or is found in) its home
-// slot, its size fits the entry. Anything else (a site's first call,
-// probing, stale entries, big sizes, lost races) is handed, by a tail
-// call, to the general code in record.c, which does the whole job again
-// from where the fast path stopped. Since every call the fast path makes
-// is a tail call, nothing lives across a call: the traced paths run in
-// the caller-saved registers, with no frame of their own (a traced
-// malloc + free pair costs the tracer about 110 instructions).
+// its home slot (and, with threads, in its home entry of the thread's
+// shard), the block's live entry goes to (or is found in) its home slot,
+// its size fits the entry. Anything else (a site's first call, a thread's
+// first call, probing, stale entries, big sizes, lost races) is handed,
+// by a tail call, to the general code in record.c, which does the whole
+// job again from where the fast path stopped. Since every call the fast
+// path makes is a tail call, nothing lives across a call: the recording
+// runs in caller-saved registers (a traced malloc + free pair costs the
+// tracer about 150 instructions, cachegrind).
 #ifndef HD_TRACE_TABLES_H
 #define HD_TRACE_TABLES_H
 
@@ -26,20 +27,20 @@
 #define HD_LIKELY(x) __builtin_expect(!!(x), 1)
 #define HD_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
-// mt selects atomic operations; every caller passes a constant, so each
-// recording function is compiled twice (see hd_free_on).
-HD_INLINE void hd_add(uint64_t *p, uint64_t v, int mt)
+// atomic: the counter is shared by threads; every caller passes a
+// constant.
+HD_INLINE void hd_add(uint64_t *p, uint64_t v, int atomic)
 {
-	if (mt)
+	if (atomic)
 		__atomic_fetch_add(p, v, __ATOMIC_RELAXED);
 	else
 		*p += v;
 }
 
-HD_INLINE void hd_count(struct hd_trace_count *c, uint64_t bytes, int mt)
+HD_INLINE void hd_count(struct hd_trace_count *c, uint64_t bytes, int atomic)
 {
-	hd_add(&c->count, 1, mt);
-	hd_add(&c->bytes, bytes, mt);
+	hd_add(&c->count, 1, atomic);
+	hd_add(&c->bytes, bytes, atomic);
 }
 
 HD_INLINE int hd_claim(uint64_t *p, uint64_t expect, uint64_t v, int mt)
@@ -52,10 +53,13 @@ HD_INLINE int hd_claim(uint64_t *p, uint64_t expect, uint64_t v, int mt)
 					   __ATOMIC_RELAXED);
 }
 
-// While the process has one thread (glibc's __libc_single_threaded)
-// plain adds and stores do: an atomic read-modify-write costs ~20 cycles,
-// and a traced malloc and free do about a dozen. Neither case is hinted as
-// the likely one: GCC would move the other out of line.
+// While the process has one thread (glibc's __libc_single_threaded) the
+// shared tables take plain adds and stores; with threads, each thread
+// counts into its shard (plain adds too) and claims live entries with a
+// CAS. An atomic read-modify-write costs ~20 cycles, drains the store
+// buffer, and bounces the counter's line between the threads' caches.
+// Neither case is hinted as the likely one: GCC would move the other out
+// of line.
 #define HD_MT() (!__builtin_expect_with_probability(__libc_single_threaded, 1, 0.5))
 
 // Class k of n: its bit length (0 for 0). A block that was allocated is
@@ -65,11 +69,12 @@ HD_INLINE unsigned hd_size_class(uint64_t n)
 	return 63 - (unsigned)__builtin_clzll(2 * n + 1);
 }
 
-HD_INLINE struct hd_trace_count *hd_age_row(uint32_t birth)
+// The age row of a block born in epoch birth.
+HD_INLINE unsigned hd_age(uint32_t birth)
 {
 	uint32_t age = hd_state.epoch - birth;
 
-	return &hd_state.ages[age < HD_TRACE_AGES ? age : HD_TRACE_AGES - 1];
+	return age < HD_TRACE_AGES ? age : HD_TRACE_AGES - 1;
 }
 
 // The home slot of call site pc.
@@ -110,12 +115,27 @@ HD_SLOW void hd_free_slow(void *p, uint64_t pc);
 HD_SLOW void hd_free_site_slow(void *p, uint64_t pc, uint64_t size,
 				 uint32_t birth);
 
-// Records block p of n bytes, allocated by op at pc; returns p.
+// The calling thread's shard row for site (its home entry), or NULL.
+HD_INLINE struct hd_trace_shard_site *hd_shard_site(struct hd_trace_shard *sh,
+						     uint32_t site)
+{
+	struct hd_trace_shard_site *ss;
+
+	if (HD_UNLIKELY((uintptr_t)sh <= (uintptr_t)HD_NO_SHARD))
+		return NULL;
+	ss = &sh->sites[site & (HD_TRACE_SHARD_SITES - 1)];
+	return HD_LIKELY(ss->slot == site + 1) ? ss : NULL;
+}
+
+// Records block p of n bytes, allocated by op at pc; returns p. mt: the
+// process has threads; the counts then go to the thread's shard.
 HD_INLINE void *hd_alloc_fast(enum hd_trace_op op, void *ptr, uint64_t n,
 			      uint64_t pc, int mt)
 {
 	uint64_t p = (uintptr_t)ptr;
 	uint32_t site = hd_site_home(pc);
+	unsigned k = hd_size_class(n);
+	struct hd_trace_count *row, *cls;
 	struct hd_trace_live *e;
 	uint32_t birth;
 	uint64_t cur;
@@ -123,8 +143,20 @@ HD_INLINE void *hd_alloc_fast(enum hd_trace_op op, void *ptr, uint64_t n,
 	if (HD_UNLIKELY(__atomic_load_n(&hd_state.sites[site].pc,
 					__ATOMIC_RELAXED) != pc))
 		return hd_alloc_slow(op, ptr, n, pc);
-	hd_count(&hd_state.sites[site].op[op], n, mt);
-	hd_count(&hd_state.classes[hd_size_class(n)], n, mt);
+	if (mt) {
+		struct hd_trace_shard *sh = hd_thread_shard;
+		struct hd_trace_shard_site *ss = hd_shard_site(sh, site);
+
+		if (HD_UNLIKELY(!ss))
+			return hd_alloc_slow(op, ptr, n, pc);
+		row = &ss->op[op];
+		cls = &sh->classes[k];
+	} else {
+		row = &hd_state.sites[site].op[op];
+		cls = &hd_state.classes[k];
+	}
+	hd_count(row, n, 0);
+	hd_count(cls, n, 0);
 	e = &hd_state.live[hd_live_home(p)];
 	cur = __atomic_load_n(&e->key, __ATOMIC_RELAXED);
 	birth = hd_state.epoch;
@@ -136,13 +168,22 @@ HD_INLINE void *hd_alloc_fast(enum hd_trace_op op, void *ptr, uint64_t n,
 	return ptr;
 }
 
-// Both copies of hd_alloc_fast; returns p.
+// The two copies of hd_alloc_fast (record.c): functions of their own, so
+// that the hooks calling them keep only their own values across glibc's
+// call, and the single-threaded copy does not save the registers the
+// threaded one needs.
+HD_HIDDEN void *hd_alloc_st(enum hd_trace_op op, void *p, uint64_t n,
+			    uint64_t pc);
+HD_HIDDEN void *hd_alloc_mt(enum hd_trace_op op, void *p, uint64_t n,
+			    uint64_t pc);
+
+// Records block p of n bytes, allocated by op at pc; returns p.
 HD_INLINE void *hd_record_alloc(enum hd_trace_op op, void *p, uint64_t n,
 				uint64_t pc)
 {
 	if (HD_MT())
-		return hd_alloc_fast(op, p, n, pc, 1);
-	return hd_alloc_fast(op, p, n, pc, 0);
+		return hd_alloc_mt(op, p, n, pc);
+	return hd_alloc_st(op, p, n, pc);
 }
 
 // Records the free of p at pc, then frees it. The entry is taken before
@@ -155,6 +196,7 @@ HD_INLINE void hd_free_fast(void *ptr, uint64_t pc, int mt)
 	uint64_t p = (uintptr_t)ptr;
 	struct hd_trace_live *e = &hd_state.live[hd_live_home(p)];
 	uint64_t cur = __atomic_load_n(&e->key, __ATOMIC_RELAXED);
+	struct hd_trace_count *row, *age;
 	uint64_t info, size;
 	uint32_t site, birth;
 
@@ -170,8 +212,20 @@ HD_INLINE void hd_free_fast(void *ptr, uint64_t pc, int mt)
 	if (HD_UNLIKELY(__atomic_load_n(&hd_state.sites[site].pc,
 					__ATOMIC_RELAXED) != pc))
 		return hd_free_site_slow(ptr, pc, size, birth);
-	hd_count(&hd_state.sites[site].op[HD_TRACE_FREE], size, mt);
-	hd_count(hd_age_row(birth), size, mt);
+	if (mt) {
+		struct hd_trace_shard *sh = hd_thread_shard;
+		struct hd_trace_shard_site *ss = hd_shard_site(sh, site);
+
+		if (HD_UNLIKELY(!ss))
+			return hd_free_site_slow(ptr, pc, size, birth);
+		row = &ss->op[HD_TRACE_FREE];
+		age = &sh->ages[hd_age(birth)];
+	} else {
+		row = &hd_state.sites[site].op[HD_TRACE_FREE];
+		age = &hd_state.ages[hd_age(birth)];
+	}
+	hd_count(row, size, 0);
+	hd_count(age, size, 0);
 	__libc_free(ptr);
 }
 

@@ -20,6 +20,15 @@
 // The tables, reached without the GOT: heapdom_trace is its exported alias.
 extern struct hd_trace_state hd_state HD_HIDDEN;
 
+// The calling thread's counter shard (heapdom_trace.h): NULL until its
+// first traced call while the process has threads, HD_NO_SHARD if it
+// found none free. Initial-exec: one %fs-relative load, no call (the
+// library is preloaded or, when injected, fits in glibc's static TLS
+// surplus).
+extern __thread struct hd_trace_shard *hd_thread_shard
+	HD_HIDDEN __attribute__((tls_model("initial-exec")));
+#define HD_NO_SHARD ((struct hd_trace_shard *)1)
+
 // glibc's own entry points of its allocator: calling them never comes
 // back into our hooks, and they need no dlsym at start-up.
 extern void *__libc_malloc(size_t n);

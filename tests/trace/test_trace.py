@@ -17,7 +17,7 @@ The fixture (trace_fixture.c) records what it did: per site function and
 operation the calls and sizes, per free its age in epochs, the blocks left
 allocated, and the tracer's state at its start (d0) and end (d1). Checked,
 as d1 - d0: calls per op, size classes, ages, untracked frees, nothing
-dropped; per site function (every pc inside it, the function's extent from
+dropped; one shard claimed per thread; per site function (every pc inside it, the function's extent from
 the symbol table) counts and bytes per op; no pc at all inside functions
 only called while tracing was off; the live entries of the blocks left
 allocated (size, site, birth epoch), including a block of 4 GiB - 1
@@ -39,11 +39,12 @@ import heaptest  # noqa: E402
 from heaptest import HarnessError  # noqa: E402
 
 MAGIC = 0x4543415254444548
-VERSION = 2
+VERSION = 3
 OPS = 5
 FREE = 4
 CLASSES = 64
 AGES = 64
+SHARD_SITES = 512
 
 EXPORTS = {
     "malloc", "calloc", "realloc", "reallocarray", "free", "memalign",
@@ -125,6 +126,7 @@ class Dump:
         self.state = None
         self.calls = [0] * OPS
         self.dropped = [0, 0, 0]
+        self.shards = None   # shards claimed by a thread
         self.classes = {}
         self.ages = {}
         self.sites = {}      # pc -> (counts[5], bytes[5])
@@ -136,6 +138,7 @@ class Truth:
         self.pid = self.sizeof = self.inject = self.enabled_at_start = None
         self.big_skipped = False
         self.big_reused = None
+        self.shards = None   # shards the fixture's threads must have claimed
         self.allocs = []     # (fn, op, size, count)
         self.frees = []      # (fn, bytes, age, count)
         self.live = []       # (ptr, size, fn, birth)
@@ -176,6 +179,8 @@ def parse_truth(path):
                 t.fns[w[1]] = int(w[2], 16)
             elif tag == "off":
                 t.off.add(w[1])
+            elif tag == "shards":
+                t.shards = int(w[1])
             elif tag == "big_skipped":
                 t.big_skipped = True
             elif tag == "big_reused":
@@ -190,6 +195,8 @@ def parse_truth(path):
                     d.calls = [int(x) for x in v]
                 elif kind == "dropped":
                     d.dropped = [int(x) for x in v]
+                elif kind == "shards":
+                    d.shards = int(v[0])
                 elif kind == "class":
                     d.classes[int(v[0])] = (int(v[1]), int(v[2]))
                 elif kind == "age":
@@ -283,6 +290,12 @@ def compare(truth, ext, enabled_at_start):
     got_calls = [d1.calls[i] - d0.calls[i] for i in range(OPS)]
     if got_calls != calls:
         problems.append("calls per op %s, want %s" % (got_calls, calls))
+    # Each thread counts into its own shard: the counts above are exact only
+    # if the reader adds them up, and threads must not have fallen back to
+    # the shared tables.
+    if d1.shards != truth.shards:
+        problems.append("%s shards claimed, want one per thread, as many as there are: %s"
+                        % (d1.shards, truth.shards))
     got = [d1.dropped[i] - d0.dropped[i] for i in range(3)]
     if got != [0, 0, untracked]:
         problems.append("dropped sites, dropped live, untracked frees = %s, want %s"
@@ -316,6 +329,13 @@ def compare(truth, ext, enabled_at_start):
             problems.append("%s: counts %s bytes %s, want counts %s bytes %s"
                             % (name, got_fn[name][0], got_fn[name][1],
                                per_fn[name][0], per_fn[name][1]))
+
+    # wide_site calls malloc from more sites than a shard holds: the counts
+    # above are exact only if the shared rows took the rest.
+    wide = sum(1 for pc in d1.sites if fn_of(ext, pc) == "wide_site")
+    if wide <= SHARD_SITES:
+        problems.append("wide_site has %d call sites, want more than a shard holds (%d)"
+                        % (wide, SHARD_SITES))
 
     # Blocks still allocated: their live entries.
     bad = 0

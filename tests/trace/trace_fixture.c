@@ -320,6 +320,66 @@ static void threads_phase(void) {
   st->enabled = 1;
 }
 
+/* One thread with more call sites than its shard has room for
+   (HD_TRACE_SHARD_SITES): the rest go to the shared rows. Every
+   malloc below is a call site of its own. */
+#define R4(x) x x x x
+#define R16(x) R4(R4(x))
+#define NWIDE (3 * 16 * 16)
+static void *wide[NWIDE];
+
+SITE void wide_site(void) {
+  int n = 0;
+  R16(R16(wide[n] = malloc(8); if (!wide[n++]) die("wide malloc failed");))
+  R16(R16(wide[n] = malloc(8); if (!wide[n++]) die("wide malloc failed");))
+  R16(R16(wide[n] = malloc(8); if (!wide[n++]) die("wide malloc failed");))
+}
+
+SITE void wide_free(void) {
+  for (int i = 0; i < NWIDE; i++) free(wide[i]);
+}
+
+/* More threads alive at once than there are shards, after the threads of
+   threads_phase have exited: free shards first, then those of exited
+   threads, and the last threads find none and count into the shared
+   tables (atomically). */
+#define NMANY (HD_TRACE_SHARDS + 6)
+static void *many_blocks[NMANY][2];
+
+SITE void many_site(void **v) {
+  for (int i = 0; i < 2; i++)
+    if (!(v[i] = malloc(24))) die("thread malloc failed");
+}
+
+SITE void many_free(void **v) {
+  for (int i = 0; i < 2; i++) free(v[i]);
+}
+
+static void *many_main(void *arg) {
+  pthread_barrier_wait(&go);
+  many_site((void **)arg);
+  many_free((void **)arg);
+  pthread_barrier_wait(&done);
+  return NULL;
+}
+
+static void many_threads_phase(void) {
+  pthread_t t[NMANY];
+  st->enabled = 0;
+  if (pthread_barrier_init(&go, NULL, NMANY + 1) || pthread_barrier_init(&done, NULL, NMANY + 1))
+    die("barrier");
+  for (int i = 0; i < NMANY; i++)
+    if (pthread_create(&t[i], NULL, many_main, many_blocks[i])) die("pthread_create");
+  st->enabled = 1;
+  pthread_barrier_wait(&go);
+  pthread_barrier_wait(&done);
+  st->enabled = 0;
+  for (int i = 0; i < NMANY; i++) pthread_join(t[i], NULL);
+  expect("many_site", 0, HD_TRACE_MALLOC, 24, 0, NMANY * 2);
+  expect("many_free", 1, HD_TRACE_FREE, 24, 0, NMANY * 2);
+  st->enabled = 1;
+}
+
 /* -------------------------------------------------------------- dump */
 
 static char obuf_mem[1 << 16];
@@ -341,10 +401,47 @@ static void hfield(uint64_t v) {
 /* dN state MAGIC VERSION SIZE ENABLED EPOCH PID
    dN calls C0..C4   (per op, the sum over all site slots)
    dN dropped SITES LIVE UNTRACKED  (SITES: the HD_TRACE_NO_SITE row's calls)
+   dN shards N                      (shards claimed by a thread)
    dN class K COUNT BYTES | dN age A COUNT BYTES  (non-zero ones)
    dN site PC COUNT0..4 BYTES0..4                  (used slots)
    dN live PTR SIZE SITEPC BIRTH                   (live entries; d1 only) */
+/* The counts as a reader sees them: the shared tables plus every thread's
+   shard (heapdom_trace.h). Static: the dump may run while tracing is on,
+   and must not allocate. */
+static struct hd_trace_site f_sites[HD_TRACE_SITES];
+static struct hd_trace_count f_classes[HD_TRACE_CLASSES], f_ages[HD_TRACE_AGES];
+static uint64_t f_dropped_live, f_untracked;
+static unsigned f_shards_used;
+
+static void add_count(struct hd_trace_count *to, const struct hd_trace_count *c) {
+  to->count += c->count;
+  to->bytes += c->bytes;
+}
+
+static void fold(void) {
+  memcpy(f_sites, st->sites, sizeof f_sites);
+  memcpy(f_classes, st->classes, sizeof f_classes);
+  memcpy(f_ages, st->ages, sizeof f_ages);
+  f_dropped_live = st->dropped_live;
+  f_untracked = st->untracked_frees;
+  f_shards_used = 0;
+  for (unsigned i = 0; i < HD_TRACE_SHARDS; i++) {
+    const struct hd_trace_shard *sh = &st->shards[i];
+    f_shards_used += sh->owner != 0;
+    f_dropped_live += sh->dropped_live;
+    f_untracked += sh->untracked_frees;
+    for (int k = 0; k < HD_TRACE_CLASSES; k++) add_count(&f_classes[k], &sh->classes[k]);
+    for (int k = 0; k < HD_TRACE_AGES; k++) add_count(&f_ages[k], &sh->ages[k]);
+    for (unsigned j = 0; j < HD_TRACE_SHARD_SITES; j++) {
+      const struct hd_trace_shard_site *ss = &sh->sites[j];
+      if (!ss->slot) continue;
+      for (int k = 0; k < HD_TRACE_OPS; k++) add_count(&f_sites[ss->slot - 1].op[k], &ss->op[k]);
+    }
+  }
+}
+
 static void dump_state(const char *tag, int live) {
+  fold();
   rec_begin(tag);
   ostr(&o, " state");
   hfield(st->magic);
@@ -358,38 +455,42 @@ static void dump_state(const char *tag, int live) {
   ostr(&o, " calls");
   for (int k = 0; k < HD_TRACE_OPS; k++) {
     uint64_t n = 0;
-    for (unsigned i = 0; i < HD_TRACE_SITES; i++) n += st->sites[i].op[k].count;
+    for (unsigned i = 0; i < HD_TRACE_SITES; i++) n += f_sites[i].op[k].count;
     field(n);
   }
   ostr(&o, "\n");
   rec_begin(tag);
   ostr(&o, " dropped");
   uint64_t unsited = 0;
-  for (int k = 0; k < HD_TRACE_OPS; k++) unsited += st->sites[HD_TRACE_NO_SITE].op[k].count;
+  for (int k = 0; k < HD_TRACE_OPS; k++) unsited += f_sites[HD_TRACE_NO_SITE].op[k].count;
   field(unsited);
-  field(st->dropped_live);
-  field(st->untracked_frees);
+  field(f_dropped_live);
+  field(f_untracked);
+  ostr(&o, "\n");
+  rec_begin(tag);
+  ostr(&o, " shards");
+  field((uint64_t)f_shards_used);
   ostr(&o, "\n");
   for (int k = 0; k < HD_TRACE_CLASSES; k++) {
-    if (!st->classes[k].count && !st->classes[k].bytes) continue;
+    if (!f_classes[k].count && !f_classes[k].bytes) continue;
     rec_begin(tag);
     ostr(&o, " class");
     field((uint64_t)k);
-    field(st->classes[k].count);
-    field(st->classes[k].bytes);
+    field(f_classes[k].count);
+    field(f_classes[k].bytes);
     ostr(&o, "\n");
   }
   for (int k = 0; k < HD_TRACE_AGES; k++) {
-    if (!st->ages[k].count && !st->ages[k].bytes) continue;
+    if (!f_ages[k].count && !f_ages[k].bytes) continue;
     rec_begin(tag);
     ostr(&o, " age");
     field((uint64_t)k);
-    field(st->ages[k].count);
-    field(st->ages[k].bytes);
+    field(f_ages[k].count);
+    field(f_ages[k].bytes);
     ostr(&o, "\n");
   }
   for (unsigned i = 0; i < HD_TRACE_SITES; i++) {
-    struct hd_trace_site *s = &st->sites[i];
+    struct hd_trace_site *s = &f_sites[i];
     if (!s->pc || i == HD_TRACE_NO_SITE) continue;
     rec_begin(tag);
     ostr(&o, " site");
@@ -483,6 +584,12 @@ int main(int argc, char **argv) {
   rec_begin("inject");
   field((uint64_t)inject);
   ostr(&o, "\n");
+  /* Each thread that allocates while on and the process has threads counts
+     into a shard of its own, while there are shards left: the NTHREADS of
+     threads_phase, the main thread, the NMANY of many_threads_phase. */
+  rec_begin("shards");
+  field((uint64_t)(NTHREADS + 1 + NMANY < HD_TRACE_SHARDS ? NTHREADS + 1 + NMANY : HD_TRACE_SHARDS));
+  ostr(&o, "\n");
   rec_begin("enabled_at_start");
   field(enabled_at_start);
   ostr(&o, "\n");
@@ -512,23 +619,35 @@ int main(int argc, char **argv) {
   free_z(d, 45);
   delete_e_rest();
 
+  /* Threads, before any stale entry exists: their allocations (and glibc's
+     for them, while off) must not land at a stale entry's address. */
+  threads_phase();
+  /* The main thread, now one of several: its own shard. */
+  wide_site();
+  expect("wide_site", 0, HD_TRACE_MALLOC, 8, 0, NWIDE);
+  wide_free();
+  expect("wide_free", 1, HD_TRACE_FREE, 8, 0, NWIDE);
+  many_threads_phase();
+
   site_stale();
   /* Off: nothing here may be counted, not even at site_a. */
   st->enabled = 0;
+  /* The untracked blocks first: while the blocks freed below (whose live
+     entries stay, stale) are still allocated, so that none of them can
+     be at a stale entry's address: a free there would take the stale
+     entry (a known limit) instead of counting as untracked. */
+  site_f();
   free_off(stale, NSTALE);
   site_a(a + NA, NOFF);
   free_off(a + NA, NOFF);
   site_off();
   free_off(offb, NOFF);
   free_big_off();
-  site_f();
   cxx_failures();
   st->enabled = 1;
   set_epoch(e0 + 74);
   free_untracked(f, NF);
   site_big_again();
-
-  threads_phase();
 
   st->enabled = 0;
   /* a[750..999] stay allocated, born at e0. */
@@ -579,6 +698,10 @@ int main(int argc, char **argv) {
   out_fn("delete_e_rest", (void (*)(void))delete_e_rest);
   out_fn("mt_site", (void (*)(void))mt_site);
   out_fn("mt_free", (void (*)(void))mt_free);
+  out_fn("wide_site", (void (*)(void))wide_site);
+  out_fn("wide_free", (void (*)(void))wide_free);
+  out_fn("many_site", (void (*)(void))many_site);
+  out_fn("many_free", (void (*)(void))many_free);
   rec_begin("off site_off\n");
   rec_begin("off site_f\n");
   rec_begin("off free_off\n");
