@@ -9,9 +9,9 @@
 //   claimed with a CAS on an empty slot. At most HD_SITE_PROBES slots are
 //   tried, then the call is counted in the HD_TRACE_NO_SITE row (its
 //   block gets that site).
-// - live: 16-byte entries, open addressing on the block's address,
-//   claimed on an empty (0) or deleted (1) slot, HD_LIVE_PROBES slots at
-//   most (then dropped_live). A free looks the address up (stopping at an
+// - live: 16-byte entries, open addressing on the block's address along
+//   two chains (live_find), claimed on an empty (0) or deleted (1) slot
+//   (then dropped_live). A free looks the address up (stopping at an
 //   empty slot: deleted slots keep chains intact), adds the age
 //   epoch - birth to the age table and marks the slot deleted. The lookup
 //   happens before the block goes back to malloc, so no other thread can
@@ -38,8 +38,8 @@
 //   counted at free in untracked_frees, with 0 bytes at the free's site.
 // - Deleted slots are reused but never become empty again: in a long run,
 //   looking up an address that is not in the table (an untracked free)
-//   walks HD_LIVE_PROBES slots. An allocation is dropped (dropped_live)
-//   only when that many slots in a row hold live blocks.
+//   walks both chains (80 slots). An allocation is dropped (dropped_live)
+//   only when both chains are full of live blocks.
 // - Allocations that fail are not counted; free(NULL) is not counted.
 // - A reader that stops the process in the middle of a hook sees that one
 //   call partly recorded (e.g. a live entry whose size is not written yet).
@@ -153,13 +153,59 @@ static uint64_t big_take(uint64_t p)
 	return 0;
 }
 
-// Open addressing from p's home slot: an empty (0) or deleted (1) slot is
-// claimed (with a CAS if mt); at most HD_LIVE_PROBES slots. Returns 0, or
-// 1 if the block was dropped (no slot, or the big table is full).
+// A live entry's slot is looked for along two chains. First from the
+// block's home slot (hd_live_home: neighbouring blocks, neighbouring
+// slots), HD_LIVE_HOME_PROBES slots at most; when all of those hold live
+// blocks (two dense runs of blocks whose homes overlap: a thread's heap
+// whose homes fall among the main heap's), from a slot hashed on the whole
+// address, HD_LIVE_PROBES slots at most. Slots never become empty again
+// (deleted ones stay 1), so a look-up that meets an empty slot on the
+// first chain knows the block is not on the second.
+#define HD_LIVE_HOME_PROBES 16
+
+static uint32_t live_second(uint64_t p)
+{
+	return (uint32_t)(((p >> 4) * HD_GOLDEN) >> 43) & (HD_TRACE_LIVE - 1);
+}
+
+// Where p's entry is or goes: the slot holding p (*found = 1), else the
+// first empty or deleted slot on p's chains (*found = 0); NULL when both
+// chains are full of other blocks.
+static struct hd_trace_live *live_find(uint64_t p, int *found)
+{
+	struct hd_trace_live *first_free = NULL;
+	uint32_t i = hd_live_home(p);
+	unsigned limit = HD_LIVE_HOME_PROBES;
+
+	*found = 0;
+	for (int chain = 0; chain < 2; chain++) {
+		for (unsigned probe = 0; probe < limit; probe++) {
+			struct hd_trace_live *e = &hd_state.live[i];
+			uint64_t cur = __atomic_load_n(&e->key, __ATOMIC_RELAXED);
+
+			if (cur > 1 && hd_key_is(cur, p)) {
+				*found = 1;
+				return e;
+			}
+			if (cur <= 1 && !first_free)
+				first_free = e;
+			if (cur == 0)
+				return first_free;
+			i = (i + 1) & (HD_TRACE_LIVE - 1);
+		}
+		i = live_second(p);
+		limit = HD_LIVE_PROBES;
+	}
+	return first_free;
+}
+
+// Claims a slot on p's chains for its entry (with a CAS if mt; a stale
+// entry of p's, freed while tracing was off, is taken over: the address is
+// ours now). Returns 0, or 1 if the block was dropped (no slot, or the big
+// table is full).
 static int live_insert(uint64_t p, uint64_t n, uint32_t site, uint32_t birth,
 		       int mt)
 {
-	uint32_t i = hd_live_home(p);
 	uint64_t key = p | (uint64_t)site << 48;
 	uint64_t info = (uint64_t)birth << 32 | n;
 
@@ -168,19 +214,17 @@ static int live_insert(uint64_t p, uint64_t n, uint32_t site, uint32_t birth,
 		if (!info)
 			return 1;
 	}
-	for (unsigned probe = 0; probe < HD_LIVE_PROBES; probe++) {
-		struct hd_trace_live *e = &hd_state.live[i];
-		uint64_t cur = __atomic_load_n(&e->key, __ATOMIC_RELAXED);
+	// Another thread may claim the slot first: look again.
+	for (;;) {
+		int found;
+		struct hd_trace_live *e = live_find(p, &found);
+		uint64_t cur;
 
-		if (cur <= 1 && hd_claim(&e->key, cur, key, mt)) {
-			e->info = info;
-			return 0;
-		}
-		// A stale entry (freed while tracing was off): the address is
-		// ours now, so the slot is too. A stale big size goes too,
-		// unless this block is big as well: big_info then reused that
-		// very entry for it.
-		if (hd_key_is(cur, p)) {
+		if (!e)
+			break;
+		if (found) {
+			// A stale big size goes too, unless this block is big
+			// as well: big_info then reused that very entry for it.
 			if (HD_TRACE_INFO_SIZE(e->info) == HD_TRACE_BIG_SIZE &&
 			    HD_TRACE_INFO_SIZE(info) != HD_TRACE_BIG_SIZE)
 				big_take(p);
@@ -188,39 +232,36 @@ static int live_insert(uint64_t p, uint64_t n, uint32_t site, uint32_t birth,
 			e->info = info;
 			return 0;
 		}
-		i = (i + 1) & (HD_TRACE_LIVE - 1);
+		cur = __atomic_load_n(&e->key, __ATOMIC_RELAXED);
+		if (cur <= 1 && hd_claim(&e->key, cur, key, mt)) {
+			e->info = info;
+			return 0;
+		}
 	}
 	if (HD_TRACE_INFO_SIZE(info) == HD_TRACE_BIG_SIZE)
 		big_take(p);
 	return 1;
 }
 
-// Removes p's live entry; returns 1 and its contents if it had one.
-// Stops at an empty slot (deleted slots keep chains intact).
+// Removes p's live entry; returns 1 and its contents if it had one. Only
+// the thread freeing p touches p's entry: no CAS.
 static int live_take(uint64_t p, struct hd_block *b)
 {
-	uint32_t i = hd_live_home(p);
+	int found;
+	struct hd_trace_live *e = live_find(p, &found);
+	uint64_t cur, info;
 
-	for (unsigned probe = 0; probe < HD_LIVE_PROBES; probe++) {
-		struct hd_trace_live *e = &hd_state.live[i];
-		uint64_t cur = __atomic_load_n(&e->key, __ATOMIC_RELAXED);
-
-		if (hd_key_is(cur, p)) {
-			uint64_t info = e->info;
-
-			b->size = HD_TRACE_INFO_SIZE(info);
-			b->site = HD_TRACE_KEY_SITE(cur);
-			b->birth = HD_TRACE_INFO_BIRTH(info);
-			if (b->size == HD_TRACE_BIG_SIZE)
-				b->size = big_take(p);
-			__atomic_store_n(&e->key, 1, __ATOMIC_RELEASE);
-			return 1;
-		}
-		if (cur == 0)
-			return 0;
-		i = (i + 1) & (HD_TRACE_LIVE - 1);
-	}
-	return 0;
+	if (!found)
+		return 0;
+	cur = e->key;
+	info = e->info;
+	b->size = HD_TRACE_INFO_SIZE(info);
+	b->site = HD_TRACE_KEY_SITE(cur);
+	b->birth = HD_TRACE_INFO_BIRTH(info);
+	if (b->size == HD_TRACE_BIG_SIZE)
+		b->size = big_take(p);
+	__atomic_store_n(&e->key, 1, __ATOMIC_RELEASE);
+	return 1;
 }
 
 // Shards (heapdom_trace.h).

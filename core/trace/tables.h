@@ -127,43 +127,62 @@ HD_INLINE struct hd_trace_shard_site *hd_shard_site(struct hd_trace_shard *sh,
 	return HD_LIKELY(ss->slot == site + 1) ? ss : NULL;
 }
 
+// Where a call at pc counts on the fast path: its site's slot, the
+// site's row for op and the classes and ages it adds to, in the thread's
+// shard (mt) or the shared tables. 0: the call needs the general path
+// (the site is not in its home slot, or not in its home entry of the
+// thread's shard).
+struct hd_fast {
+	uint32_t site;
+	struct hd_trace_count *row, *classes, *ages;
+};
+
+HD_INLINE int hd_fast_rows(uint64_t pc, enum hd_trace_op op, int mt,
+			   struct hd_fast *f)
+{
+	f->site = hd_site_home(pc);
+	if (HD_UNLIKELY(__atomic_load_n(&hd_state.sites[f->site].pc,
+					__ATOMIC_RELAXED) != pc))
+		return 0;
+	if (mt) {
+		struct hd_trace_shard *sh = hd_thread_shard;
+		struct hd_trace_shard_site *ss = hd_shard_site(sh, f->site);
+
+		if (HD_UNLIKELY(!ss))
+			return 0;
+		f->row = &ss->op[op];
+		f->classes = sh->classes;
+		f->ages = sh->ages;
+	} else {
+		f->row = &hd_state.sites[f->site].op[op];
+		f->classes = hd_state.classes;
+		f->ages = hd_state.ages;
+	}
+	return 1;
+}
+
 // Records block p of n bytes, allocated by op at pc; returns p. mt: the
 // process has threads; the counts then go to the thread's shard.
 HD_INLINE void *hd_alloc_fast(enum hd_trace_op op, void *ptr, uint64_t n,
 			      uint64_t pc, int mt)
 {
 	uint64_t p = (uintptr_t)ptr;
-	uint32_t site = hd_site_home(pc);
-	unsigned k = hd_size_class(n);
-	struct hd_trace_count *row, *cls;
 	struct hd_trace_live *e;
+	struct hd_fast f;
 	uint32_t birth;
 	uint64_t cur;
 
-	if (HD_UNLIKELY(__atomic_load_n(&hd_state.sites[site].pc,
-					__ATOMIC_RELAXED) != pc))
+	if (HD_UNLIKELY(!hd_fast_rows(pc, op, mt, &f)))
 		return hd_alloc_slow(op, ptr, n, pc);
-	if (mt) {
-		struct hd_trace_shard *sh = hd_thread_shard;
-		struct hd_trace_shard_site *ss = hd_shard_site(sh, site);
-
-		if (HD_UNLIKELY(!ss))
-			return hd_alloc_slow(op, ptr, n, pc);
-		row = &ss->op[op];
-		cls = &sh->classes[k];
-	} else {
-		row = &hd_state.sites[site].op[op];
-		cls = &hd_state.classes[k];
-	}
-	hd_count(row, n, 0);
-	hd_count(cls, n, 0);
+	hd_count(f.row, n, 0);
+	hd_count(&f.classes[hd_size_class(n)], n, 0);
 	e = &hd_state.live[hd_live_home(p)];
 	cur = __atomic_load_n(&e->key, __ATOMIC_RELAXED);
 	birth = hd_state.epoch;
 	// n + 1 < 2^32: n is below HD_TRACE_BIG_SIZE.
 	if (HD_UNLIKELY(((n + 1) >> 32 | p >> 48) != 0 || cur > 1 ||
-			!hd_claim(&e->key, cur, p | (uint64_t)site << 48, mt)))
-		return hd_alloc_live_slow(ptr, n, site, birth);
+			!hd_claim(&e->key, cur, p | (uint64_t)f.site << 48, mt)))
+		return hd_alloc_live_slow(ptr, n, f.site, birth);
 	e->info = (uint64_t)birth << 32 | n;
 	return ptr;
 }
@@ -196,9 +215,9 @@ HD_INLINE void hd_free_fast(void *ptr, uint64_t pc, int mt)
 	uint64_t p = (uintptr_t)ptr;
 	struct hd_trace_live *e = &hd_state.live[hd_live_home(p)];
 	uint64_t cur = __atomic_load_n(&e->key, __ATOMIC_RELAXED);
-	struct hd_trace_count *row, *age;
+	struct hd_fast f;
 	uint64_t info, size;
-	uint32_t site, birth;
+	uint32_t birth;
 
 	if (HD_UNLIKELY(!hd_key_is(cur, p)))
 		return hd_free_slow(ptr, pc);
@@ -208,24 +227,10 @@ HD_INLINE void hd_free_fast(void *ptr, uint64_t pc, int mt)
 	if (HD_UNLIKELY(size == HD_TRACE_BIG_SIZE))
 		return hd_free_slow(ptr, pc);
 	__atomic_store_n(&e->key, 1, __ATOMIC_RELEASE);
-	site = hd_site_home(pc);
-	if (HD_UNLIKELY(__atomic_load_n(&hd_state.sites[site].pc,
-					__ATOMIC_RELAXED) != pc))
+	if (HD_UNLIKELY(!hd_fast_rows(pc, HD_TRACE_FREE, mt, &f)))
 		return hd_free_site_slow(ptr, pc, size, birth);
-	if (mt) {
-		struct hd_trace_shard *sh = hd_thread_shard;
-		struct hd_trace_shard_site *ss = hd_shard_site(sh, site);
-
-		if (HD_UNLIKELY(!ss))
-			return hd_free_site_slow(ptr, pc, size, birth);
-		row = &ss->op[HD_TRACE_FREE];
-		age = &sh->ages[hd_age(birth)];
-	} else {
-		row = &hd_state.sites[site].op[HD_TRACE_FREE];
-		age = &hd_state.ages[hd_age(birth)];
-	}
-	hd_count(row, size, 0);
-	hd_count(age, size, 0);
+	hd_count(f.row, size, 0);
+	hd_count(&f.ages[hd_age(birth)], size, 0);
 	__libc_free(ptr);
 }
 

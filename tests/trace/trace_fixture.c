@@ -301,23 +301,34 @@ static void *thread_main(void *arg) {
   return NULL;
 }
 
-/* Threads are created and joined while tracing is off (the loader and
-   libc allocate for them); they allocate between the barriers, while on. */
-static void threads_phase(void) {
-  pthread_t t[NTHREADS];
+/* Runs main(arg(i)) in n threads (at most MAXTHREADS), created and joined
+   while tracing is off (the loader and libc allocate for them); they
+   allocate between the barriers go and done, all alive, while on. */
+#define MAXTHREADS 128
+static void run_threads(int n, void *(*main)(void *), void *(*arg)(int)) {
+  pthread_t t[MAXTHREADS];
+  if (n > MAXTHREADS) die("too many threads");
   st->enabled = 0;
-  if (pthread_barrier_init(&go, NULL, NTHREADS + 1) || pthread_barrier_init(&done, NULL, NTHREADS + 1))
+  if (pthread_barrier_init(&go, NULL, n + 1) || pthread_barrier_init(&done, NULL, n + 1))
     die("barrier");
-  for (int i = 0; i < NTHREADS; i++)
-    if (pthread_create(&t[i], NULL, thread_main, mt_blocks[i])) die("pthread_create");
+  for (int i = 0; i < n; i++)
+    if (pthread_create(&t[i], NULL, main, arg(i))) die("pthread_create");
   st->enabled = 1;
   pthread_barrier_wait(&go);
   pthread_barrier_wait(&done);
   st->enabled = 0;
-  for (int i = 0; i < NTHREADS; i++) pthread_join(t[i], NULL);
+  for (int i = 0; i < n; i++) pthread_join(t[i], NULL);
+  pthread_barrier_destroy(&go);
+  pthread_barrier_destroy(&done);
+  st->enabled = 1;
+}
+
+static void *mt_arg(int i) { return mt_blocks[i]; }
+
+static void threads_phase(void) {
+  run_threads(NTHREADS, thread_main, mt_arg);
   expect("mt_site", 0, HD_TRACE_MALLOC, 40, 0, NTHREADS * NMT);
   expect("mt_free", 1, HD_TRACE_FREE, 40, 0, NTHREADS * NMT);
-  st->enabled = 1;
 }
 
 /* One thread with more call sites than its shard has room for
@@ -363,21 +374,12 @@ static void *many_main(void *arg) {
   return NULL;
 }
 
+static void *many_arg(int i) { return many_blocks[i]; }
+
 static void many_threads_phase(void) {
-  pthread_t t[NMANY];
-  st->enabled = 0;
-  if (pthread_barrier_init(&go, NULL, NMANY + 1) || pthread_barrier_init(&done, NULL, NMANY + 1))
-    die("barrier");
-  for (int i = 0; i < NMANY; i++)
-    if (pthread_create(&t[i], NULL, many_main, many_blocks[i])) die("pthread_create");
-  st->enabled = 1;
-  pthread_barrier_wait(&go);
-  pthread_barrier_wait(&done);
-  st->enabled = 0;
-  for (int i = 0; i < NMANY; i++) pthread_join(t[i], NULL);
+  run_threads(NMANY, many_main, many_arg);
   expect("many_site", 0, HD_TRACE_MALLOC, 24, 0, NMANY * 2);
   expect("many_free", 1, HD_TRACE_FREE, 24, 0, NMANY * 2);
-  st->enabled = 1;
 }
 
 /* -------------------------------------------------------------- dump */
