@@ -78,14 +78,32 @@ static void check_access_(const struct result *r, size_t i, uint64_t addr,
 #define check_access(r, i, addr, size, write, implicit)                       \
 	check_access_(&(r), i, addr, size, write, implicit, #r)
 
-// Decodes code, which must make exactly one access, and checks it.
+// Decodes code, which must be one instruction of len bytes making exactly
+// one access, and checks it.
 static void check_one_(const uint8_t *code, size_t len, uint64_t addr,
 		       uint32_t size, bool write, bool implicit, const char *what)
 {
 	struct result r = decode_at(code, len, PC);
 
 	ck_assert_msg(r.n == 1, "%s: %zu accesses, want 1", what, r.n);
+	ck_assert_msg(r.len == len, "%s: length %zu, want %zu", what, r.len, len);
 	check_access_(&r, 0, addr, size, write, implicit, what);
+}
+
+// Instructions that make one access at [rax].
+struct rax_case {
+	const char *what;
+	uint8_t bytes[8];
+	size_t len;
+	uint32_t size;
+	bool write;
+};
+
+static void check_rax_cases(const struct rax_case *cases, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		check_one_(cases[i].bytes, cases[i].len, regs.rax, cases[i].size,
+			   cases[i].write, false, cases[i].what);
 }
 #define check_one(code, addr, size, write, implicit)                          \
 	check_one_(code, sizeof(code), addr, size, write, implicit, #code)
@@ -367,13 +385,7 @@ END_TEST
 
 START_TEST(test_read_modify_write)
 {
-	static const struct {
-		const char *what;
-		uint8_t bytes[8];
-		size_t len;
-		uint32_t size;
-		bool write;
-	} cases[] = {
+	static const struct rax_case cases[] = {
 		{ "lock cmpxchg qword ptr [rax], rcx",
 		  { 0xf0, 0x48, 0x0f, 0xb1, 0x08 }, 5, 8, true },
 		{ "cmpxchg qword ptr [rax], rcx",
@@ -402,26 +414,13 @@ START_TEST(test_read_modify_write)
 		{ "cmove rax, qword ptr [rax]",
 		  { 0x48, 0x0f, 0x44, 0x00 }, 4, 8, false },
 	};
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct result r = decode_at(cases[i].bytes, cases[i].len, PC);
-		ck_assert_msg(r.n == 1, "%s: %zu accesses", cases[i].what, r.n);
-		ck_assert_msg(r.len == cases[i].len, "%s: length %zu",
-			      cases[i].what, r.len);
-		check_access_(&r, 0, regs.rax, cases[i].size, cases[i].write,
-			      false, cases[i].what);
-	}
+	check_rax_cases(cases, sizeof(cases) / sizeof(cases[0]));
 }
 END_TEST
 
 START_TEST(test_vector)
 {
-	static const struct {
-		const char *what;
-		uint8_t bytes[8];
-		size_t len;
-		uint32_t size;
-		bool write;
-	} cases[] = {
+	static const struct rax_case cases[] = {
 		{ "movdqu xmm0, xmmword ptr [rax]",
 		  { 0xf3, 0x0f, 0x6f, 0x00 }, 4, 16, false },
 		{ "movdqu xmmword ptr [rax], xmm0",
@@ -438,12 +437,7 @@ START_TEST(test_vector)
 		{ "vmaskmovps ymmword ptr [rax], ymm1, ymm2",
 		  { 0xc4, 0xe2, 0x75, 0x2e, 0x10 }, 5, 32, true },
 	};
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct result r = decode_at(cases[i].bytes, cases[i].len, PC);
-		ck_assert_msg(r.n == 1, "%s: %zu accesses", cases[i].what, r.n);
-		check_access_(&r, 0, regs.rax, cases[i].size, cases[i].write,
-			      false, cases[i].what);
-	}
+	check_rax_cases(cases, sizeof(cases) / sizeof(cases[0]));
 }
 END_TEST
 
