@@ -92,6 +92,7 @@ __attribute__((constructor)) static void hd_trace_init(void)
 
 // The slot of call site pc, claimed if new; HD_TRACE_NO_SITE when
 // HD_SITE_PROBES slots in a row belong to other sites.
+#define HD_SITE_PROBES 64
 static uint32_t site_slot(uint64_t pc, int mt)
 {
 	uint32_t i = hd_site_home(pc);
@@ -153,6 +154,13 @@ static uint64_t big_take(uint64_t p)
 	return 0;
 }
 
+// What the live table knew of a block.
+struct hd_block {
+	uint64_t size;
+	uint32_t site;
+	uint32_t birth;
+};
+
 // A live entry's slot is looked for along two chains. First from the
 // block's home slot (hd_live_home: neighbouring blocks, neighbouring
 // slots), HD_LIVE_HOME_PROBES slots at most; when all of those hold live
@@ -162,6 +170,7 @@ static uint64_t big_take(uint64_t p)
 // (deleted ones stay 1), so a look-up that meets an empty slot on the
 // first chain knows the block is not on the second.
 #define HD_LIVE_HOME_PROBES 16
+#define HD_LIVE_PROBES 64
 
 static uint32_t live_second(uint64_t p)
 {

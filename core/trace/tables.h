@@ -18,8 +18,6 @@
 
 #include "trace_internal.h"
 
-#define HD_SITE_PROBES 64
-#define HD_LIVE_PROBES 64
 #define HD_GOLDEN 0x9E3779B97F4A7C15ull
 #define HD_ADDR_LIMIT (1ull << 48) // live keys hold 48 address bits
 

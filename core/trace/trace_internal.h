@@ -39,13 +39,6 @@ extern void *__libc_memalign(size_t align, size_t n);
 extern void *__libc_valloc(size_t n);
 extern void *__libc_pvalloc(size_t n);
 
-// What the live table knew of a block.
-struct hd_block {
-	uint64_t size;
-	uint32_t site;
-	uint32_t birth;
-};
-
 // realloc while tracing: the old block's free and the new block.
 HD_HIDDEN void *hd_traced_realloc(void *old, size_t n, uint64_t pc);
 
