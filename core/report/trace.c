@@ -107,6 +107,23 @@ static struct hd_error *read_head(struct hd_target *t, uint64_t addr,
 	return NULL;
 }
 
+// Reads one of the tracer's tables (what: its name in the error) into a
+// new buffer, *out; the caller frees it.
+static struct hd_error *read_table(struct hd_target *t, uint64_t addr, size_t bytes,
+				   const char *what, void **out)
+{
+	void *buf = malloc(bytes);
+	if (!buf)
+		return &hd_error_no_memory;
+	struct hd_error *err = hd_target_read(t, addr, buf, bytes);
+	if (err) {
+		free(buf);
+		return hd_error_prefix(err, "cannot read the tracer's %s", what);
+	}
+	*out = buf;
+	return NULL;
+}
+
 static void add_count(struct hd_trace_count *to, const struct hd_trace_count *c)
 {
 	to->count += c->count;
@@ -120,15 +137,11 @@ static struct hd_error *fold_shards(struct hd_target *t, struct trace *tr,
 				    struct hd_trace_site *raw)
 {
 	size_t n = HD_TRACE_SHARDS;
-	struct hd_trace_shard *sh = malloc(n * sizeof(*sh));
-	if (!sh)
-		return &hd_error_no_memory;
-	struct hd_error *err = hd_target_read(t, tr->addr + offsetof(struct hd_trace_state, shards),
-					      sh, n * sizeof(*sh));
-	if (err) {
-		free(sh);
-		return hd_error_prefix(err, "cannot read the tracer's per-thread counters");
-	}
+	struct hd_trace_shard *sh = NULL;
+	struct hd_error *err = read_table(t, tr->addr + offsetof(struct hd_trace_state, shards),
+					  n * sizeof(*sh), "per-thread counters", (void **)&sh);
+	if (err)
+		return err;
 	struct trace_head *h = &tr->head;
 	for (size_t i = 0; i < n; i++) {
 		h->dropped_live += sh[i].dropped_live;
@@ -152,15 +165,11 @@ static struct hd_error *fold_shards(struct hd_target *t, struct trace *tr,
 static struct hd_error *read_sites(struct hd_target *t, struct trace *tr)
 {
 	size_t n = HD_TRACE_SITES;
-	struct hd_trace_site *raw = malloc(n * sizeof(*raw));
-	if (!raw)
-		return &hd_error_no_memory;
-	struct hd_error *err = hd_target_read(t, tr->addr + offsetof(struct hd_trace_state, sites),
-					      raw, n * sizeof(*raw));
-	if (err) {
-		free(raw);
-		return hd_error_prefix(err, "cannot read the tracer's call sites");
-	}
+	struct hd_trace_site *raw = NULL;
+	struct hd_error *err = read_table(t, tr->addr + offsetof(struct hd_trace_state, sites),
+					  n * sizeof(*raw), "call sites", (void **)&raw);
+	if (err)
+		return err;
 	err = fold_shards(t, tr, raw);
 	if (err) {
 		free(raw);
