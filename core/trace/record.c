@@ -384,12 +384,13 @@ static void count_site(struct sink k, uint32_t site, enum hd_trace_op op,
 	hd_count(c, bytes, atomic);
 }
 
+// The sink's counter or table `name`.
+#define SINK_FIELD(k, name) ((k).shard ? &(k).shard->name : &hd_state.name)
 #define SINK_TABLE(k, name) ((k).shard ? (k).shard->name : hd_state.name)
 
 static void count_dropped(struct sink k)
 {
-	hd_add(k.shard ? &k.shard->dropped_live : &hd_state.dropped_live, 1,
-	       k.atomic);
+	hd_add(SINK_FIELD(k, dropped_live), 1, k.atomic);
 }
 
 // Counts a free at pc of a block live_take found (found = 1) or not.
@@ -403,8 +404,7 @@ static void count_free(struct sink k, int found, const struct hd_block *b,
 	if (found)
 		hd_count(&SINK_TABLE(k, ages)[hd_age(b->birth)], bytes, k.atomic);
 	else
-		hd_add(k.shard ? &k.shard->untracked_frees : &hd_state.untracked_frees,
-		       1, k.atomic);
+		hd_add(SINK_FIELD(k, untracked_frees), 1, k.atomic);
 }
 
 static void count_alloc(struct sink k, enum hd_trace_op op, void *p,
@@ -460,24 +460,14 @@ void *hd_alloc_mt(enum hd_trace_op op, void *p, uint64_t n, uint64_t pc)
 	return hd_alloc_fast(op, p, n, pc, 1);
 }
 
-// Two functions: the threaded path needs more registers, which the
-// single-threaded one would otherwise save too.
-static __attribute__((noinline)) void free_mt(void *p, uint64_t pc)
-{
-	hd_free_fast(p, pc, 1);
-}
-
-static __attribute__((noinline)) void free_st(void *p, uint64_t pc)
+void hd_free_st(void *p, uint64_t pc)
 {
 	hd_free_fast(p, pc, 0);
 }
 
-void hd_free_on(void *p, uint64_t pc)
+void hd_free_mt(void *p, uint64_t pc)
 {
-	if (HD_MT())
-		free_mt(p, pc);
-	else
-		free_st(p, pc);
+	hd_free_fast(p, pc, 1);
 }
 
 void *hd_traced_realloc(void *old, size_t n, uint64_t pc)

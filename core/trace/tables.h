@@ -102,8 +102,9 @@ HD_INLINE int hd_key_is(uint64_t k, uint64_t p)
 }
 
 // The general paths (record.c). Each finishes the call the fast path
-// began, and returns what the hook returns. Not inlined into hd_free_on,
-// which is in the same file: they would need registers saved there.
+// began, and returns what the hook returns. Not inlined into the copies
+// of the fast paths, which are in the same file: they would need
+// registers saved there.
 #define HD_SLOW HD_HIDDEN __attribute__((noinline, cold))
 HD_SLOW void *hd_alloc_slow(enum hd_trace_op op, void *p, uint64_t n,
 			      uint64_t pc);
@@ -232,10 +233,11 @@ HD_INLINE void hd_free_fast(void *ptr, uint64_t pc, int mt)
 	__libc_free(ptr);
 }
 
-// The traced free of p (not NULL) at pc (record.c): a function of its
-// own, reached by a tail call from the hooks, so that their off path
-// saves no registers.
-HD_HIDDEN void hd_free_on(void *p, uint64_t pc);
+// The two copies of hd_free_fast, the traced free of p (not NULL) at pc
+// (record.c): functions of their own, reached by a tail call from the
+// hooks, so that their off path saves no registers.
+HD_HIDDEN void hd_free_st(void *p, uint64_t pc);
+HD_HIDDEN void hd_free_mt(void *p, uint64_t pc);
 
 // The body of free() and of every operator delete: one branch when off.
 // Always inlined, so the return address is the hook's own (GCC's rule for
@@ -252,7 +254,10 @@ HD_INLINE void hd_free_hook(void *p)
 		__libc_free(p);
 		return;
 	}
-	hd_free_on(p, HD_CALLER_PC());
+	if (HD_MT())
+		hd_free_mt(p, HD_CALLER_PC());
+	else
+		hd_free_st(p, HD_CALLER_PC());
 }
 
 #endif // HD_TRACE_TABLES_H
