@@ -813,20 +813,16 @@ _CALL_REGS = ("rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp", "r8", "r9"
               "r10", "r11", "r12", "r13", "r14", "r15", "rip", "eflags")
 
 
-def _entry_point():
-    text = gdb.execute("info auxv", to_string=True)
-    m = re.search(r"AT_ENTRY\s.*?(0x[0-9a-fA-F]+)", text)
-    if not m:
-        raise gdb.GdbError("heapdom: cannot find the program's entry point (info auxv)")
-    return int(m.group(1), 16)
-
-
 def _raw_call(func, args, strings=()):
     """func(args...) in the stopped thread, without gdb's inferior calls
     (which cannot restore the extended register state on some kernels):
-    the general registers are saved, the call returns to the program's entry
-    point where a temporary breakpoint catches it, the registers are put
-    back. Only the current thread runs, with the other breakpoints disabled.
+    the general registers are saved, the call returns to the address the
+    thread is stopped at, where a temporary breakpoint catches it (the
+    return, not a call from inside that reaches the same address: the stack
+    pointer tells), the registers are put back. gdb has then last seen the
+    thread stop where it stands, so the next `continue` steps over a user's
+    breakpoint there instead of reporting it again. Only the current thread
+    runs, with the other breakpoints disabled.
     Callers make sure the thread is at a call boundary (a function's first
     instruction), where the vector registers the callee may change are
     dead. strings are written below the stack; args may name them as
@@ -841,13 +837,13 @@ def _raw_call(func, args, strings=()):
         at -= (len(data) + 15) & ~15
         inferior.write_memory(at, data)
         addrs.append(at)
-    entry = _entry_point()
+    back_at = saved["rip"]
     sp = ((at - 256) & ~15) - 8
-    inferior.write_memory(sp, entry.to_bytes(8, "little"))
+    inferior.write_memory(sp, back_at.to_bytes(8, "little"))
     values = [addrs[a[1]] if isinstance(a, tuple) else a for a in args]
     others = [b for b in gdb.breakpoints() if b.enabled]
     locking = gdb.parameter("scheduler-locking")
-    stop = gdb.Breakpoint("*0x%x" % entry, internal=True, temporary=True)
+    stop = gdb.Breakpoint("*0x%x" % back_at, internal=True)
     stop.silent = True
     try:
         for b in others:
@@ -858,11 +854,15 @@ def _raw_call(func, args, strings=()):
         gdb.execute("set $rax = 0", to_string=True)
         gdb.execute("set $rsp = %d" % sp, to_string=True)
         gdb.execute("set $rip = %d" % func, to_string=True)
-        gdb.execute("continue", to_string=True)
-        now = gdb.selected_frame()
-        if (int(now.read_register("rip")) & _MASK) != entry:
-            raise gdb.GdbError("heapdom: the call into the process stopped elsewhere "
-                               "(%s); its registers were restored" % now.name())
+        while True:
+            gdb.execute("continue", to_string=True)
+            now = gdb.selected_frame()
+            if (int(now.read_register("rip")) & _MASK) != back_at:
+                raise gdb.GdbError("heapdom: the call into the process stopped elsewhere "
+                                   "(%s); its registers were restored" % now.name())
+            # The return has popped the return address.
+            if (int(now.read_register("rsp")) & _MASK) == sp + 8:
+                break
         result = int(now.read_register("rax")) & _MASK
     finally:
         if stop.is_valid():
@@ -1024,16 +1024,23 @@ class _Watch(gdb.Breakpoint):
         self.directory = directory
         self.hits = 0
         self.snapshots = []
+        self.silent = not stop
+        self.commands = "heap-watch hit %d%s" % (number, "" if stop else "\ncontinue")
 
+    # The snapshot is not taken in stop(): gdb calls it before it has
+    # stopped the other threads, whose registers and frames cannot be read
+    # yet ("Selected thread is running"). A due hit stops; the breakpoint's
+    # commands, which gdb runs once every thread is stopped, record the
+    # snapshot and continue (unless --stop).
     def stop(self):
         self.hits += 1
-        if self.hits % self.every:
-            return False
+        return self.hits % self.every == 0
+
+    def hit(self):
         try:
             self.record()
         except gdb.GdbError as e:
             gdb.write("heap-watch %d: %s\n" % (self.watch_id, e))
-        return self.stop_at_hit
 
     def record(self):
         _session.close()  # a new stop: a new analysis
@@ -1074,7 +1081,10 @@ heap-watch delete N|all      remove watches (their snapshots stay on disk)
 heap-watch report [N] [--json] [--top K]
                              the series of watch N's snapshots (the newest
                              watch by default) and what grew from the first
-                             to the last"""
+                             to the last
+heap-watch hit N             record watch N's snapshot now (the watch's
+                             breakpoint runs it, then `continue`, as its
+                             commands: `info breakpoints` shows them)"""
 
     def __init__(self):
         super().__init__("heap-watch", gdb.COMMAND_BREAKPOINTS)
@@ -1092,6 +1102,12 @@ heap-watch report [N] [--json] [--top K]
                 gdb.write("%d  %s  every %d%s  %d hits, %d snapshots in %s\n"
                           % (n, w.location_text, w.every, ", stops" if w.stop_at_hit else "",
                              w.hits, len(w.snapshots), w.directory))
+            return
+        if words[0] == "hit":
+            # The watch's own breakpoint commands (see _Watch.stop).
+            if len(words) != 2:
+                raise gdb.GdbError("heapdom: heap-watch hit N")
+            _watches[self.number(words[1])].hit()
             return
         if words[0] == "delete":
             if len(words) != 2:

@@ -36,6 +36,11 @@ Cases:
              at each of its two stops and goes on; `heap-watch report
              --json` shows exactly the growth the fixture recorded (the
              snapshot test's checks)
+  h watch threaded  d on growth_fixture --thread (two threads at each stop),
+             the tracer injected at main by `heap-trace start`, then
+             `continue`: both stops recorded (gdb runs a breakpoint's stop()
+             before the other threads are stopped: the snapshot is taken by
+             the breakpoint's commands), the exact growth, one epoch per hit
 Exit status 0 when every case passed; the last line is "N passed, N failed".
 """
 import argparse
@@ -282,6 +287,35 @@ class Runner(heaptest.CaseRunner):
         p += test_snapshot.check_diff(self.load(out, r), truth)
         return p
 
+    def case_watch_threaded(self):
+        # A process with two threads: gdb calls a breakpoint's stop() before
+        # it has stopped the other threads, so the snapshot must wait for
+        # the stop. The tracer is injected at main first: the `continue`
+        # after `heap-trace start` must go on, not report main's breakpoint
+        # again (the watch then sees no hit at all).
+        truth_p, wdir = self.path("h.truth"), self.path("h.watch")
+        out = self.path("h.json")
+        self.fresh(truth_p, out)
+        shutil.rmtree(wdir, ignore_errors=True)
+        r = self.gdb(["heap-watch hd_fixture_stop --dir " + wdir, "break *main", "run",
+                      "heap-trace start", "break exit", "continue", "heap-watch list",
+                      "heap-trace status",
+                      "heap-watch report --json --output " + out, "kill"],
+                     [self.a.growth_fixture, truth_p, "--thread"])
+        p = []
+        if "redirected" not in r.stdout:
+            p.append("heap-trace start did not load the tracer:\n%s\n%s"
+                     % (r.stdout[-1500:], r.stderr[-1500:]))
+        if "2 hits, 2 snapshots" not in r.stdout:
+            p.append("heap-watch list in a threaded process: %r\n%s"
+                     % (r.stdout[-1500:], r.stderr[-1500:]))
+            return p
+        # Each snapshot starts a new epoch.
+        if "epoch 2" not in r.stdout:
+            p.append("heap-trace status after two watch hits: %r" % r.stdout[-500:])
+        truth = test_snapshot.parse_truth(truth_p)
+        return p + test_snapshot.check_diff(self.load(out, r), truth)
+
     def case_lldb_watch(self):
         if not self.a.lldb_plugin:
             return []
@@ -317,6 +351,7 @@ class Runner(heaptest.CaseRunner):
         self.case("e lldb inject", self.case_lldb_inject)
         self.case("f lldb watch", self.case_lldb_watch)
         self.case("g snapshot diff", self.case_snapshot_diff)
+        self.case("h watch threaded", self.case_watch_threaded)
         # The core of case a is some 300 MiB: not left behind after a pass.
         return self.finish((".core", ".truth", ".json", ".txt"), kept="cores and outputs")
 
