@@ -175,9 +175,34 @@ static struct hd_error *candidates(const struct hd_analysis *a, unsigned depth,
 	return NULL;
 }
 
+// How well a root names a path that must match between two snapshots:
+// a global keeps its name from stop to stop; which register or stack slot
+// holds a copy of the same pointer changes with where the threads stand.
+static int root_stability(enum hd_root_kind kind)
+{
+	switch (kind) {
+	case HD_ROOT_GLOBAL:
+		return 0;
+	case HD_ROOT_REGION:
+		return 1;
+	case HD_ROOT_TLS:
+		return 2;
+	case HD_ROOT_LOCAL:
+		return 3;
+	case HD_ROOT_FRAME:
+		return 4;
+	case HD_ROOT_STACK:
+		return 5;
+	case HD_ROOT_REGISTERS:
+		break;
+	}
+	return 6;
+}
+
 // The chain of v: its named root, then the blocks that dominate v down to
-// v itself. A holder of several roots starts at the first root that
-// refers to it directly, or at the nearest root (why's shortest chain).
+// v itself. A holder of several roots starts at the most stable root that
+// refers to it directly (root_stability; the first of equals), or at the
+// nearest root (why's shortest chain).
 static struct hd_error *chain_of(const struct hd_analysis *a, uint32_t v,
 				 uint32_t **ret, size_t *ret_len)
 {
@@ -201,9 +226,17 @@ static struct hd_error *chain_of(const struct hd_analysis *a, uint32_t v,
 		size_t k;
 		hd_graph_predecessors(a->g, top, &p, &k);
 		uint32_t root = 0;
-		for (size_t i = 0; i < k && !root; i++)
-			if (hd_graph_vertex_root(a->g, p[i]) >= 0)
+		int best = 0;
+		for (size_t i = 0; i < k; i++) {
+			int64_t r = hd_graph_vertex_root(a->g, p[i]);
+			if (r < 0)
+				continue;
+			int rank = root_stability(hd_graph_root(a->g, (size_t)r)->kind);
+			if (!root || rank < best) {
 				root = p[i];
+				best = rank;
+			}
+		}
 		if (root) {
 			idom = root;
 			plen = 1;
