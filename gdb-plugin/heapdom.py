@@ -906,13 +906,15 @@ def _trace_start(words):
         frame = gdb.selected_frame()
         fn = frame.function()
         pc = frame.pc()
-        if frame.level() != 0 or fn is None or fn.value().address is None or \
-                int(fn.value().address) != pc:
+        # An inlined function's first instruction is in the middle of its
+        # caller, where any register may be live.
+        if frame.level() != 0 or frame.type() != gdb.NORMAL_FRAME or fn is None or \
+                fn.value().address is None or int(fn.value().address) != pc:
             raise gdb.GdbError(
                 "heapdom: heap-trace start loads the tracer by calling dlopen in the "
                 "process, which is safe at a function's first instruction (the registers "
                 "a call may change are free there): stop at a breakpoint on a function "
-                "(break FUNCTION) in frame 0 and retry")
+                "that is not inlined (break FUNCTION) in frame 0 and retry")
         handle = _raw_call(_function_address("dlopen"), [("str", 0), 2], [path])
         if handle == 0:
             raise gdb.GdbError("heapdom: dlopen(%s) failed in the process" % path)

@@ -41,6 +41,9 @@ Cases:
              `continue`: both stops recorded (gdb runs a breakpoint's stop()
              before the other threads are stopped: the snapshot is taken by
              the breakpoint's commands), the exact growth, one epoch per hit
+  i start refused  gdb's `heap-trace start` stopped in the middle of main
+             and at an inlined function's start: refused both times, the
+             tracer not loaded
 Exit status 0 when every case passed; the last line is "N passed, N failed".
 """
 import argparse
@@ -316,6 +319,28 @@ class Runner(heaptest.CaseRunner):
         truth = test_snapshot.parse_truth(truth_p)
         return p + test_snapshot.check_diff(self.load(out, r), truth)
 
+    def case_start_refused(self):
+        # heap-trace start calls into the process only at a call boundary:
+        # not in the middle of main, not at an inlined function's start.
+        truth_p = self.path("i.truth")
+        self.fresh(truth_p)
+        status = self.path("i.status")
+        r = self.gdb(["break *main+4", "break hd_inline_point", "run",
+                      "heap-trace start", "continue", "heap-trace start",
+                      "pipe info sharedlibrary | cat > " + status, "kill"],
+                     [self.a.trace_fixture, truth_p, "--lib", self.a.trace_lib, "--inject"])
+        p = []
+        refusals = r.stdout.count("which is safe at a function's first instruction") + \
+            r.stderr.count("which is safe at a function's first instruction")
+        if refusals != 2:
+            p.append("heap-trace start refused %d times, expected 2 (main+4, the inlined "
+                     "hd_inline_point):\n%s\n%s" % (refusals, r.stdout[-1500:], r.stderr[-1500:]))
+        with open(status) as f:
+            libs = f.read()
+        if "libheapdom-trace" in libs:
+            p.append("the tracer was loaded although heap-trace start refused:\n" + libs)
+        return p
+
     def case_lldb_watch(self):
         if not self.a.lldb_plugin:
             return []
@@ -352,6 +377,7 @@ class Runner(heaptest.CaseRunner):
         self.case("f lldb watch", self.case_lldb_watch)
         self.case("g snapshot diff", self.case_snapshot_diff)
         self.case("h watch threaded", self.case_watch_threaded)
+        self.case("i start refused", self.case_start_refused)
         # The core of case a is some 300 MiB: not left behind after a pass.
         return self.finish((".core", ".truth", ".json", ".txt"), kept="cores and outputs")
 

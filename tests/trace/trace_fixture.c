@@ -541,6 +541,12 @@ static void out_fn(const char *name, void (*fn)(void)) {
 /* gdb stops here in --inject runs. */
 __attribute__((noinline)) void hd_inject_point(void) { __asm__ volatile(""); }
 
+/* Inlined into main: its first instruction is no call boundary, and
+   heap-trace start must refuse to call into the process there. */
+static inline __attribute__((always_inline)) void hd_inline_point(void) {
+  __asm__ volatile("nop");
+}
+
 static struct hd_trace_state *find_state(const char *lib) {
   void *s = dlsym(RTLD_DEFAULT, HD_TRACE_SYMBOL);
   if (!s && lib) {
@@ -570,6 +576,7 @@ int main(int argc, char **argv) {
   if (!truth) die("usage: trace_fixture TRUTH [--lib PATH] [--inject] [--big]");
   /* Keep every block on the heap, where the test expects it. */
   mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  hd_inline_point();
   hd_inject_point();
   st = find_state(lib);
   /* Tracing is on here (HEAPDOM_TRACE=1 or gdb); the baseline is taken
