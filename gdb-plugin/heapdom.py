@@ -1101,9 +1101,10 @@ heap-watch hit N             record watch N's snapshot now (the watch's
             if not _watches:
                 gdb.write("No heap watches.\n")
             for n, w in sorted(_watches.items()):
-                gdb.write("%d  %s  every %d%s  %d hits, %d snapshots in %s\n"
+                gdb.write("%d  %s  every %d%s  %d hits, %d snapshots in %s%s\n"
                           % (n, w.location_text, w.every, ", stops" if w.stop_at_hit else "",
-                             w.hits, len(w.snapshots), w.directory))
+                             w.hits, len(w.snapshots), w.directory,
+                             "" if w.is_valid() else "  (breakpoint deleted)"))
             return
         if words[0] == "hit":
             # The watch's own breakpoint commands (see _Watch.stop).
@@ -1116,7 +1117,9 @@ heap-watch hit N             record watch N's snapshot now (the watch's
                 raise gdb.GdbError("heapdom: heap-watch delete N|all")
             targets = list(_watches) if words[1] == "all" else [self.number(words[1])]
             for n in targets:
-                _watches.pop(n).delete()
+                w = _watches.pop(n)
+                if w.is_valid():  # not already deleted with gdb's `delete`
+                    w.delete()
             return
         if words[0] == "report":
             rest = words[1:]

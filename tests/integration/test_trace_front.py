@@ -44,6 +44,8 @@ Cases:
   i start refused  gdb's `heap-trace start` stopped in the middle of main
              and at an inlined function's start: refused both times, the
              tracer not loaded
+  j watch deleted  a watch whose breakpoint gdb's `delete` removed: listed
+             as such, `heap-watch delete` still removes it
 Exit status 0 when every case passed; the last line is "N passed, N failed".
 """
 import argparse
@@ -341,6 +343,18 @@ class Runner(heaptest.CaseRunner):
             p.append("the tracer was loaded although heap-trace start refused:\n" + libs)
         return p
 
+    def case_watch_deleted(self):
+        # A watch whose breakpoint the user deleted with gdb's own `delete`.
+        r = self.gdb(["heap-watch main", "delete", "heap-watch list", "heap-watch delete 1",
+                      "heap-watch list"], [self.a.growth_fixture, self.path("j.truth")])
+        p = []
+        if "(breakpoint deleted)" not in r.stdout:
+            p.append("heap-watch list after gdb's delete: %r" % r.stdout[-500:])
+        if "No heap watches." not in r.stdout or "Python Exception" in r.stdout + r.stderr:
+            p.append("heap-watch delete after gdb's delete:\n%s\n%s"
+                     % (r.stdout[-800:], r.stderr[-800:]))
+        return p
+
     def case_lldb_watch(self):
         if not self.a.lldb_plugin:
             return []
@@ -378,6 +392,7 @@ class Runner(heaptest.CaseRunner):
         self.case("g snapshot diff", self.case_snapshot_diff)
         self.case("h watch threaded", self.case_watch_threaded)
         self.case("i start refused", self.case_start_refused)
+        self.case("j watch deleted", self.case_watch_deleted)
         # The core of case a is some 300 MiB: not left behind after a pass.
         return self.finish((".core", ".truth", ".json", ".txt"), kept="cores and outputs")
 
