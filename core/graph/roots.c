@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "debuginfo/debuginfo_internal.h"
+#include "heapdom_trace.h"
 #include "graph/graph_internal.h"
 #include "graph/suballoc.h"
 #include "util/demangle.h"
@@ -357,6 +358,17 @@ struct hd_error *hd_roots_collect(struct hd_graph *g, struct hd_target *t,
 	hd_heap_get_info(h, &info);
 	if (!err && (!claim(&c, info.main_arena, info.main_arena + info.main_arena_size) ||
 		     (info.mp && !claim(&c, info.mp, info.mp + info.mp_size))))
+		err = &hd_error_no_memory;
+	// Nor is the allocation tracer's (heapdom_trace.h): its tables hold
+	// the addresses of the blocks it follows (bare, for big blocks and
+	// for a live entry whose site is slot 0), which must not keep them
+	// alive.
+	uint64_t tracer, tracer_size;
+	struct hd_error *none = hd_debuginfo_find_symbol(di, NULL, HD_TRACE_SYMBOL, &tracer,
+							 &tracer_size);
+	if (none)
+		hd_error_destroy(none);
+	else if (!err && !claim(&c, tracer, tracer + tracer_size))
 		err = &hd_error_no_memory;
 	if (!err)
 		err = thread_roots(g, &c, t);

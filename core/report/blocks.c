@@ -2,7 +2,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-#include "report/report_internal.h"
+#include "report/trace_tables.h"
 
 static void block_arena(const struct hd_heap *h, const struct hd_block *b,
 			char *buf, size_t len)
@@ -22,14 +22,20 @@ struct hd_error *hd_render_blocks(FILE *out, struct hd_session *session,
 		return err;
 	struct hd_target *t = hd_session_target(session);
 	struct hd_analysis a = {.t = t, .h = h, .ty = hd_analysis_typing(session)};
+	struct hd_alloc_sites as;
+	err = hd_alloc_sites_init(&as, session);
+	if (err)
+		return err;
 	size_t n = hd_heap_num_blocks(h);
 	bool json = o->format == HD_FORMAT_JSON;
 	if (json) {
 		fputc('{', out);
 		hd_json_heap_header(out, t, h);
+		hd_alloc_sites_json_note(out, &as);
 		fputs(", \"blocks\": [", out);
 	} else {
 		hd_text_problems(out, h, o->color);
+		hd_alloc_sites_text_note(out, &as, o->color);
 		fprintf(out, "%-18s %12s %12s  %-8s %-8s %-16s %s\n", "address", "size",
 			"chunk", "state", "list", "arena", "type");
 	}
@@ -41,8 +47,11 @@ struct hd_error *hd_render_blocks(FILE *out, struct hd_session *session,
 			continue;
 		char type[512] = "-";
 		bool typed = false;
-		if (b.state == HD_STATE_USED)
+		const struct traced_block *tb = NULL;
+		if (b.state == HD_STATE_USED) {
 			typed = hd_block_type(&a, i, type, sizeof(type));
+			tb = hd_alloc_sites_find(&as, b.addr);
+		}
 		if (json) {
 			fprintf(out,
 				"%s\n{\"addr\": \"0x%" PRIx64 "\", \"size\": %" PRIu64 ", \"chunk\": %" PRIu64 ", \"state\": \"%s\"",
@@ -62,20 +71,29 @@ struct hd_error *hd_render_blocks(FILE *out, struct hd_session *session,
 				hd_json_string(out, type);
 			else
 				fputs("null", out);
+			if (as.present)
+				hd_alloc_site_json(out, &as, tb);
 			fputc('}', out);
 		} else {
 			char arena[32];
 			block_arena(h, &b, arena, sizeof(arena));
-			fprintf(out, "0x%016" PRIx64 " %12" PRIu64 " %12" PRIu64 "  %-8s %-8s %-16s %s\n",
+			fprintf(out, "0x%016" PRIx64 " %12" PRIu64 " %12" PRIu64 "  %-8s %-8s %-16s %s",
 				b.addr, b.usable, b.chunk,
 				hd_block_state_name(b.state),
 				b.state == HD_STATE_FREE ? hd_free_list_name(b.list) : "-",
 				arena, type);
+			if (tb) {
+				char site[600];
+				hd_alloc_site_text(&as, tb, site, sizeof(site));
+				fprintf(out, "  allocated at %s", site);
+			}
+			fputc('\n', out);
 		}
 		first = false;
 	}
 	if (json)
 		fputs("\n]}\n", out);
+	hd_alloc_sites_deinit(&as);
 	if (ferror(out))
 		return hd_error_create(HD_ERROR_OS, "cannot write output");
 	return NULL;

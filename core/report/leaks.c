@@ -3,13 +3,75 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
-#include "report/report_internal.h"
+#include "report/trace_tables.h"
 #include "types/typing.h"
 
 struct group {
 	uint64_t chunk, usable, count, bytes, unreferenced;
 	uint32_t entry; // typing entry, HD_ENTRY_NONE when untyped
 };
+
+// Leaked blocks by the site the tracer saw them allocated at (valgrind's
+// loss records): index into the trace's sites, UINT32_MAX for blocks whose
+// site it did not record.
+struct site_group {
+	uint32_t site;
+	uint64_t count, bytes;
+};
+
+static int site_group_cmp(const void *x, const void *y)
+{
+	const struct site_group *a = x, *b = y;
+	if (a->bytes != b->bytes)
+		return a->bytes > b->bytes ? -1 : 1;
+	return a->site < b->site ? -1 : a->site > b->site;
+}
+
+// Groups the leaked blocks (vertices list) by allocation site, largest
+// first; blocks the tracer did not see allocated are not counted.
+static struct hd_error *site_groups(const struct hd_analysis *a,
+				    const struct hd_alloc_sites *as, const uint32_t *list,
+				    size_t nl, struct site_group **ret, size_t *ret_n)
+{
+	*ret = NULL;
+	*ret_n = 0;
+	if (!as->tr.num_blocks)
+		return NULL;
+	// One slot per site, and one for blocks with no site recorded.
+	size_t ns = as->tr.num_sites + 1;
+	struct site_group *g = calloc(ns, sizeof(*g));
+	if (!g)
+		return &hd_error_no_memory;
+	for (size_t i = 0; i < ns; i++)
+		g[i].site = i + 1 < ns ? (uint32_t)i : UINT32_MAX;
+	for (size_t j = 0; j < nl; j++) {
+		struct hd_block b;
+		hd_heap_block(a->h, (size_t)hd_graph_vertex_block(a->g, list[j]), &b);
+		const struct traced_block *tb = hd_alloc_sites_find(as, b.addr);
+		if (!tb)
+			continue;
+		struct site_group *sg = &g[tb->site == UINT32_MAX ? ns - 1 : tb->site];
+		sg->count++;
+		sg->bytes += b.chunk;
+	}
+	size_t n = 0;
+	for (size_t i = 0; i < ns; i++)
+		if (g[i].count)
+			g[n++] = g[i];
+	qsort(g, n, sizeof(*g), site_group_cmp);
+	*ret = g;
+	*ret_n = n;
+	return NULL;
+}
+
+static void site_group_label(const struct hd_alloc_sites *as, const struct site_group *g,
+			     char *buf, size_t len)
+{
+	if (g->site == UINT32_MAX)
+		snprintf(buf, len, "(site not recorded: its table was full)");
+	else
+		hd_trace_site_label(&as->tr.sites[g->site], buf, len);
+}
 
 static int group_cmp(const void *x, const void *y)
 {
@@ -92,6 +154,10 @@ struct hd_error *hd_render_leaks(FILE *out, struct hd_session *s,
 	struct hd_error *err = hd_analysis_get(s, &a);
 	if (err)
 		return err;
+	struct hd_alloc_sites as;
+	err = hd_alloc_sites_init(&as, s);
+	if (err)
+		return err;
 	size_t n = hd_heap_num_blocks(a.h);
 	uint64_t nleak = 0, bytes = 0, nunref = 0;
 	for (size_t i = 0; i < n; i++)
@@ -103,6 +169,7 @@ struct hd_error *hd_render_leaks(FILE *out, struct hd_session *s,
 	if (!groups || !list) {
 		free(groups);
 		free(list);
+		hd_alloc_sites_deinit(&as);
 		return &hd_error_no_memory;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -136,6 +203,15 @@ struct hd_error *hd_render_leaks(FILE *out, struct hd_session *s,
 	qsort(groups, ng, sizeof(*groups), group_cmp);
 	g_an = &a;
 	qsort(list, nl, sizeof(*list), leak_cmp);
+	struct site_group *sgroups;
+	size_t nsg;
+	err = site_groups(&a, &as, list, nl, &sgroups, &nsg);
+	if (err) {
+		free(groups);
+		free(list);
+		hd_alloc_sites_deinit(&as);
+		return err;
+	}
 	bool json = o->format == HD_FORMAT_JSON;
 	if (json) {
 		fputc('{', out);
@@ -151,6 +227,18 @@ struct hd_error *hd_render_leaks(FILE *out, struct hd_session *s,
 			fprintf(out, ", \"count\": %" PRIu64 ", \"bytes\": %" PRIu64
 				", \"unreferenced\": %" PRIu64 "}",
 				groups[i].count, groups[i].bytes, groups[i].unreferenced);
+		}
+		fputs("]", out);
+		hd_alloc_sites_json_note(out, &as);
+		fputs(", \"sites\": [", out);
+		for (size_t i = 0; i < nsg; i++) {
+			fputs(i ? ", {" : "{", out);
+			if (sgroups[i].site != UINT32_MAX)
+				hd_trace_site_json(out, &as.tr.sites[sgroups[i].site]);
+			else
+				fputs("\"pc\": null", out);
+			fprintf(out, ", \"count\": %" PRIu64 ", \"bytes\": %" PRIu64 "}",
+				sgroups[i].count, sgroups[i].bytes);
 		}
 		fputs("], \"leaks\": [", out);
 	} else {
@@ -173,6 +261,23 @@ struct hd_error *hd_render_leaks(FILE *out, struct hd_session *s,
 			group_type(out, &a, &groups[i], false);
 			fputc('\n', out);
 		}
+		hd_alloc_sites_text_note(out, &as, o->color);
+		if (nsg) {
+			uint64_t traced = 0;
+			for (size_t i = 0; i < nsg; i++)
+				traced += sgroups[i].count;
+			hd_heading(out, o->color,
+				   "\nBy allocation site (%" PRIu64 " of the %" PRIu64
+				   " leaked blocks allocated while the tracer was on)",
+				   traced, nleak);
+			fprintf(out, "  %10s %12s  %s\n", "blocks", "bytes", "allocated at");
+		}
+		for (size_t i = 0; i < nsg; i++) {
+			char label[512];
+			hd_format_size(sgroups[i].bytes, b, sizeof(b));
+			site_group_label(&as, &sgroups[i], label, sizeof(label));
+			fprintf(out, "  %10" PRIu64 " %12s  %s\n", sgroups[i].count, b, label);
+		}
 		if (nleak)
 			hd_heading(out, o->color, "\nLeaked blocks (unreferenced first, by retained size)");
 		if (nleak)
@@ -180,6 +285,7 @@ struct hd_error *hd_render_leaks(FILE *out, struct hd_session *s,
 				"retained", "state", "type");
 	}
 	free(groups);
+	free(sgroups);
 	// Every leaked block: the unreferenced ones (leak roots) first.
 	for (size_t j = 0; j < nl; j++) {
 		uint32_t v = list[j];
@@ -199,19 +305,30 @@ struct hd_error *hd_render_leaks(FILE *out, struct hd_session *s,
 			else
 				fputs("null", out);
 			fprintf(out, ", \"unreferenced\": %s"
-				", \"retained\": %" PRIu64 ", \"retained_blocks\": %" PRIu32 "}",
+				", \"retained\": %" PRIu64 ", \"retained_blocks\": %" PRIu32,
 				unref ? "true" : "false", ret,
 				hd_dom_leak_retained_blocks(a.d, v));
+			if (as.present)
+				hd_alloc_site_json(out, &as, hd_alloc_sites_find(&as, b.addr));
+			fputc('}', out);
 		} else {
 			char sz[32], rs[32];
 			hd_format_size(b.usable, sz, sizeof(sz));
 			hd_format_size(ret, rs, sizeof(rs));
-			fprintf(out, "  0x%-14" PRIx64 " %10s %12s  %-28s %s\n", b.addr, sz, rs,
+			fprintf(out, "  0x%-14" PRIx64 " %10s %12s  %-28s %s", b.addr, sz, rs,
 				unref ? "unreferenced" : "referenced by leaked blocks",
 				type);
+			const struct traced_block *tb = hd_alloc_sites_find(&as, b.addr);
+			if (tb) {
+				char site[600];
+				hd_alloc_site_text(&as, tb, site, sizeof(site));
+				fprintf(out, "  allocated at %s", site);
+			}
+			fputc('\n', out);
 		}
 	}
 	free(list);
+	hd_alloc_sites_deinit(&as);
 	if (json)
 		fputs("\n]}\n", out);
 	if (ferror(out))

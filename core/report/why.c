@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/report_internal.h"
+#include "report/trace_tables.h"
 
 static const char *const reg_names[] = {
 	"r15", "r14", "r13", "r12", "rbp", "rbx", "r11", "r10", "r9", "r8",
@@ -292,25 +292,51 @@ struct hd_error *hd_render_why(FILE *out, struct hd_session *s,
 				   b.state == HD_STATE_FREE ? hd_free_list_name(b.list) : "");
 	uint32_t v = hd_graph_block_vertex(a.g, (size_t)id);
 	bool reachable = hd_dom_idom(a.d, v) != HD_DOM_NONE;
+	struct hd_alloc_sites as;
+	err = hd_alloc_sites_init(&as, s);
+	if (err)
+		return err;
+	const struct traced_block *tb = hd_alloc_sites_find(&as, b.addr);
 	uint32_t *path;
 	size_t len;
 	err = hd_shortest_chain(&a, v, reachable, &path, &len);
-	if (err)
+	if (err) {
+		hd_alloc_sites_deinit(&as);
 		return err;
+	}
 	bool json = o->format == HD_FORMAT_JSON;
 	if (json) {
 		fprintf(out, "{\"target\": ");
 		hd_json_string(out, hd_target_name(a.t));
+		hd_alloc_sites_json_note(out, &as);
 		fprintf(out, ", \"query\": \"0x%" PRIx64 "\", \"block\": {", o->address);
 		describe_block(out, &a, v, true);
+		if (as.present)
+			hd_alloc_site_json(out, &as, tb);
 		fprintf(out, "}, \"reachable\": %s, \"path\": [",
 			reachable ? "true" : "false");
-	} else if (reachable) {
+	} else {
+		hd_alloc_sites_text_note(out, &as, o->color);
+	}
+	// Printed after the chain.
+	char site_line[700] = "";
+	if (tb) {
+		char site[600];
+		hd_alloc_site_text(&as, tb, site, sizeof(site));
+		snprintf(site_line, sizeof(site_line),
+			 "0x%" PRIx64 " was allocated at %s (now %" PRIu32 ")\n", b.addr, site,
+			 as.tr.head.epoch);
+	} else if (as.present && !as.error) {
+		snprintf(site_line, sizeof(site_line),
+			 "0x%" PRIx64 " was allocated while the tracer was off\n", b.addr);
+	}
+	hd_alloc_sites_deinit(&as);
+	if (!json && reachable) {
 		fprintf(out, "0x%" PRIx64 " is in ", o->address);
 		describe_block(out, &a, v, false);
 		fprintf(out, ", kept alive by this chain (%zu step%s):\n", len - 1,
 			len == 2 ? "" : "s");
-	} else {
+	} else if (!json) {
 		fprintf(out, "0x%" PRIx64 " is in ", o->address);
 		describe_block(out, &a, v, false);
 		fprintf(out, ", which is LEAKED: no root reaches it. Chain from a leaked block nothing points at:\n");
@@ -402,6 +428,8 @@ struct hd_error *hd_render_why(FILE *out, struct hd_session *s,
 	}
 	if (json)
 		fputs("]}\n", out);
+	else
+		fputs(site_line, out);
 	free(refs);
 	free(path);
 	if (ferror(out))

@@ -8,7 +8,10 @@ and lldb, `heap-watch` — against the fixtures' ground truth.
         [--lldb-plugin PATH] --workdir DIR [--only a,b,...]
 
 Cases:
-  a core     trace_fixture under LD_PRELOAD (HEAPDOM_TRACE=1), stopped by gdb
+  a core     (also: `heapdom blocks`, `leaks` and `why` on the core name
+             every block's site and birth epoch as the fixture recorded them,
+             and exactly the fixture's leaked blocks, by site)
+             trace_fixture under LD_PRELOAD (HEAPDOM_TRACE=1), stopped by gdb
              at exit, after it dumped the tracer's table (d1 of its truth):
              `heap-trace report --json --all` in gdb and `heapdom trace CORE
              --json --all` on the core gdb saved there both report exactly
@@ -144,6 +147,67 @@ def check_report(doc, truth, ext, label):
     return p
 
 
+def site_fn(ext, site):
+    """The fixture function a report's "site" object lies in, or None."""
+    if not site or not site.get("pc"):
+        return None
+    return test_trace.fn_of(ext, int(site["pc"], 16))
+
+
+def check_blocks(doc, truth, ext, label):
+    """`heapdom blocks --json`: every block the fixture left allocated has
+    the site and birth epoch the fixture recorded."""
+    p = []
+    if not doc.get("tracer") or "epoch" not in doc["tracer"]:
+        return ["%s: blocks report has no tracer: %r" % (label, doc.get("tracer"))]
+    blocks = {int(b["addr"], 16): b for b in doc["blocks"]}
+    for ptr, size, fn, birth in truth.live:
+        b = blocks.get(ptr)
+        if not b or b["state"] != "used":
+            p.append("%s: no used block at 0x%x (%s)" % (label, ptr, fn))
+            continue
+        got = site_fn(ext, b.get("site"))
+        if got != fn or b["site"].get("birth") != birth:
+            p.append("%s: block 0x%x allocated at %s in epoch %d, report says %s / %r"
+                     % (label, ptr, fn, birth, got, b.get("site")))
+    return p
+
+
+def check_leaks(doc, truth, ext, label):
+    """`heapdom leaks --json`: exactly the fixture's leaked blocks among
+    its live ones, each at its site, and grouped by site."""
+    p = []
+    if not truth.leaks:
+        return ["%s: the fixture recorded no leaked blocks" % label]
+    leaks = {int(b["addr"], 16): b for b in doc["leaks"]}
+    live = {ptr: (fn, birth) for ptr, size, fn, birth in truth.live}
+    for ptr, (fn, birth) in live.items():
+        b = leaks.get(ptr)
+        if ptr not in truth.leaks:
+            if b:
+                p.append("%s: 0x%x (%s) reported leaked; the fixture holds it" % (label, ptr, fn))
+            continue
+        if not b:
+            p.append("%s: leaked block 0x%x (%s) not reported" % (label, ptr, fn))
+            continue
+        got = site_fn(ext, b.get("site"))
+        if got != fn or b["site"].get("birth") != birth:
+            p.append("%s: leaked block 0x%x allocated at %s in epoch %d, report says %s / %r"
+                     % (label, ptr, fn, birth, got, b.get("site")))
+    want = {}
+    for ptr in truth.leaks:
+        fn = live[ptr][0]
+        want[fn] = want.get(fn, 0) + 1
+    got = {}
+    for g in doc.get("sites", []):
+        fn = site_fn(ext, g)
+        if fn in want:
+            got[fn] = got.get(fn, 0) + g["count"]
+    if got != want:
+        p.append("%s: leaked blocks by site %s, truth %s" % (label, got, want))
+    return p
+
+
 class Runner(heaptest.CaseRunner):
     def __init__(self, a):
         super().__init__(a.workdir, a.only)
@@ -195,6 +259,23 @@ class Runner(heaptest.CaseRunner):
         p = check_report(self.load(out, r), truth, ext, "gdb")
         doc = heaptest.heapdom_json(self.a.heapdom, ["trace", core, "--json", "--all"])
         p += check_report(doc, truth, ext, "core")
+        p += check_blocks(heaptest.heapdom_json(self.a.heapdom, ["blocks", core, "--json"]),
+                          truth, ext, "core blocks")
+        p += check_leaks(heaptest.heapdom_json(self.a.heapdom, ["leaks", core, "--json"]),
+                         truth, ext, "core leaks")
+        # `heapdom why` names the queried block's site: a held block and a
+        # leaked one.
+        held = next(x for x in truth.live if x[0] not in truth.leaks)
+        leaked = next(x for x in truth.live if x[0] in truth.leaks)
+        for ptr, size, fn, birth in (held, leaked):
+            w = heaptest.heapdom_json(self.a.heapdom, ["why", core, hex(ptr), "--json"])
+            got = site_fn(ext, w["block"].get("site"))
+            if got != fn or w["block"]["site"].get("birth") != birth \
+                    or w["reachable"] != (ptr not in truth.leaks):
+                p.append("why 0x%x: allocated at %s in epoch %d, %s; report says %s / %r, "
+                         "reachable %s" % (ptr, fn, birth,
+                                           "leaked" if ptr in truth.leaks else "held",
+                                           got, w["block"].get("site"), w["reachable"]))
         with open(txt) as f:
             text = f.read()
         for fn in ("site_a", "site_b"):
@@ -239,14 +320,19 @@ class Runner(heaptest.CaseRunner):
         if not self.a.lldb_plugin:
             return []
         truth_p, out = self.path("b.truth"), self.path("b.json")
-        self.fresh(truth_p, out)
+        leaks = self.path("b.leaks.json")
+        self.fresh(truth_p, out, leaks)
         r = self.lldb(["settings set target.env-vars LD_PRELOAD=%s HEAPDOM_TRACE=1"
                        % self.a.trace_lib, "b exit", "run",
-                       "heapdom trace report --json --all --output " + out, "kill"],
+                       "heapdom trace report --json --all --output " + out,
+                       "heapdom leaks --json --output " + leaks, "kill"],
                       [self.a.trace_fixture, truth_p, "--lib", self.a.trace_lib, "--big"])
         truth = test_trace.parse_truth(truth_p)
         ext = test_trace.function_extents(self.a.trace_fixture, truth)
-        return check_report(self.load(out, r), truth, ext, "lldb")
+        # With --big, a leaked 4 GiB - 1 block whose bare address is in the
+        # tracer's big table: the tracer's state is no root.
+        p = check_report(self.load(out, r), truth, ext, "lldb")
+        return p + check_leaks(self.load(leaks, r), truth, ext, "lldb leaks")
 
     def case_inject(self):
         truth_p, out = self.path("c.truth"), self.path("c.json")

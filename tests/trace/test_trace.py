@@ -142,6 +142,7 @@ class Truth:
         self.allocs = []     # (fn, op, size, count)
         self.frees = []      # (fn, bytes, age, count)
         self.live = []       # (ptr, size, fn, birth)
+        self.leaks = set()   # ptr of live blocks nothing points at
         self.fns = {}        # name -> run-time address
         self.off = set()
         self.dumps = {"d0": Dump(), "d1": Dump()}
@@ -175,6 +176,8 @@ def parse_truth(path):
                 t.frees.append((w[1], int(w[2]), int(w[3]), int(w[4])))
             elif tag == "live":
                 t.live.append((int(w[1], 16), int(w[2]), w[3], int(w[4])))
+            elif tag == "leak":
+                t.leaks.add(int(w[1], 16))
             elif tag == "fn":
                 t.fns[w[1]] = int(w[2], 16)
             elif tag == "off":

@@ -1,0 +1,329 @@
+// The allocation tracer's tables read from a process or a core
+// (trace_tables.h).
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/trace_tables.h"
+
+// Live entries are read this many at a time (the table is 32 MiB).
+#define LIVE_CHUNK 65536
+
+// The reader's copy of the header must be the library's, field for field.
+_Static_assert(sizeof(struct trace_head) == offsetof(struct hd_trace_state, sites),
+	       "trace_head is the state up to its sites");
+_Static_assert(offsetof(struct trace_head, enabled) == offsetof(struct hd_trace_state, enabled) &&
+	       offsetof(struct trace_head, dropped_live) == offsetof(struct hd_trace_state, dropped_live) &&
+	       offsetof(struct trace_head, classes) == offsetof(struct hd_trace_state, classes) &&
+	       offsetof(struct trace_head, ages) == offsetof(struct hd_trace_state, ages) &&
+	       offsetof(struct trace_head, big) == offsetof(struct hd_trace_state, big),
+	       "trace_head's fields are where the library writes them");
+
+struct hd_error *hd_trace_locate(struct hd_session *s, uint64_t *addr)
+{
+	struct hd_debuginfo *di = hd_session_debuginfo(s);
+	uint64_t size = 0;
+	struct hd_error *err = hd_debuginfo_find_symbol(di, NULL, HD_TRACE_SYMBOL,
+							addr, &size);
+	if (err) {
+		hd_error_destroy(err);
+		return hd_error_create(HD_ERROR_NOT_FOUND,
+				       "%s has no allocation tracer: libheapdom-trace.so is not loaded (LD_PRELOAD it, or heap-trace start in gdb or lldb)",
+				       hd_target_name(hd_session_target(s)));
+	}
+	return NULL;
+}
+
+static struct hd_error *read_head(struct hd_target *t, uint64_t addr,
+				  struct trace_head *h)
+{
+	struct hd_error *err = hd_target_read(t, addr, h, sizeof(*h));
+	if (err)
+		return hd_error_prefix(err, "cannot read the tracer's state at 0x%" PRIx64, addr);
+	if (h->magic != HD_TRACE_MAGIC)
+		return hd_error_at(HD_ERROR_FORMAT, addr,
+				   "the tracer's state at 0x%" PRIx64 " is not initialised (no magic): the library was loaded but its constructor has not run",
+				   addr);
+	if (h->version != HD_TRACE_VERSION || h->size != sizeof(struct hd_trace_state))
+		return hd_error_at(HD_ERROR_MISMATCH, addr,
+				   "the tracer in the process is version %u (%u bytes), this heapdom reads version %u (%zu bytes): use the libheapdom-trace.so built with it",
+				   h->version, h->size, HD_TRACE_VERSION,
+				   sizeof(struct hd_trace_state));
+	return NULL;
+}
+
+// Reads one of the tracer's tables (what: its name in the error) into a
+// new buffer, *out; the caller frees it.
+static struct hd_error *read_table(struct hd_target *t, uint64_t addr, size_t bytes,
+				   const char *what, void **out)
+{
+	void *buf = malloc(bytes);
+	if (!buf)
+		return &hd_error_no_memory;
+	struct hd_error *err = hd_target_read(t, addr, buf, bytes);
+	if (err) {
+		free(buf);
+		return hd_error_prefix(err, "cannot read the tracer's %s", what);
+	}
+	*out = buf;
+	return NULL;
+}
+
+static void add_count(struct hd_trace_count *to, const struct hd_trace_count *c)
+{
+	to->count += c->count;
+	to->bytes += c->bytes;
+}
+
+// Adds the threads' shards (heapdom_trace.h) to the shared counters: the
+// head's and the site rows (raw). A shard entry naming no slot is skipped
+// (a damaged core).
+static struct hd_error *fold_shards(struct hd_target *t, struct trace *tr,
+				    struct hd_trace_site *raw)
+{
+	size_t n = HD_TRACE_SHARDS;
+	struct hd_trace_shard *sh = NULL;
+	struct hd_error *err = read_table(t, tr->addr + offsetof(struct hd_trace_state, shards),
+					  n * sizeof(*sh), "per-thread counters", (void **)&sh);
+	if (err)
+		return err;
+	struct trace_head *h = &tr->head;
+	for (size_t i = 0; i < n; i++) {
+		h->dropped_live += sh[i].dropped_live;
+		h->untracked_frees += sh[i].untracked_frees;
+		for (int k = 0; k < HD_TRACE_CLASSES; k++)
+			add_count(&h->classes[k], &sh[i].classes[k]);
+		for (int k = 0; k < HD_TRACE_AGES; k++)
+			add_count(&h->ages[k], &sh[i].ages[k]);
+		for (size_t j = 0; j < HD_TRACE_SHARD_SITES; j++) {
+			const struct hd_trace_shard_site *ss = &sh[i].sites[j];
+			if (ss->slot == 0 || ss->slot > HD_TRACE_SITES)
+				continue;
+			for (int op = 0; op < HD_TRACE_OPS; op++)
+				add_count(&raw[ss->slot - 1].op[op], &ss->op[op]);
+		}
+	}
+	free(sh);
+	return NULL;
+}
+
+static struct hd_error *read_sites(struct hd_target *t, struct trace *tr)
+{
+	size_t n = HD_TRACE_SITES;
+	struct hd_trace_site *raw = NULL;
+	struct hd_error *err = read_table(t, tr->addr + offsetof(struct hd_trace_state, sites),
+					  n * sizeof(*raw), "call sites", (void **)&raw);
+	if (err)
+		return err;
+	err = fold_shards(t, tr, raw);
+	if (err) {
+		free(raw);
+		return err;
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		for (int op = 0; op < HD_TRACE_OPS; op++) {
+			tr->calls[op] += raw[i].op[op].count;
+			if (i == HD_TRACE_NO_SITE)
+				tr->dropped_sites += raw[i].op[op].count;
+		}
+		k += raw[i].pc != 0 && i != HD_TRACE_NO_SITE;
+	}
+	tr->sites = calloc(k ? k : 1, sizeof(*tr->sites));
+	tr->slot_site = malloc(n * sizeof(*tr->slot_site));
+	if (!tr->sites || !tr->slot_site) {
+		free(raw);
+		return &hd_error_no_memory;
+	}
+	for (size_t i = 0; i < n; i++) {
+		tr->slot_site[i] = UINT32_MAX;
+		if (!raw[i].pc || i == HD_TRACE_NO_SITE)
+			continue;
+		tr->slot_site[i] = (uint32_t)tr->num_sites;
+		struct site *s = &tr->sites[tr->num_sites++];
+		s->s = raw[i];
+		for (int op = 0; op < HD_TRACE_OPS; op++)
+			if (op != HD_TRACE_FREE) {
+				s->alloc_count += raw[i].op[op].count;
+				s->alloc_bytes += raw[i].op[op].bytes;
+			}
+	}
+	free(raw);
+	return NULL;
+}
+
+static struct hd_error *add_birth(struct trace *tr, uint32_t epoch, uint64_t bytes)
+{
+	// Epochs are few and arrive mostly in order: find from the end.
+	size_t i = tr->num_births;
+	while (i > 0 && tr->births[i - 1].epoch > epoch)
+		i--;
+	if (i > 0 && tr->births[i - 1].epoch == epoch) {
+		tr->births[i - 1].count++;
+		tr->births[i - 1].bytes += bytes;
+		return NULL;
+	}
+	if (tr->num_births == tr->cap_births) {
+		size_t cap = tr->cap_births ? 2 * tr->cap_births : 64;
+		struct birth *b = realloc(tr->births, cap * sizeof(*b));
+		if (!b)
+			return &hd_error_no_memory;
+		tr->births = b;
+		tr->cap_births = cap;
+	}
+	memmove(&tr->births[i + 1], &tr->births[i],
+		(tr->num_births - i) * sizeof(*tr->births));
+	tr->births[i] = (struct birth){epoch, 1, bytes};
+	tr->num_births++;
+	return NULL;
+}
+
+static struct hd_error *add_block(struct trace *tr, uint64_t addr, uint32_t site,
+				  uint32_t birth)
+{
+	if (tr->num_blocks == tr->cap_blocks) {
+		size_t cap = tr->cap_blocks ? 2 * tr->cap_blocks : 1024;
+		struct traced_block *b = realloc(tr->blocks, cap * sizeof(*b));
+		if (!b)
+			return &hd_error_no_memory;
+		tr->blocks = b;
+		tr->cap_blocks = cap;
+	}
+	tr->blocks[tr->num_blocks++] = (struct traced_block){addr, site, birth};
+	return NULL;
+}
+
+// A live entry's size: sizes that do not fit its 32 bits are in `big`
+// (a reader that stopped the process between the two writes finds none:
+// the block's bytes are then unknown, and counted as 0).
+static uint64_t big_size(const struct trace_head *h, uint64_t ptr, uint32_t size)
+{
+	if (size != HD_TRACE_BIG_SIZE)
+		return size;
+	for (size_t i = 0; i < HD_TRACE_BIG; i++)
+		if (h->big[i].ptr == ptr)
+			return h->big[i].size;
+	return 0;
+}
+
+// Live entries count only when the heap has a used block starting there:
+// a block allocated while tracing was on and freed while it was off keeps
+// its entry.
+static struct hd_error *read_live(struct hd_target *t, const struct hd_heap *h,
+				  struct trace *tr, bool blocks)
+{
+	struct hd_trace_live *buf = malloc(LIVE_CHUNK * sizeof(*buf));
+	if (!buf)
+		return &hd_error_no_memory;
+	uint64_t base = tr->addr + offsetof(struct hd_trace_state, live);
+	struct hd_error *err = NULL;
+	for (size_t at = 0; at < HD_TRACE_LIVE && !err; at += LIVE_CHUNK) {
+		err = hd_target_read(t, base + at * sizeof(*buf), buf,
+				     LIVE_CHUNK * sizeof(*buf));
+		if (err) {
+			err = hd_error_prefix(err, "cannot read the tracer's live allocations");
+			break;
+		}
+		for (size_t i = 0; i < LIVE_CHUNK && !err; i++) {
+			const struct hd_trace_live *e = &buf[i];
+			if (e->key <= 1)
+				continue;
+			uint64_t ptr = HD_TRACE_KEY_ADDR(e->key);
+			uint32_t site = HD_TRACE_KEY_SITE(e->key);
+			int64_t id = hd_heap_find(h, ptr);
+			struct hd_block b;
+			if (id >= 0)
+				hd_heap_block(h, (size_t)id, &b);
+			if (id < 0 || b.addr != ptr || b.state != HD_STATE_USED) {
+				tr->stale_entries++;
+				continue;
+			}
+			uint64_t size = big_size(&tr->head, ptr, HD_TRACE_INFO_SIZE(e->info));
+			tr->live_count++;
+			tr->live_bytes += size;
+			if (tr->slot_site[site] != UINT32_MAX) {
+				struct site *st = &tr->sites[tr->slot_site[site]];
+				st->live_count++;
+				st->live_bytes += size;
+			}
+			err = add_birth(tr, HD_TRACE_INFO_BIRTH(e->info), size);
+			if (!err && blocks)
+				err = add_block(tr, ptr, tr->slot_site[site],
+						HD_TRACE_INFO_BIRTH(e->info));
+		}
+	}
+	free(buf);
+	return err;
+}
+
+void hd_trace_deinit(struct trace *tr)
+{
+	free(tr->sites);
+	free(tr->slot_site);
+	free(tr->births);
+	free(tr->blocks);
+}
+
+struct hd_error *hd_trace_load(struct hd_session *ses, struct trace *tr, bool blocks)
+{
+	memset(tr, 0, sizeof(*tr));
+	struct hd_target *t = hd_session_target(ses);
+	const struct hd_heap *h;
+	struct hd_error *err = hd_trace_locate(ses, &tr->addr);
+	if (!err)
+		err = read_head(t, tr->addr, &tr->head);
+	if (!err)
+		err = read_sites(t, tr);
+	if (!err)
+		err = hd_session_heap(ses, &h);
+	if (!err)
+		err = read_live(t, h, tr, blocks);
+	struct hd_debuginfo *di = hd_session_debuginfo(ses);
+	for (size_t i = 0; !err && i < tr->num_sites; i++) {
+		struct site *s = &tr->sites[i];
+		// A return address: the call is the instruction before it.
+		struct hd_error *e = hd_debuginfo_locate(di, s->s.pc - 1, &s->loc);
+		s->located = !e;
+		if (e == &hd_error_no_memory)
+			err = e;
+		else
+			hd_error_destroy(e);
+	}
+	if (err)
+		hd_trace_deinit(tr);
+	return err;
+}
+
+void hd_trace_site_label(const struct site *s, char *buf, size_t len)
+{
+	if (!s->located || !s->loc.function) {
+		snprintf(buf, len, "0x%" PRIx64 "%s%s", s->s.pc,
+			 s->located ? " in " : "", s->located ? s->loc.module : "");
+		return;
+	}
+	if (s->loc.file)
+		snprintf(buf, len, "%s (%s:%u)", s->loc.function, s->loc.file, s->loc.line);
+	else
+		snprintf(buf, len, "%s+0x%" PRIx64 " (%s)", s->loc.function, s->loc.offset,
+			 s->loc.module);
+}
+
+void hd_trace_site_json(FILE *out, const struct site *s)
+{
+	fprintf(out, "\"pc\": \"0x%" PRIx64 "\", \"function\": ", s->s.pc);
+	if (s->located && s->loc.function)
+		hd_json_string(out, s->loc.function);
+	else
+		fputs("null", out);
+	fputs(", \"file\": ", out);
+	if (s->located && s->loc.file)
+		hd_json_string(out, s->loc.file);
+	else
+		fputs("null", out);
+	fprintf(out, ", \"line\": %u, \"module\": ", s->located ? s->loc.line : 0);
+	if (s->located)
+		hd_json_string(out, s->loc.module);
+	else
+		fputs("null", out);
+}
