@@ -83,6 +83,18 @@ struct hd_graph {
 	struct hd_graph_info info;
 };
 
+// The mapping of an exited thread's stack that glibc keeps: its stack and
+// static TLS [start, descriptor), no root, and its descriptor
+// [descriptor, end), a root while the thread is not joined (its result).
+struct hd_dead_stack {
+	uint64_t start, descriptor, end;
+};
+// The exited threads' stacks of t (dead_threads.c): *ret (to free) holds
+// *num of them. None when the live threads do not show where glibc keeps
+// a thread's id.
+struct hd_error *hd_dead_thread_stacks(struct hd_target *t,
+				       struct hd_dead_stack **ret, size_t *num);
+
 // Collects the named roots of the target.
 struct hd_error *hd_roots_collect(struct hd_graph *g, struct hd_target *t,
 				  struct hd_debuginfo *di,

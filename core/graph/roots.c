@@ -208,6 +208,27 @@ static struct hd_error *thread_roots(struct hd_graph *g, struct claims *c,
 	return NULL;
 }
 
+// An exited thread's stack and TLS hold stale pointers only; its
+// descriptor (named by its pthread_t) holds its result until it is joined.
+static struct hd_error *dead_thread_roots(struct hd_graph *g, struct claims *c,
+					  struct hd_target *t)
+{
+	struct hd_dead_stack *dead = NULL;
+	size_t n = 0;
+	struct hd_error *err = hd_dead_thread_stacks(t, &dead, &n);
+	for (size_t i = 0; i < n && !err; i++) {
+		char name[64];
+		snprintf(name, sizeof(name), "exited thread 0x%llx",
+			 (unsigned long long)dead[i].descriptor);
+		err = add_unclaimed(g, c, name, HD_ROOT_REGION,
+				    dead[i].descriptor, dead[i].end, 0);
+		if (!err && !claim(c, dead[i].start, dead[i].descriptor))
+			err = &hd_error_no_memory;
+	}
+	free(dead);
+	return err;
+}
+
 static void gap_name(char *buf, size_t len, const char *mod,
 		     const struct hd_elf_section *secs, size_t nsecs,
 		     uint64_t link_addr)
@@ -372,6 +393,8 @@ struct hd_error *hd_roots_collect(struct hd_graph *g, struct hd_target *t,
 		err = &hd_error_no_memory;
 	if (!err)
 		err = thread_roots(g, &c, t);
+	if (!err)
+		err = dead_thread_roots(g, &c, t);
 	if (!err)
 		err = module_roots(g, &c, t, di);
 	if (!err)

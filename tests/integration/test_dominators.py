@@ -124,6 +124,8 @@ def idom_matches(expected, got):
     if expected.startswith("thread-stack:"):
         tid = expected.split(":", 1)[1]
         return got in ("root:thread %s stack" % tid, "root:thread %s registers" % tid)
+    if expected.startswith("exited-thread:"):
+        return got == "root:exited thread %s" % expected.split(":", 1)[1]
     if expected.startswith("0x"):
         return isinstance(got, str) and got.startswith("0x") and int(got, 16) == int(expected, 16)
     return got == expected
