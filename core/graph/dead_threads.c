@@ -18,9 +18,10 @@
 // The descriptor's tid is this far in (struct pthread; 0x2d0 in 2.36).
 #define TID_LO 0x100
 #define TID_HI 0x800
-// glibc puts the descriptor and static TLS at the top of the stack
-// mapping; a few KiB of them in practice.
-#define TOP_SCAN (64u << 10)
+// glibc puts the descriptor at the top of the stack mapping, below it
+// only the alignment of the static TLS (0x940 bytes from the top in
+// 2.36); a thread's stack is at least PTHREAD_STACK_MIN (16 KiB).
+#define TOP_SCAN (16u << 10)
 
 // The offset of tid in the descriptors of the live threads: the one
 // offset at which each holds its own id. 0: none, or not one.
@@ -73,10 +74,9 @@ static bool has_live_thread(struct hd_target *t, const struct hd_mapping *m)
 static uint64_t dead_descriptor(struct hd_target *t, const struct hd_mapping *m,
 				uint64_t tid_off)
 {
-	uint64_t size = m->end - m->start;
-	uint64_t len = size < TOP_SCAN ? size : TOP_SCAN;
+	uint64_t len = TOP_SCAN;
 	struct hd_view v;
-	if (len < tid_off + 4)
+	if (m->end - m->start < len)
 		return 0;
 	struct hd_error *err = hd_target_view(t, m->end - len, len, &v);
 	if (err) {
