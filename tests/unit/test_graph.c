@@ -877,6 +877,108 @@ START_TEST(test_roots_invalid_frame)
 }
 END_TEST
 
+// ---------------------------------------------------------- exited threads
+
+#define DESC 0x60000000ull        // a live thread's descriptor (its TLS)
+#define DESC_SIZE 0x1000ull
+#define DEAD 0x70000000ull        // the stack glibc keeps for an exited one
+#define DEAD_SIZE 0x8000ull
+#define TID_OFF 0x2d0             // tid in glibc 2.36's struct pthread
+#define DEAD_DESC (DEAD + DEAD_SIZE - 0x940)
+
+static void put32(struct world *w, uint64_t addr, uint32_t val)
+{
+	for (size_t i = 0; i < w->num_regions; i++) {
+		struct region *r = &w->regions[i];
+		if (addr >= r->addr && addr + 4 <= r->addr + r->len) {
+			memcpy(r->buf + (addr - r->addr), &val, 4);
+			return;
+		}
+	}
+	ck_abort_msg("put32: 0x%" PRIx64 " is in no region", addr);
+}
+
+enum { XB_STALE, XB_RESULT, XB_ALL };
+
+// A second live thread whose descriptor shows where tid lies (twice when
+// ambiguous: then nothing can be learnt), and the mapping of an exited
+// thread: a stale pointer in its stack to block XB_STALE, its result in
+// its descriptor, block XB_RESULT.
+static void exited_world(struct world *w, bool ambiguous, int32_t dead_tid)
+{
+	enum { RW = HD_PROT_READ | HD_PROT_WRITE };
+	world_init(w, 0);
+	add_mapping(w, DESC, DESC_SIZE, RW, NULL, true);
+	add_mapping(w, DEAD, DEAD_SIZE, RW, NULL, true);
+	struct hd_thread th = {.tid = TID + 1, .has_regs = true};
+	th.regs.rsp = RSP + 0x100;
+	th.regs.fs_base = DESC;
+	ck_assert_no_error(hd_target_add_thread(w->t, &th));
+	put32(w, DESC + TID_OFF, TID + 1);
+	if (ambiguous)
+		put32(w, DESC + TID_OFF + 0x40, TID + 1);
+	put64(w, DEAD_DESC, DEAD_DESC);
+	put64(w, DEAD_DESC + 16, DEAD_DESC);
+	put32(w, DEAD_DESC + TID_OFF, (uint32_t)dead_tid);
+	for (size_t i = 0; i < XB_ALL; i++)
+		push_block(w, HEAP + 0x40 * i, 0x40, HD_STATE_USED);
+	put64(w, DEAD + 0x100, baddr(w, XB_STALE));
+	put64(w, DEAD_DESC + 0x600, baddr(w, XB_RESULT));
+	world_build(w);
+	check_root_invariants(w);
+}
+
+START_TEST(test_roots_exited_thread)
+{
+	// The kernel's 0 once the thread has exited, glibc's -1 once joined.
+	const int32_t dead_tids[] = {0, -1};
+	for (size_t k = 0; k < 2; k++) {
+		struct world w;
+		exited_world(&w, false, dead_tids[k]);
+		const uint32_t *src;
+		size_t n;
+		hd_graph_predecessors(w.g, bv(&w, XB_STALE), &src, &n);
+		ck_assert_msg(n == 0, "tid %d: a dead frame holds a block",
+			      dead_tids[k]);
+		char name[64];
+		snprintf(name, sizeof(name), "exited thread 0x%llx",
+			 (unsigned long long)DEAD_DESC);
+		size_t r = find_root(&w, name, DEAD_DESC);
+		check_root(&w, r, name, HD_ROOT_REGION, DEAD_DESC, DEAD + DEAD_SIZE, 0);
+		check_succ(&w, hd_graph_root_vertex(w.g, r), "descriptor",
+			   bv(&w, XB_RESULT));
+		// Nothing else of the mapping is a root.
+		for (size_t i = 0; i < hd_graph_num_roots(w.g); i++) {
+			const struct hd_root *ro = hd_graph_root(w.g, i);
+			ck_assert_msg(i == r || ro->end <= DEAD || ro->start >= DEAD + DEAD_SIZE,
+				      "root %s covers the exited thread's stack", ro->name);
+		}
+		world_destroy(&w);
+	}
+}
+END_TEST
+
+START_TEST(test_roots_exited_thread_unknown)
+{
+	// Where tid lies is ambiguous: the mapping stays a plain region.
+	struct world w;
+	exited_world(&w, true, 0);
+	char name[64];
+	snprintf(name, sizeof(name), "anon 0x%llx-0x%llx", (unsigned long long)DEAD,
+		 (unsigned long long)(DEAD + DEAD_SIZE));
+	size_t r = find_root(&w, name, DEAD);
+	check_succ(&w, hd_graph_root_vertex(w.g, r), "region",
+		   bv(&w, XB_STALE), bv(&w, XB_RESULT));
+	world_destroy(&w);
+	// A live thread's tid there: not exited.
+	exited_world(&w, false, TID + 7);
+	r = find_root(&w, name, DEAD);
+	check_succ(&w, hd_graph_root_vertex(w.g, r), "region",
+		   bv(&w, XB_STALE), bv(&w, XB_RESULT));
+	world_destroy(&w);
+}
+END_TEST
+
 // ------------------------------------------------------------- dominators
 
 enum { L0, L1, L2, L3, SHARED, D1, D2, D3, D4, FREED, LX, LY, C1, C2,
@@ -1036,6 +1138,8 @@ int main(void)
 	tcase_add_test(tc, test_roots_frame_clipped);
 	tcase_add_test(tc, test_roots_locals);
 	tcase_add_test(tc, test_roots_invalid_frame);
+	tcase_add_test(tc, test_roots_exited_thread);
+	tcase_add_test(tc, test_roots_exited_thread_unknown);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("dominators");
