@@ -380,10 +380,9 @@ struct hd_error *hd_roots_collect(struct hd_graph *g, struct hd_target *t,
 	if (!err && (!claim(&c, info.main_arena, info.main_arena + info.main_arena_size) ||
 		     (info.mp && !claim(&c, info.mp, info.mp + info.mp_size))))
 		err = &hd_error_no_memory;
-	// Nor is the allocation tracer's (heapdom_trace.h): its tables hold
-	// the addresses of the blocks it follows (bare, for big blocks and
-	// for a live entry whose site is slot 0), which must not keep them
-	// alive.
+	// Nor is the allocation tracer's state (heapdom_trace.h): counters
+	// of the tracer's own, none of the program's pointers, and 9 MiB not
+	// worth scanning.
 	uint64_t tracer, tracer_size;
 	struct hd_error *none = hd_debuginfo_find_symbol(di, NULL, HD_TRACE_SYMBOL, &tracer,
 							 &tracer_size);

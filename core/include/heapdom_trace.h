@@ -4,12 +4,14 @@
 // libheapdom-trace.so interposes malloc, calloc, realloc, reallocarray,
 // free, memalign, posix_memalign, aligned_alloc, valloc, pvalloc and the
 // C++ operators new and delete (LD_PRELOAD, or loaded into a running
-// process by `heap-trace start`). Everything it records lives in one
-// object, `heapdom_trace` (struct hd_trace_state), of fixed size: no event
-// stream, no allocation and no unwinding inside the hooks. A debugger or
-// `heapdom trace CORE` reads the object from the process's memory (or the
-// core) and reports; the debugger switches tracing on and off and advances
-// the epoch by writing `enabled` and `epoch`.
+// process by `heap-trace start`). Its counters live in one object,
+// `heapdom_trace` (struct hd_trace_state), of fixed size, and what it
+// knows of each live allocation (site, size, birth) in a tag at the end of
+// the block (below): no event stream, no allocation and no unwinding
+// inside the hooks. A debugger or `heapdom trace CORE` reads the object
+// and the heap's tags from the process's memory (or the core) and
+// reports; the debugger switches tracing on and off and advances the epoch
+// by writing `enabled` and `epoch`.
 //
 // The layout is shared by the library (which writes it) and libheapdom
 // (which reads it from another process): only fixed-width types, and
@@ -24,7 +26,7 @@ extern "C" {
 #endif
 
 #define HD_TRACE_MAGIC 0x4543415254444548ull // "HDTRACE" + 'E'
-#define HD_TRACE_VERSION 3
+#define HD_TRACE_VERSION 4
 #define HD_TRACE_SYMBOL "heapdom_trace"
 
 // Call sites: the return address into the caller of malloc (or of
@@ -35,11 +37,6 @@ extern "C" {
 #define HD_TRACE_SITES 65536
 #define HD_TRACE_NO_SITE (HD_TRACE_SITES - 1)
 #define HD_TRACE_PC_NONE 1
-// Live allocations, for ages: open addressing on the pointer.
-#define HD_TRACE_LIVE (1u << 21)
-// Live allocations of HD_TRACE_BIG_SIZE bytes or more keep their size here.
-#define HD_TRACE_BIG 64
-#define HD_TRACE_BIG_SIZE 0xffffffffu
 // Size classes: class 0 is size 0, class k (1..63) holds sizes in
 // [2^(k-1), 2^k).
 #define HD_TRACE_CLASSES 64
@@ -81,26 +78,61 @@ struct hd_trace_site {
 	struct hd_trace_count op[HD_TRACE_OPS];
 };
 
-// A live allocation in 16 bytes: four to a cache line, so the free's
-// look-up touches one line.
-struct hd_trace_live {
-	// The block's address (bits 0..47) and its site's slot (48..63);
-	// 0: empty slot, 1: deleted.
-	uint64_t key;
-	// Bytes asked for (bits 0..31; HD_TRACE_BIG_SIZE: the size is in
-	// `big`) and the epoch at allocation (32..63).
-	uint64_t info;
-};
+// A traced block's tag: what the tracer knows of a live allocation, kept
+// in the block itself. While tracing is on, each allocation of n bytes
+// asks glibc for n + HD_TRACE_TAG bytes and writes the tag in the last
+// HD_TRACE_TAG bytes of the block's usable size (glibc's chunk size less
+// 8, or 16 for an mmapped chunk): the program's pointer is glibc's, and
+// the free finds the tag from glibc's chunk header, on lines the free
+// touches anyway (no table outside the blocks, no capacity limit).
+//   word 0: bit 63 set; bits 32..62 the slack (usable - HD_TRACE_TAG - n);
+//           bits 16..31 the site's slot; bits 0..15 check bits 48..63
+//   word 1: bit 63 set; bits 32..62 check bits 32..62; bits 0..31 the
+//           epoch at allocation
+// check = (block address ^ tag_key) * HD_TRACE_TAG_MUL, tag_key being the
+// state's: 47 bits of it, so that a block allocated while tracing was off
+// passes for a tagged one only if its bytes there happen to match them.
+// Both words have bit 63 set: never a user-space pointer.
+#define HD_TRACE_TAG 16
+#define HD_TRACE_TAG_MUL 0x9E3779B97F4A7C15ull
+#define HD_TRACE_TAG_W0_MASK 0x800000000000ffffull
+#define HD_TRACE_TAG_W1_MASK 0xffffffff00000000ull
 
-#define HD_TRACE_KEY_ADDR(key) ((key) & 0xffffffffffffull)
-#define HD_TRACE_KEY_SITE(key) ((uint32_t)((key) >> 48))
-#define HD_TRACE_INFO_SIZE(info) ((uint32_t)(info))
-#define HD_TRACE_INFO_BIRTH(info) ((uint32_t)((info) >> 32))
+static inline uint64_t hd_trace_tag_check(uint64_t addr, uint64_t key)
+{
+	return (addr ^ key) * HD_TRACE_TAG_MUL;
+}
 
-struct hd_trace_big {
-	uint64_t ptr; // 0: empty, 1: deleted
-	uint64_t size;
-};
+static inline void hd_trace_tag_make(uint64_t tag[2], uint64_t addr, uint64_t key,
+				     uint64_t slack, uint32_t site, uint32_t birth)
+{
+	uint64_t c = hd_trace_tag_check(addr, key);
+
+	tag[0] = 1ull << 63 | slack << 32 | (uint64_t)site << 16 | c >> 48;
+	tag[1] = 1ull << 63 | (c & 0x7fffffff00000000ull) | birth;
+}
+
+// Whether tag (the last HD_TRACE_TAG of usable bytes of the block at addr)
+// is one the tracer wrote there; if so, the block's size, site slot and
+// birth epoch.
+static inline int hd_trace_tag_read(const uint64_t tag[2], uint64_t addr, uint64_t key,
+				    uint64_t usable, uint64_t *size, uint32_t *site,
+				    uint32_t *birth)
+{
+	uint64_t c = hd_trace_tag_check(addr, key);
+	uint64_t want0 = 1ull << 63 | c >> 48;
+	uint64_t want1 = 1ull << 63 | (c & 0x7fffffff00000000ull);
+	uint64_t slack = (tag[0] >> 32) & 0x7fffffff;
+
+	if (((tag[0] ^ want0) & HD_TRACE_TAG_W0_MASK) != 0 ||
+	    ((tag[1] ^ want1) & HD_TRACE_TAG_W1_MASK) != 0 || usable < HD_TRACE_TAG ||
+	    slack > usable - HD_TRACE_TAG)
+		return 0;
+	*size = usable - HD_TRACE_TAG - slack;
+	*site = (uint32_t)(tag[0] >> 16) & 0xffff;
+	*birth = (uint32_t)tag[1];
+	return 1;
+}
 
 // A call site's counters in a shard.
 struct hd_trace_shard_site {
@@ -112,9 +144,8 @@ struct hd_trace_shard_site {
 // One thread's counters, added to the shared ones of the same name.
 struct hd_trace_shard {
 	uint64_t owner; // thread id of the thread that writes it; 0: free
-	uint64_t dropped_live;
 	uint64_t untracked_frees;
-	uint64_t reserved;
+	uint64_t reserved[2];
 	struct hd_trace_count classes[HD_TRACE_CLASSES];
 	struct hd_trace_count ages[HD_TRACE_AGES];
 	struct hd_trace_shard_site sites[HD_TRACE_SHARD_SITES];
@@ -127,17 +158,16 @@ struct hd_trace_state {
 	volatile uint32_t enabled; // the switch, written by the debugger
 	volatile uint32_t epoch;   // the current generation
 	uint64_t pid;            // of the process that initialised it
-	// What could not be recorded (calls whose site found no slot are
-	// counted in sites[HD_TRACE_NO_SITE]).
-	uint64_t dropped_live;   // allocations whose live entry found no slot
-	uint64_t untracked_frees; // frees of blocks not in the live table
+	uint64_t tag_key;        // the blocks' tags' key (random, never 0)
+	// Frees of blocks without a tag (allocated while tracing was off);
+	// calls whose site found no slot are counted in
+	// sites[HD_TRACE_NO_SITE].
+	uint64_t untracked_frees;
 	// Allocations by size class (sizes asked for).
 	struct hd_trace_count classes[HD_TRACE_CLASSES];
 	// Frees by age (epochs between allocation and free).
 	struct hd_trace_count ages[HD_TRACE_AGES];
-	struct hd_trace_big big[HD_TRACE_BIG];
 	struct hd_trace_site sites[HD_TRACE_SITES];
-	struct hd_trace_live live[HD_TRACE_LIVE];
 	struct hd_trace_shard shards[HD_TRACE_SHARDS];
 };
 

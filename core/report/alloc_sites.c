@@ -1,6 +1,6 @@
-// Allocation sites of heap blocks: the tracer's live entries (checked
-// against the heap walk by hd_trace_load), looked up by block address for
-// the block, leak and why reports.
+// Allocation sites of heap blocks: the tags the tracer wrote in the heap's
+// used blocks (read by hd_trace_load), looked up by block address for the
+// block, leak and why reports.
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>

@@ -136,10 +136,10 @@ static void render_json(FILE *out, struct hd_session *ses, const struct trace *t
 		", \"calls\": ", tr->addr, h->enabled ? "true" : "false", h->epoch, h->pid);
 	uint64_t zero[HD_TRACE_OPS] = {0};
 	json_ops(out, tr->calls, zero);
-	fprintf(out, ", \"dropped_sites\": %" PRIu64 ", \"dropped_live\": %" PRIu64
-		", \"untracked_frees\": %" PRIu64 ", \"stale_live_entries\": %" PRIu64
+	fprintf(out, ", \"dropped_sites\": %" PRIu64
+		", \"untracked_frees\": %" PRIu64
 		", \"sites\": %zu, \"live\": {\"count\": %" PRIu64 ", \"bytes\": %" PRIu64 "}}",
-		tr->dropped_sites, h->dropped_live, h->untracked_frees, tr->stale_entries,
+		tr->dropped_sites, h->untracked_frees,
 		tr->num_sites, tr->live_count, tr->live_bytes);
 	json_rows(out, "sites", sites, nsites, top);
 	json_rows(out, "files", files, nfiles, top);
@@ -255,9 +255,9 @@ struct hd_error *hd_render_trace(FILE *out, struct hd_session *ses,
 			" frees traced at %zu call sites; %" PRIu64 " allocations live (%" PRIu64 " bytes)\n",
 			hd_target_name(hd_session_target(ses)), h->enabled ? "on" : "off", h->epoch,
 			allocs, tr.calls[HD_TRACE_FREE], tr.num_sites, tr.live_count, tr.live_bytes);
-		if (tr.dropped_sites || h->dropped_live)
-			fprintf(out, "warning: tables full: %" PRIu64 " calls at sites not recorded, %" PRIu64
-				" allocations not followed to their free\n", tr.dropped_sites, h->dropped_live);
+		if (tr.dropped_sites)
+			fprintf(out, "warning: call-site table full: %" PRIu64 " calls at sites not recorded\n",
+				tr.dropped_sites);
 		fputc('\n', out);
 		switch (o->trace_by) {
 		case HD_TRACE_BY_FILE: text_rows(out, "file", files, nfiles, top, o->color); break;

@@ -7,17 +7,16 @@
 
 #include "report/trace_tables.h"
 
-// Live entries are read this many at a time (the table is 32 MiB).
-#define LIVE_CHUNK 65536
+// Tags are read through windows of this many bytes of a heap segment.
+#define TAG_WINDOW (1u << 20)
 
 // The reader's copy of the header must be the library's, field for field.
 _Static_assert(sizeof(struct trace_head) == offsetof(struct hd_trace_state, sites),
 	       "trace_head is the state up to its sites");
 _Static_assert(offsetof(struct trace_head, enabled) == offsetof(struct hd_trace_state, enabled) &&
-	       offsetof(struct trace_head, dropped_live) == offsetof(struct hd_trace_state, dropped_live) &&
+	       offsetof(struct trace_head, tag_key) == offsetof(struct hd_trace_state, tag_key) &&
 	       offsetof(struct trace_head, classes) == offsetof(struct hd_trace_state, classes) &&
-	       offsetof(struct trace_head, ages) == offsetof(struct hd_trace_state, ages) &&
-	       offsetof(struct trace_head, big) == offsetof(struct hd_trace_state, big),
+	       offsetof(struct trace_head, ages) == offsetof(struct hd_trace_state, ages),
 	       "trace_head's fields are where the library writes them");
 
 struct hd_error *hd_trace_locate(struct hd_session *s, uint64_t *addr)
@@ -90,7 +89,6 @@ static struct hd_error *fold_shards(struct hd_target *t, struct trace *tr,
 		return err;
 	struct trace_head *h = &tr->head;
 	for (size_t i = 0; i < n; i++) {
-		h->dropped_live += sh[i].dropped_live;
 		h->untracked_frees += sh[i].untracked_frees;
 		for (int k = 0; k < HD_TRACE_CLASSES; k++)
 			add_count(&h->classes[k], &sh[i].classes[k]);
@@ -194,66 +192,73 @@ static struct hd_error *add_block(struct trace *tr, uint64_t addr, uint32_t site
 	return NULL;
 }
 
-// A live entry's size: sizes that do not fit its 32 bits are in `big`
-// (a reader that stopped the process between the two writes finds none:
-// the block's bytes are then unknown, and counted as 0).
-static uint64_t big_size(const struct trace_head *h, uint64_t ptr, uint32_t size)
+// Reads the HD_TRACE_TAG bytes at addr into tag, through a window of the
+// segment that ends at seg_end (refilled when addr is past it). False
+// if they cannot be read.
+struct tag_window {
+	uint8_t *buf;
+	uint64_t lo, len;
+};
+
+static bool window_read(struct hd_target *t, struct tag_window *w, uint64_t addr,
+			uint64_t seg_end, uint64_t tag[2])
 {
-	if (size != HD_TRACE_BIG_SIZE)
-		return size;
-	for (size_t i = 0; i < HD_TRACE_BIG; i++)
-		if (h->big[i].ptr == ptr)
-			return h->big[i].size;
-	return 0;
+	if (addr < w->lo || addr + HD_TRACE_TAG > w->lo + w->len) {
+		uint64_t len = seg_end - addr < TAG_WINDOW ? seg_end - addr : TAG_WINDOW;
+		struct hd_error *err = hd_target_read(t, addr, w->buf, len);
+		if (err) {
+			hd_error_destroy(err);
+			w->len = 0;
+			err = hd_target_read(t, addr, tag, HD_TRACE_TAG);
+			if (err)
+				hd_error_destroy(err);
+			return !err;
+		}
+		w->lo = addr;
+		w->len = len;
+	}
+	memcpy(tag, w->buf + (addr - w->lo), HD_TRACE_TAG);
+	return true;
 }
 
-// Live entries count only when the heap has a used block starting there:
-// a block allocated while tracing was on and freed while it was off keeps
-// its entry.
-static struct hd_error *read_live(struct hd_target *t, const struct hd_heap *h,
+// The used blocks the tracer tagged (heapdom_trace.h): the tag in the
+// last HD_TRACE_TAG usable bytes of each, checked against the state's key.
+static struct hd_error *read_tags(struct hd_target *t, const struct hd_heap *h,
 				  struct trace *tr, bool blocks)
 {
-	struct hd_trace_live *buf = malloc(LIVE_CHUNK * sizeof(*buf));
-	if (!buf)
+	struct tag_window w = {.buf = malloc(TAG_WINDOW)};
+	if (!w.buf)
 		return &hd_error_no_memory;
-	uint64_t base = tr->addr + offsetof(struct hd_trace_state, live);
 	struct hd_error *err = NULL;
-	for (size_t at = 0; at < HD_TRACE_LIVE && !err; at += LIVE_CHUNK) {
-		err = hd_target_read(t, base + at * sizeof(*buf), buf,
-				     LIVE_CHUNK * sizeof(*buf));
-		if (err) {
-			err = hd_error_prefix(err, "cannot read the tracer's live allocations");
-			break;
-		}
-		for (size_t i = 0; i < LIVE_CHUNK && !err; i++) {
-			const struct hd_trace_live *e = &buf[i];
-			if (e->key <= 1)
-				continue;
-			uint64_t ptr = HD_TRACE_KEY_ADDR(e->key);
-			uint32_t site = HD_TRACE_KEY_SITE(e->key);
-			int64_t id = hd_heap_find(h, ptr);
+	size_t id = 0, n = hd_heap_num_blocks(h);
+	for (size_t s = 0; s < hd_heap_num_segments(h) && !err; s++) {
+		const struct hd_heap_segment *seg = hd_heap_segment(h, s);
+		for (; id < n && !err; id++) {
 			struct hd_block b;
-			if (id >= 0)
-				hd_heap_block(h, (size_t)id, &b);
-			if (id < 0 || b.addr != ptr || b.state != HD_STATE_USED) {
-				tr->stale_entries++;
+			hd_heap_block(h, id, &b);
+			if (b.addr >= seg->end)
+				break;
+			uint64_t tag[2], size;
+			uint32_t site, birth;
+			if (b.state != HD_STATE_USED || b.addr < seg->start || b.usable < HD_TRACE_TAG ||
+			    b.addr + b.usable > seg->end ||
+			    !window_read(t, &w, b.addr + b.usable - HD_TRACE_TAG, seg->end, tag) ||
+			    !hd_trace_tag_read(tag, b.addr, tr->head.tag_key, b.usable, &size,
+					       &site, &birth))
 				continue;
-			}
-			uint64_t size = big_size(&tr->head, ptr, HD_TRACE_INFO_SIZE(e->info));
 			tr->live_count++;
 			tr->live_bytes += size;
-			if (tr->slot_site[site] != UINT32_MAX) {
-				struct site *st = &tr->sites[tr->slot_site[site]];
-				st->live_count++;
-				st->live_bytes += size;
+			uint32_t ix = site < HD_TRACE_SITES ? tr->slot_site[site] : UINT32_MAX;
+			if (ix != UINT32_MAX) {
+				tr->sites[ix].live_count++;
+				tr->sites[ix].live_bytes += size;
 			}
-			err = add_birth(tr, HD_TRACE_INFO_BIRTH(e->info), size);
+			err = add_birth(tr, birth, size);
 			if (!err && blocks)
-				err = add_block(tr, ptr, tr->slot_site[site],
-						HD_TRACE_INFO_BIRTH(e->info));
+				err = add_block(tr, b.addr, ix, birth);
 		}
 	}
-	free(buf);
+	free(w.buf);
 	return err;
 }
 
@@ -278,7 +283,7 @@ struct hd_error *hd_trace_load(struct hd_session *ses, struct trace *tr, bool bl
 	if (!err)
 		err = hd_session_heap(ses, &h);
 	if (!err)
-		err = read_live(t, h, tr, blocks);
+		err = read_tags(t, h, tr, blocks);
 	struct hd_debuginfo *di = hd_session_debuginfo(ses);
 	for (size_t i = 0; !err && i < tr->num_sites; i++) {
 		struct site *s = &tr->sites[i];

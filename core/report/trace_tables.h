@@ -1,7 +1,7 @@
 // The allocation tracer's tables (heapdom_trace.h) as heapdom reads them
 // from a process or a core: the counters with the threads' shards added,
-// the call sites located in the debug info, and the live entries checked
-// against the heap walk. Shared by `heapdom trace` (trace.c) and the
+// the call sites located in the debug info, and the tags of the heap
+// walk's used blocks. Shared by `heapdom trace` (trace.c) and the
 // allocation sites of heap blocks (alloc_sites.c).
 #ifndef HD_REPORT_TRACE_TABLES_H
 #define HD_REPORT_TRACE_TABLES_H
@@ -15,10 +15,9 @@ struct trace_head {
 	uint32_t version, size;
 	uint32_t enabled, epoch;
 	uint64_t pid;
-	uint64_t dropped_live, untracked_frees;
+	uint64_t tag_key, untracked_frees;
 	struct hd_trace_count classes[HD_TRACE_CLASSES];
 	struct hd_trace_count ages[HD_TRACE_AGES];
-	struct hd_trace_big big[HD_TRACE_BIG];
 };
 
 // One call site as reported: its counters, what of it is still live, and
@@ -55,9 +54,8 @@ struct trace {
 	struct birth *births; // live allocations by birth epoch, sorted
 	size_t num_births, cap_births;
 	uint64_t live_count, live_bytes;
-	uint64_t stale_entries; // live entries whose block is not in use
-	// With blocks (hd_trace_load): every used block with a live entry,
-	// in the table's order.
+	// With blocks (hd_trace_load): every used block with a tag, in
+	// address order.
 	struct traced_block *blocks;
 	size_t num_blocks, cap_blocks;
 };

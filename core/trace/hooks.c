@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <unistd.h>
 
 #include "tables.h"
 
@@ -20,12 +21,18 @@ static inline int power_of_two(size_t a)
 }
 
 // The traced half of a hook: out of line, reached by a tail call, so that
-// the hook's off path saves no registers.
+// the hook's off path saves no registers. It asks glibc for the block and
+// its tag (tables.h); a size too big for that fails in glibc as it would
+// have without the tag.
 #define HD_TRACED static __attribute__((noinline))
 
 HD_TRACED void *malloc_on(size_t n, uint64_t pc)
 {
-	void *p = __libc_malloc(n);
+	size_t asked = hd_tagged_size(n);
+	void *p = __libc_malloc(asked ? asked : n);
+
+	if (!asked)
+		return p;
 
 	return p ? hd_record_alloc(HD_TRACE_MALLOC, p, n, pc) : p;
 }
@@ -39,10 +46,14 @@ HD_HIDDEN void *hd_malloc(size_t n)
 
 HD_TRACED void *calloc_on(size_t n, size_t m, uint64_t pc)
 {
-	void *p = __libc_calloc(n, m);
+	size_t bytes, asked;
+	void *p;
 
-	// calloc failed if n * m overflows, so the product is exact here.
-	return p ? hd_record_alloc(HD_TRACE_CALLOC, p, (uint64_t)n * m, pc) : p;
+	// An overflowing product, or one too big for a tag: glibc fails it.
+	if (__builtin_mul_overflow(n, m, &bytes) || !(asked = hd_tagged_size(bytes)))
+		return __libc_calloc(n, m);
+	p = __libc_calloc(1, asked);
+	return p ? hd_record_alloc(HD_TRACE_CALLOC, p, bytes, pc) : p;
 }
 
 HD_HIDDEN void *hd_calloc(size_t n, size_t m)
@@ -79,7 +90,11 @@ HD_HIDDEN void hd_free(void *p)
 
 HD_TRACED void *memalign_on(size_t align, size_t n, uint64_t pc)
 {
-	void *p = __libc_memalign(align, n);
+	size_t asked = hd_tagged_size(n);
+	void *p = __libc_memalign(align, asked ? asked : n);
+
+	if (!asked)
+		return p;
 
 	return p ? hd_record_alloc(HD_TRACE_MEMALIGN, p, n, pc) : p;
 }
@@ -100,13 +115,14 @@ HD_HIDDEN int hd_posix_memalign(void **out, size_t align, size_t n)
 
 	if (align % sizeof(void *) != 0 || !power_of_two(align))
 		return EINVAL;
-	p = __libc_memalign(align, n);
+	if (HD_OFF())
+		p = __libc_memalign(align, n);
+	else
+		p = memalign_on(align, n, HD_CALLER_PC());
 	if (!p) {
 		errno = saved;
 		return ENOMEM;
 	}
-	if (!HD_OFF())
-		hd_record_alloc(HD_TRACE_MEMALIGN, p, n, HD_CALLER_PC());
 	*out = p;
 	return 0;
 }
@@ -126,7 +142,11 @@ HD_HIDDEN void *hd_aligned_alloc(size_t align, size_t n)
 
 HD_TRACED void *valloc_on(size_t n, uint64_t pc)
 {
-	void *p = __libc_valloc(n);
+	size_t asked = hd_tagged_size(n);
+	void *p = __libc_valloc(asked ? asked : n);
+
+	if (!asked)
+		return p;
 
 	return p ? hd_record_alloc(HD_TRACE_MEMALIGN, p, n, pc) : p;
 }
@@ -138,9 +158,16 @@ HD_HIDDEN void *hd_valloc(size_t n)
 	return valloc_on(n, HD_CALLER_PC());
 }
 
+// pvalloc promises whole pages: the tag goes after them.
 HD_TRACED void *pvalloc_on(size_t n, uint64_t pc)
 {
-	void *p = __libc_pvalloc(n);
+	size_t page = (size_t)getpagesize();
+	size_t rounded = (n + page - 1) & ~(page - 1);
+	size_t asked = rounded >= n ? hd_tagged_size(rounded) : 0;
+	void *p = asked ? __libc_memalign(page, asked) : __libc_pvalloc(n);
+
+	if (!asked)
+		return p;
 
 	return p ? hd_record_alloc(HD_TRACE_MEMALIGN, p, n, pc) : p;
 }

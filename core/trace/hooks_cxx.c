@@ -27,9 +27,14 @@ new_common(enum hd_trace_op op, size_t n, size_t align, uint64_t pc)
 	// new(0) returns a distinct pointer: ask malloc for one byte, as
 	// libstdc++ does, but count the size the program asked for.
 	size_t real = n ? n : 1;
-	void *p = align ? __libc_memalign(align, real) : __libc_malloc(real);
+	size_t asked;
+	void *p;
 
-	return p && !HD_OFF() ? hd_record_alloc(op, p, n, pc) : p;
+	if (HD_OFF() || !(asked = hd_tagged_size(real)))
+		return align ? __libc_memalign(align, real) : __libc_malloc(real);
+	// Traced: the block and its tag (tables.h).
+	p = align ? __libc_memalign(align, asked) : __libc_malloc(asked);
+	return p ? hd_record_alloc(op, p, n, pc) : p;
 }
 
 #define HD_REAL(name, type, self) ((type)hd_real_function(name, (void *)(self)))

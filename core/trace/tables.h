@@ -3,14 +3,13 @@
 //
 // Each traced call takes a fast path, inlined here: the call site is in
 // its home slot (and, with threads, in its home entry of the thread's
-// shard), the block's live entry goes to (or is found in) its home slot,
-// its size fits the entry. Anything else (a site's first call, a thread's
-// first call, probing, stale entries, big sizes, lost races) is handed,
-// by a tail call, to the general code in record.c, which does the whole
-// job again from where the fast path stopped. Since every call the fast
-// path makes is a tail call, nothing lives across a call: the recording
-// runs in caller-saved registers (a traced malloc + free pair costs the
-// tracer about 150 instructions, cachegrind).
+// shard). Anything else (a site's first call, a thread's first call,
+// probing, a free of a block without a tag) is handed, by a tail call, to
+// the general code in record.c, which does the whole job again from where
+// the fast path stopped. Since every call the fast path makes is a tail
+// call, nothing lives across a call: the recording runs in caller-saved
+// registers. A block's site, size and birth are in its tag
+// (heapdom_trace.h), in the block's last 16 usable bytes.
 #ifndef HD_TRACE_TABLES_H
 #define HD_TRACE_TABLES_H
 
@@ -19,7 +18,6 @@
 #include "trace_internal.h"
 
 #define HD_GOLDEN 0x9E3779B97F4A7C15ull
-#define HD_ADDR_LIMIT (1ull << 48) // live keys hold 48 address bits
 
 #define HD_INLINE static inline __attribute__((always_inline))
 #define HD_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -41,21 +39,11 @@ HD_INLINE void hd_count(struct hd_trace_count *c, uint64_t bytes, int atomic)
 	hd_add(&c->bytes, bytes, atomic);
 }
 
-HD_INLINE int hd_claim(uint64_t *p, uint64_t expect, uint64_t v, int mt)
-{
-	if (!mt) {
-		*p = v;
-		return 1;
-	}
-	return __atomic_compare_exchange_n(p, &expect, v, 0, __ATOMIC_RELAXED,
-					   __ATOMIC_RELAXED);
-}
-
 // While the process has one thread (glibc's __libc_single_threaded) the
-// shared tables take plain adds and stores; with threads, each thread
-// counts into its shard (plain adds too) and claims live entries with a
-// CAS. An atomic read-modify-write costs ~20 cycles, drains the store
-// buffer, and bounces the counter's line between the threads' caches.
+// shared tables take plain adds; with threads, each thread counts into its
+// shard (plain adds too). An atomic read-modify-write costs ~20 cycles,
+// drains the store buffer, and bounces the counter's line between the
+// threads' caches.
 // Neither case is hinted as the likely one: GCC would move the other out
 // of line.
 #define HD_MT() (!__builtin_expect_with_probability(__libc_single_threaded, 1, 0.5))
@@ -81,24 +69,44 @@ HD_INLINE uint32_t hd_site_home(uint64_t pc)
 	return (uint32_t)((pc * HD_GOLDEN) >> 48);
 }
 
-// Blocks are at least 32 bytes apart in glibc, so p >> 5 is distinct for
-// live blocks, and neighbouring blocks land in neighbouring slots (cache
-// and TLB friendly when a program allocates many blocks in a row). The
-// bits above the 64 MiB window are mixed in, through a multiplication,
-// so that heaps at 64 MiB aligned addresses (non-main arenas, often
-// adjacent) start far apart: a plain shift-and-xor puts them a few
-// hundred slots apart, and their blocks then overflow the probe limit.
-HD_INLINE uint32_t hd_live_home(uint64_t p)
+// What glibc asks for on top of a traced allocation of n bytes: its tag.
+// 0 if n + HD_TRACE_TAG overflows (glibc then fails the call itself).
+HD_INLINE size_t hd_tagged_size(size_t n)
 {
-	uint64_t h = (p >> 5) ^ (((p >> 26) * HD_GOLDEN) >> 43);
-
-	return (uint32_t)(h & (HD_TRACE_LIVE - 1));
+	return n <= (size_t)-1 - HD_TRACE_TAG ? n + HD_TRACE_TAG : 0;
 }
 
-// Whether live key k is address p's (the site's bits do not count).
-HD_INLINE int hd_key_is(uint64_t k, uint64_t p)
+// The usable size of glibc's block p, from its chunk header (the word
+// before p: chunk size and flag bits; mmapped chunks lose 16 bytes, the
+// others 8). 0 for a header no glibc block has, which glibc's free will
+// report itself.
+HD_INLINE uint64_t hd_usable(uint64_t p)
 {
-	return ((k ^ p) << 16) == 0;
+	uint64_t h = ((const uint64_t *)p)[-1], size = h & ~7ull;
+
+	if (HD_UNLIKELY(size < 32 || (size & 15) != 0 || size > (1ull << 47)))
+		return 0;
+	return size - ((h & 2) ? 16 : 8);
+}
+
+// The tag of block p (usable bytes u), in its last HD_TRACE_TAG bytes.
+HD_INLINE uint64_t *hd_tag_of(uint64_t p, uint64_t u)
+{
+	return (uint64_t *)(p + u - HD_TRACE_TAG);
+}
+
+// Writes block p's tag: n bytes asked for (glibc gave at least
+// n + HD_TRACE_TAG), allocated at site in epoch birth.
+HD_INLINE void hd_tag_write(uint64_t p, uint64_t n, uint32_t site, uint32_t birth)
+{
+	uint64_t u = hd_usable(p);
+
+	// Never past the block: a block glibc made smaller than asked stays
+	// untagged (its free is then untracked).
+	if (HD_UNLIKELY(u < n + HD_TRACE_TAG))
+		return;
+	hd_trace_tag_make(hd_tag_of(p, u), p, hd_state.tag_key, u - HD_TRACE_TAG - n,
+			  site, birth);
 }
 
 // The general paths (record.c). Each finishes the call the fast path
@@ -108,8 +116,6 @@ HD_INLINE int hd_key_is(uint64_t k, uint64_t p)
 #define HD_SLOW HD_HIDDEN __attribute__((noinline, cold))
 HD_SLOW void *hd_alloc_slow(enum hd_trace_op op, void *p, uint64_t n,
 			      uint64_t pc);
-HD_SLOW void *hd_alloc_live_slow(void *p, uint64_t n, uint32_t site,
-				   uint32_t birth);
 HD_SLOW void hd_free_slow(void *p, uint64_t pc);
 HD_SLOW void hd_free_site_slow(void *p, uint64_t pc, uint64_t size,
 				 uint32_t birth);
@@ -160,29 +166,19 @@ HD_INLINE int hd_fast_rows(uint64_t pc, enum hd_trace_op op, int mt,
 	return 1;
 }
 
-// Records block p of n bytes, allocated by op at pc; returns p. mt: the
-// process has threads; the counts then go to the thread's shard.
+// Records block p (asked of glibc with its tag) of n bytes, allocated by
+// op at pc, and writes its tag; returns p. mt: the process has threads;
+// the counts then go to the thread's shard.
 HD_INLINE void *hd_alloc_fast(enum hd_trace_op op, void *ptr, uint64_t n,
 			      uint64_t pc, int mt)
 {
-	uint64_t p = (uintptr_t)ptr;
-	struct hd_trace_live *e;
 	struct hd_fast f;
-	uint32_t birth;
-	uint64_t cur;
 
 	if (HD_UNLIKELY(!hd_fast_rows(pc, op, mt, &f)))
 		return hd_alloc_slow(op, ptr, n, pc);
 	hd_count(f.row, n, 0);
 	hd_count(&f.classes[hd_size_class(n)], n, 0);
-	e = &hd_state.live[hd_live_home(p)];
-	cur = __atomic_load_n(&e->key, __ATOMIC_RELAXED);
-	birth = hd_state.epoch;
-	// n + 1 < 2^32: n is below HD_TRACE_BIG_SIZE.
-	if (HD_UNLIKELY(((n + 1) >> 32 | p >> 48) != 0 || cur > 1 ||
-			!hd_claim(&e->key, cur, p | (uint64_t)f.site << 48, mt)))
-		return hd_alloc_live_slow(ptr, n, f.site, birth);
-	e->info = (uint64_t)birth << 32 | n;
+	hd_tag_write((uintptr_t)ptr, n, f.site, hd_state.epoch);
 	return ptr;
 }
 
@@ -204,28 +200,31 @@ HD_INLINE void *hd_record_alloc(enum hd_trace_op op, void *p, uint64_t n,
 	return hd_alloc_st(op, p, n, pc);
 }
 
-// Records the free of p at pc, then frees it. The entry is taken before
-// the block goes back to glibc: no other thread can have been given the
-// same address yet. Only the thread freeing p touches p's entry (the
-// program may not free a block twice nor use it after free), so taking it
-// needs no CAS.
+// Reads block p's tag; 0 if it has none (allocated while tracing was
+// off, or its tag overwritten). A tag found is cleared, so that a block
+// allocated later at p while tracing is off does not inherit it.
+HD_INLINE int hd_tag_take(uint64_t p, uint64_t *size, uint32_t *site, uint32_t *birth)
+{
+	uint64_t u = hd_usable(p), *t;
+
+	if (HD_UNLIKELY(u < HD_TRACE_TAG))
+		return 0;
+	t = hd_tag_of(p, u);
+	if (HD_UNLIKELY(!hd_trace_tag_read(t, p, hd_state.tag_key, u, size, site, birth)))
+		return 0;
+	t[1] = 0;
+	return 1;
+}
+
+// Records the free of p at pc, then frees it.
 HD_INLINE void hd_free_fast(void *ptr, uint64_t pc, int mt)
 {
-	uint64_t p = (uintptr_t)ptr;
-	struct hd_trace_live *e = &hd_state.live[hd_live_home(p)];
-	uint64_t cur = __atomic_load_n(&e->key, __ATOMIC_RELAXED);
 	struct hd_fast f;
-	uint64_t info, size;
-	uint32_t birth;
+	uint64_t size;
+	uint32_t site, birth;
 
-	if (HD_UNLIKELY(!hd_key_is(cur, p)))
+	if (HD_UNLIKELY(!hd_tag_take((uintptr_t)ptr, &size, &site, &birth)))
 		return hd_free_slow(ptr, pc);
-	info = e->info;
-	size = HD_TRACE_INFO_SIZE(info);
-	birth = HD_TRACE_INFO_BIRTH(info);
-	if (HD_UNLIKELY(size == HD_TRACE_BIG_SIZE))
-		return hd_free_slow(ptr, pc);
-	__atomic_store_n(&e->key, 1, __ATOMIC_RELEASE);
 	if (HD_UNLIKELY(!hd_fast_rows(pc, HD_TRACE_FREE, mt, &f)))
 		return hd_free_site_slow(ptr, pc, size, birth);
 	hd_count(f.row, size, 0);

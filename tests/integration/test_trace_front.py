@@ -22,8 +22,8 @@ Cases:
              blocks the fixture left allocated are live at their site with
              their birth epoch; the text reports name the site functions
   b lldb     the same report from `heapdom trace report` in lldb, with the
-             fixture's --big blocks (4 GiB: their sizes are in the tracer's
-             `big` table; not in case a, whose core would hold them)
+             fixture's --big blocks (4 GiB: sizes past 32 bits in their
+             tags; not in case a, whose core would hold them)
   c inject   the fixture without LD_PRELOAD, stopped at hd_inject_point:
              gdb's `heap-trace start` loads the tracer and switches it on
              (no gdb inferior call: they fail on this machine), `heap-trace
@@ -128,14 +128,12 @@ def check_report(doc, truth, ext, label):
             got_fn[fn][0] += s["live"]["count"]
             got_fn[fn][1] += s["live"]["bytes"]
     # Every site function of the fixture: exactly its blocks left allocated
-    # (site_stale's were freed while tracing was off: stale entries).
+    # (site_stale's were freed while tracing was off: their tags went
+    # with their memory).
     for fn in ext:
         if got_fn.get(fn, [0, 0]) != by_fn.get(fn, [0, 0]):
             p.append("%s: live at %s: %s, truth %s" % (label, fn, got_fn.get(fn),
                                                        by_fn.get(fn, [0, 0])))
-    if "site_stale" in ext and tr.get("stale_live_entries", 0) < 30:
-        p.append("%s: %s stale live entries, the fixture left 30"
-                 % (label, tr.get("stale_live_entries")))
     births = {}
     for ptr, size, fn, birth in truth.live:
         births[birth] = births.get(birth, 0) + 1
@@ -329,8 +327,7 @@ class Runner(heaptest.CaseRunner):
                       [self.a.trace_fixture, truth_p, "--lib", self.a.trace_lib, "--big"])
         truth = test_trace.parse_truth(truth_p)
         ext = test_trace.function_extents(self.a.trace_fixture, truth)
-        # With --big, a leaked 4 GiB - 1 block whose bare address is in the
-        # tracer's big table: the tracer's state is no root.
+        # With --big, a leaked 4 GiB - 1 block: its tag names its site.
         p = check_report(self.load(out, r), truth, ext, "lldb")
         return p + check_leaks(self.load(leaks, r), truth, ext, "lldb leaks")
 

@@ -19,10 +19,10 @@ allocated, and the tracer's state at its start (d0) and end (d1). Checked,
 as d1 - d0: calls per op, size classes, ages, untracked frees, nothing
 dropped; one shard claimed per thread; per site function (every pc inside it, the function's extent from
 the symbol table) counts and bytes per op; no pc at all inside functions
-only called while tracing was off; the live entries of the blocks left
-allocated (size, site, birth epoch), including a block of 4 GiB - 1
-bytes (kept in the tracer's `big` table; one of 4 GiB + 4 KiB is freed at
-its own site) allocated at the address of one freed while tracing was off. Expected classes and age buckets are
+only called while tracing was off; the tags of the blocks left allocated
+(size, site, birth epoch), including a block of 4 GiB - 1 bytes (one of
+4 GiB + 4 KiB is freed at its own site) allocated at the address of one
+freed while tracing was off. Expected classes and age buckets are
 computed here from heapdom_trace.h's definitions, not by the tracer's code.
 
 Exit status 0 when every case passed; the last line is "N passed, N failed".
@@ -39,7 +39,7 @@ import heaptest  # noqa: E402
 from heaptest import HarnessError  # noqa: E402
 
 MAGIC = 0x4543415254444548
-VERSION = 3
+VERSION = 4
 OPS = 5
 FREE = 4
 CLASSES = 64
@@ -125,7 +125,7 @@ class Dump:
     def __init__(self):
         self.state = None
         self.calls = [0] * OPS
-        self.dropped = [0, 0, 0]
+        self.dropped = [0, 0]
         self.shards = None   # shards claimed by a thread
         self.classes = {}
         self.ages = {}
@@ -299,10 +299,10 @@ def compare(truth, ext, enabled_at_start):
     if d1.shards != truth.shards:
         problems.append("%s shards claimed, want one per thread, as many as there are: %s"
                         % (d1.shards, truth.shards))
-    got = [d1.dropped[i] - d0.dropped[i] for i in range(3)]
-    if got != [0, 0, untracked]:
-        problems.append("dropped sites, dropped live, untracked frees = %s, want %s"
-                        % (got, [0, 0, untracked]))
+    got = [d1.dropped[i] - d0.dropped[i] for i in range(2)]
+    if got != [0, untracked]:
+        problems.append("dropped sites, untracked frees = %s, want %s"
+                        % (got, [0, untracked]))
     for name, table, want in (("size class", "classes", classes), ("age", "ages", ages)):
         keys = set(want) | set(getattr(d1, table)) | set(getattr(d0, table))
         for k in sorted(keys):
@@ -340,7 +340,7 @@ def compare(truth, ext, enabled_at_start):
         problems.append("wide_site has %d call sites, want more than a shard holds (%d)"
                         % (wide, SHARD_SITES))
 
-    # Blocks still allocated: their live entries.
+    # Blocks still allocated: their tags.
     bad = 0
     for ptr, size, fn, birth in truth.live:
         e = d1.live.get(ptr)

@@ -172,22 +172,22 @@ SITE void site_d(void) {
     die("reallocarray overflow not ENOMEM");
 }
 
-/* Allocated while on, freed while off: their live entries go stale, and
-   a reader must not count them as live (it checks them against the heap).
-   A size nothing else here asks for, so no later block reuses their
-   addresses (a reused address is indistinguishable from a live one). */
+/* Allocated while on, freed while off: their tags stay in the freed
+   memory, and a reader must not count them as live (it reads the tags of
+   used blocks only). A size nothing else here asks for, so no later
+   block reuses their memory (a block of the same usable size there whose
+   last bytes the program leaves alone would be taken for the old one). */
 SITE void site_stale(void) {
   for (int i = 0; i < NSTALE; i++)
     note_alloc("site_stale", HD_TRACE_MALLOC, &stale[i], malloc(1720), 1720);
 }
 
-/* --big: sizes that do not fit a live entry's 32 bits (the tracer keeps
-   them in its `big` table): blocks of 4 GiB - 1 and 4 GiB + 4 KiB,
-   address space only (mmapped, never touched; not for runs that dump a
-   core: gdb writes those pages out). The first is freed while tracing is
-   off (a stale big entry) and asked for again while on, which mmap
-   answers at the same address (said in the truth file): the new block
-   must keep its size. Skipped, and said so, where the machine refuses
+/* --big: sizes past 32 bits: blocks of 4 GiB - 1 and 4 GiB + 4 KiB,
+   address space only (mmapped, never touched but for their tags; not for
+   runs that dump a core: gdb writes those pages out). The first is freed
+   while tracing is off (its tag stays) and asked for again while on,
+   which mmap answers at the same address (said in the truth file): the
+   new block must have its own size and site. Skipped, and said so, where the machine refuses
    that much address space. */
 #define BIG1 0xffffffffull
 #define BIG2 ((1ull << 32) + 4096)
@@ -220,8 +220,7 @@ SITE void site_big_again(void) {
 }
 
 /* Leaked: NLEAK blocks allocated at site_leak (and, with --big, a 4 GiB - 1
-   block at site_big_leak, whose bare address the tracer keeps in its big
-   table) that nothing points at once the truth is written: the records
+   block at site_big_leak) that nothing points at once the truth is written: the records
    keep their addresses only until then (forget_leaks). Live at their
    site, and leaked: `heapdom leaks` names the site. */
 #define NLEAK 7
@@ -290,7 +289,7 @@ SITE void free_off(struct blk *v, int n) {
   }
 }
 
-/* While off: bigb[0]'s entries go stale. */
+/* While off: bigb[0]'s tag stays in the unmapped block's place. */
 static void free_big_off(void) {
   if (!big || big_skipped) return;
   big_stale = bigb[0].p;
@@ -430,17 +429,18 @@ static void hfield(uint64_t v) {
 
 /* dN state MAGIC VERSION SIZE ENABLED EPOCH PID
    dN calls C0..C4   (per op, the sum over all site slots)
-   dN dropped SITES LIVE UNTRACKED  (SITES: the HD_TRACE_NO_SITE row's calls)
+   dN dropped SITES UNTRACKED       (SITES: the HD_TRACE_NO_SITE row's calls)
    dN shards N                      (shards claimed by a thread)
    dN class K COUNT BYTES | dN age A COUNT BYTES  (non-zero ones)
    dN site PC COUNT0..4 BYTES0..4                  (used slots)
-   dN live PTR SIZE SITEPC BIRTH                   (live entries; d1 only) */
+   dN live PTR SIZE SITEPC BIRTH   (the tags of the blocks left allocated;
+                                    d1 only; none for a block without one) */
 /* The counts as a reader sees them: the shared tables plus every thread's
    shard (heapdom_trace.h). Static: the dump may run while tracing is on,
    and must not allocate. */
 static struct hd_trace_site f_sites[HD_TRACE_SITES];
 static struct hd_trace_count f_classes[HD_TRACE_CLASSES], f_ages[HD_TRACE_AGES];
-static uint64_t f_dropped_live, f_untracked;
+static uint64_t f_untracked;
 static unsigned f_shards_used;
 
 static void add_count(struct hd_trace_count *to, const struct hd_trace_count *c) {
@@ -452,13 +452,11 @@ static void fold(void) {
   memcpy(f_sites, st->sites, sizeof f_sites);
   memcpy(f_classes, st->classes, sizeof f_classes);
   memcpy(f_ages, st->ages, sizeof f_ages);
-  f_dropped_live = st->dropped_live;
   f_untracked = st->untracked_frees;
   f_shards_used = 0;
   for (unsigned i = 0; i < HD_TRACE_SHARDS; i++) {
     const struct hd_trace_shard *sh = &st->shards[i];
     f_shards_used += sh->owner != 0;
-    f_dropped_live += sh->dropped_live;
     f_untracked += sh->untracked_frees;
     for (int k = 0; k < HD_TRACE_CLASSES; k++) add_count(&f_classes[k], &sh->classes[k]);
     for (int k = 0; k < HD_TRACE_AGES; k++) add_count(&f_ages[k], &sh->ages[k]);
@@ -468,6 +466,25 @@ static void fold(void) {
       for (int k = 0; k < HD_TRACE_OPS; k++) add_count(&f_sites[ss->slot - 1].op[k], &ss->op[k]);
     }
   }
+}
+
+/* dN live PTR SIZE SITEPC BIRTH: the tag the tracer wrote in block b
+   (heapdom_trace.h: the last HD_TRACE_TAG bytes of its usable size, from
+   glibc's chunk header), if it has one. */
+static void dump_tag(const char *tag, const struct blk *b) {
+  uint64_t p = (uintptr_t)b->p, h = ((const uint64_t *)p)[-1], size;
+  uint64_t usable = (h & ~7ull) - ((h & 2) ? 16 : 8);
+  uint32_t site, birth;
+  if (!b->p || !hd_trace_tag_read((const uint64_t *)(p + usable - HD_TRACE_TAG), p,
+                                  st->tag_key, usable, &size, &site, &birth))
+    return;
+  rec_begin(tag);
+  ostr(&o, " live");
+  hfield(p);
+  field(size);
+  hfield(st->sites[site].pc);
+  field(birth);
+  ostr(&o, "\n");
 }
 
 static void dump_state(const char *tag, int live) {
@@ -494,7 +511,6 @@ static void dump_state(const char *tag, int live) {
   uint64_t unsited = 0;
   for (int k = 0; k < HD_TRACE_OPS; k++) unsited += f_sites[HD_TRACE_NO_SITE].op[k].count;
   field(unsited);
-  field(f_dropped_live);
   field(f_untracked);
   ostr(&o, "\n");
   rec_begin(tag);
@@ -530,23 +546,9 @@ static void dump_state(const char *tag, int live) {
     ostr(&o, "\n");
   }
   if (!live) return;
-  for (unsigned i = 0; i < HD_TRACE_LIVE; i++) {
-    struct hd_trace_live *e = &st->live[i];
-    if (e->key <= 1) continue;
-    uint64_t ptr = HD_TRACE_KEY_ADDR(e->key), size = HD_TRACE_INFO_SIZE(e->info);
-    if (size == HD_TRACE_BIG_SIZE) {
-      size = 0; /* a big block whose size is missing reads as 0: wrong */
-      for (unsigned j = 0; j < HD_TRACE_BIG; j++)
-        if (st->big[j].ptr == ptr) size = st->big[j].size;
-    }
-    rec_begin(tag);
-    ostr(&o, " live");
-    hfield(ptr);
-    field(size);
-    hfield(st->sites[HD_TRACE_KEY_SITE(e->key)].pc);
-    field(HD_TRACE_INFO_BIRTH(e->info));
-    ostr(&o, "\n");
-  }
+  for (int i = 750; i < NA; i++) dump_tag(tag, &a[i]);
+  for (int i = 0; i < nleakb; i++) dump_tag(tag, &leakb[i]);
+  if (bigb[0].p) dump_tag(tag, &bigb[0]);
 }
 
 static void out_live(const struct blk *b) {
