@@ -128,17 +128,27 @@ static void add_mapping(struct world *w, uint64_t start, uint64_t len,
 		add_region(w, start, len);
 }
 
-// Writes an 8-byte word at any (even unaligned) address of a region.
-static void put64(struct world *w, uint64_t addr, uint64_t val)
+// Writes len bytes at any (even unaligned) address of a region.
+static void put_bytes(struct world *w, uint64_t addr, const void *val, size_t len)
 {
 	for (size_t i = 0; i < w->num_regions; i++) {
 		struct region *r = &w->regions[i];
-		if (addr >= r->addr && addr + 8 <= r->addr + r->len) {
-			memcpy(r->buf + (addr - r->addr), &val, 8);
+		if (addr >= r->addr && addr + len <= r->addr + r->len) {
+			memcpy(r->buf + (addr - r->addr), val, len);
 			return;
 		}
 	}
-	ck_abort_msg("put64: 0x%" PRIx64 " is in no region", addr);
+	ck_abort_msg("put: 0x%" PRIx64 " is in no region", addr);
+}
+
+static void put64(struct world *w, uint64_t addr, uint64_t val)
+{
+	put_bytes(w, addr, &val, 8);
+}
+
+static void put32(struct world *w, uint64_t addr, uint32_t val)
+{
+	put_bytes(w, addr, &val, 4);
 }
 
 // The address space every scenario shares: an arena heap, two mmapped
@@ -885,18 +895,6 @@ END_TEST
 #define DEAD_SIZE 0x8000ull
 #define TID_OFF 0x2d0             // tid in glibc 2.36's struct pthread
 #define DEAD_DESC (DEAD + DEAD_SIZE - 0x940)
-
-static void put32(struct world *w, uint64_t addr, uint32_t val)
-{
-	for (size_t i = 0; i < w->num_regions; i++) {
-		struct region *r = &w->regions[i];
-		if (addr >= r->addr && addr + 4 <= r->addr + r->len) {
-			memcpy(r->buf + (addr - r->addr), &val, 4);
-			return;
-		}
-	}
-	ck_abort_msg("put32: 0x%" PRIx64 " is in no region", addr);
-}
 
 enum { XB_STALE, XB_RESULT, XB_ALL };
 
