@@ -98,18 +98,24 @@ struct hd_trace_site {
 #define HD_TRACE_TAG_W0_MASK 0x800000000000ffffull
 #define HD_TRACE_TAG_W1_MASK 0xffffffff00000000ull
 
-static inline uint64_t hd_trace_tag_check(uint64_t addr, uint64_t key)
+// The bits of block addr's tag that depend on its address alone: bit 63
+// and the check bits of both words.
+static inline void hd_trace_tag_fixed(uint64_t addr, uint64_t key, uint64_t fixed[2])
 {
-	return (addr ^ key) * HD_TRACE_TAG_MUL;
+	uint64_t c = (addr ^ key) * HD_TRACE_TAG_MUL;
+
+	fixed[0] = 1ull << 63 | c >> 48;
+	fixed[1] = 1ull << 63 | (c & 0x7fffffff00000000ull);
 }
 
 static inline void hd_trace_tag_make(uint64_t tag[2], uint64_t addr, uint64_t key,
 				     uint64_t slack, uint32_t site, uint32_t birth)
 {
-	uint64_t c = hd_trace_tag_check(addr, key);
+	uint64_t fixed[2];
 
-	tag[0] = 1ull << 63 | slack << 32 | (uint64_t)site << 16 | c >> 48;
-	tag[1] = 1ull << 63 | (c & 0x7fffffff00000000ull) | birth;
+	hd_trace_tag_fixed(addr, key, fixed);
+	tag[0] = fixed[0] | slack << 32 | (uint64_t)site << 16;
+	tag[1] = fixed[1] | birth;
 }
 
 // Whether tag (the last HD_TRACE_TAG of usable bytes of the block at addr)
@@ -119,13 +125,11 @@ static inline int hd_trace_tag_read(const uint64_t tag[2], uint64_t addr, uint64
 				    uint64_t usable, uint64_t *size, uint32_t *site,
 				    uint32_t *birth)
 {
-	uint64_t c = hd_trace_tag_check(addr, key);
-	uint64_t want0 = 1ull << 63 | c >> 48;
-	uint64_t want1 = 1ull << 63 | (c & 0x7fffffff00000000ull);
-	uint64_t slack = (tag[0] >> 32) & 0x7fffffff;
+	uint64_t want[2], slack = (tag[0] >> 32) & 0x7fffffff;
 
-	if (((tag[0] ^ want0) & HD_TRACE_TAG_W0_MASK) != 0 ||
-	    ((tag[1] ^ want1) & HD_TRACE_TAG_W1_MASK) != 0 || usable < HD_TRACE_TAG ||
+	hd_trace_tag_fixed(addr, key, want);
+	if (((tag[0] ^ want[0]) & HD_TRACE_TAG_W0_MASK) != 0 ||
+	    ((tag[1] ^ want[1]) & HD_TRACE_TAG_W1_MASK) != 0 || usable < HD_TRACE_TAG ||
 	    slack > usable - HD_TRACE_TAG)
 		return 0;
 	*size = usable - HD_TRACE_TAG - slack;
