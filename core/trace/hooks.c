@@ -22,17 +22,12 @@ static inline int power_of_two(size_t a)
 
 // The traced half of a hook: out of line, reached by a tail call, so that
 // the hook's off path saves no registers. It asks glibc for the block and
-// its tag (tables.h); a size too big for that fails in glibc as it would
-// have without the tag.
+// its tag (hd_tagged_size).
 #define HD_TRACED static __attribute__((noinline))
 
 HD_TRACED void *malloc_on(size_t n, uint64_t pc)
 {
-	size_t asked = hd_tagged_size(n);
-	void *p = __libc_malloc(asked ? asked : n);
-
-	if (!asked)
-		return p;
+	void *p = __libc_malloc(hd_tagged_size(n));
 
 	return p ? hd_record_alloc(HD_TRACE_MALLOC, p, n, pc) : p;
 }
@@ -46,13 +41,13 @@ HD_HIDDEN void *hd_malloc(size_t n)
 
 HD_TRACED void *calloc_on(size_t n, size_t m, uint64_t pc)
 {
-	size_t bytes, asked;
+	size_t bytes;
 	void *p;
 
-	// An overflowing product, or one too big for a tag: glibc fails it.
-	if (__builtin_mul_overflow(n, m, &bytes) || !(asked = hd_tagged_size(bytes)))
+	// An overflowing product: glibc fails it.
+	if (__builtin_mul_overflow(n, m, &bytes))
 		return __libc_calloc(n, m);
-	p = __libc_calloc(1, asked);
+	p = __libc_calloc(1, hd_tagged_size(bytes));
 	return p ? hd_record_alloc(HD_TRACE_CALLOC, p, bytes, pc) : p;
 }
 
@@ -90,11 +85,7 @@ HD_HIDDEN void hd_free(void *p)
 
 HD_TRACED void *memalign_on(size_t align, size_t n, uint64_t pc)
 {
-	size_t asked = hd_tagged_size(n);
-	void *p = __libc_memalign(align, asked ? asked : n);
-
-	if (!asked)
-		return p;
+	void *p = __libc_memalign(align, hd_tagged_size(n));
 
 	return p ? hd_record_alloc(HD_TRACE_MEMALIGN, p, n, pc) : p;
 }
@@ -142,11 +133,7 @@ HD_HIDDEN void *hd_aligned_alloc(size_t align, size_t n)
 
 HD_TRACED void *valloc_on(size_t n, uint64_t pc)
 {
-	size_t asked = hd_tagged_size(n);
-	void *p = __libc_valloc(asked ? asked : n);
-
-	if (!asked)
-		return p;
+	void *p = __libc_valloc(hd_tagged_size(n));
 
 	return p ? hd_record_alloc(HD_TRACE_MEMALIGN, p, n, pc) : p;
 }
@@ -163,11 +150,8 @@ HD_TRACED void *pvalloc_on(size_t n, uint64_t pc)
 {
 	size_t page = (size_t)getpagesize();
 	size_t rounded = (n + page - 1) & ~(page - 1);
-	size_t asked = rounded >= n ? hd_tagged_size(rounded) : 0;
-	void *p = asked ? __libc_memalign(page, asked) : __libc_pvalloc(n);
-
-	if (!asked)
-		return p;
+	// Rounding past SIZE_MAX wraps: ask for all of it, which fails.
+	void *p = __libc_memalign(page, hd_tagged_size(rounded >= n ? rounded : (size_t)-1));
 
 	return p ? hd_record_alloc(HD_TRACE_MEMALIGN, p, n, pc) : p;
 }

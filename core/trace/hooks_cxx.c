@@ -27,14 +27,12 @@ new_common(enum hd_trace_op op, size_t n, size_t align, uint64_t pc)
 	// new(0) returns a distinct pointer: ask malloc for one byte, as
 	// libstdc++ does, but count the size the program asked for.
 	size_t real = n ? n : 1;
-	size_t asked;
-	void *p;
-
-	if (HD_OFF() || !(asked = hd_tagged_size(real)))
-		return align ? __libc_memalign(align, real) : __libc_malloc(real);
+	int on = !HD_OFF();
 	// Traced: the block and its tag (tables.h).
-	p = align ? __libc_memalign(align, asked) : __libc_malloc(asked);
-	return p ? hd_record_alloc(op, p, n, pc) : p;
+	size_t asked = on ? hd_tagged_size(real) : real;
+	void *p = align ? __libc_memalign(align, asked) : __libc_malloc(asked);
+
+	return p && on ? hd_record_alloc(op, p, n, pc) : p;
 }
 
 #define HD_REAL(name, type, self) ((type)hd_real_function(name, (void *)(self)))

@@ -20,12 +20,11 @@
 // - counters: while the process has a single thread (glibc's
 //   __libc_single_threaded), plain adds to the shared tables. Once it has
 //   threads, each thread counts with plain adds into a shard of its own
-//   (claimed on its first
-//   traced call: a free one, else one whose thread has exited; their
-//   counts stay and keep adding up). A thread that finds no shard, and a
-//   site that finds no room in its thread's shard, count into the shared
-//   tables with atomic adds. A tag is written and read only by the thread
-//   that owns the block: no atomics.
+//   (claimed on its first traced call: a free one, else one whose thread
+//   has exited; their counts stay and keep adding up). A thread that finds
+//   no shard, and a site that finds no room in its thread's shard, count
+//   into the shared tables with atomic adds. A tag is written and read
+//   only by the thread that owns the block: no atomics.
 //
 // Known limits.
 // - A traced block takes HD_TRACE_TAG bytes more of glibc (a 24-byte
@@ -340,10 +339,6 @@ void *hd_traced_realloc(void *old, size_t n, uint64_t pc)
 	int found;
 	void *p;
 
-	if (!asked) {
-		// Too big to ever succeed: glibc says so, the old block stays.
-		return __libc_realloc(old, n);
-	}
 	if (!old) {
 		p = __libc_realloc(NULL, asked);
 		return p ? hd_record_alloc(HD_TRACE_REALLOC, p, n, pc) : p;

@@ -69,11 +69,12 @@ HD_INLINE uint32_t hd_site_home(uint64_t pc)
 	return (uint32_t)((pc * HD_GOLDEN) >> 48);
 }
 
-// What glibc asks for on top of a traced allocation of n bytes: its tag.
-// 0 if n + HD_TRACE_TAG overflows (glibc then fails the call itself).
+// What glibc is asked for a traced allocation of n bytes: the block and
+// its tag. Where n + HD_TRACE_TAG overflows, SIZE_MAX: glibc fails it with
+// ENOMEM, as it fails every size that close to it.
 HD_INLINE size_t hd_tagged_size(size_t n)
 {
-	return n <= (size_t)-1 - HD_TRACE_TAG ? n + HD_TRACE_TAG : 0;
+	return n <= (size_t)-1 - HD_TRACE_TAG ? n + HD_TRACE_TAG : (size_t)-1;
 }
 
 // The usable size of glibc's block p, from its chunk header (the word
