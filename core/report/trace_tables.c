@@ -192,14 +192,15 @@ static struct hd_error *add_block(struct trace *tr, uint64_t addr, uint32_t site
 	return NULL;
 }
 
-// Reads the HD_TRACE_TAG bytes at addr into tag, through a window of the
-// segment that ends at seg_end (refilled when addr is past it). False
-// if they cannot be read.
+// A copy of [lo, lo + len) of a heap segment, TAG_WINDOW bytes at most.
 struct tag_window {
 	uint8_t *buf;
 	uint64_t lo, len;
 };
 
+// Reads the HD_TRACE_TAG bytes at addr into tag, through the window
+// (refilled from addr to at most seg_end when addr is outside it). False
+// if they cannot be read.
 static bool window_read(struct hd_target *t, struct tag_window *w, uint64_t addr,
 			uint64_t seg_end, uint64_t tag[2])
 {
