@@ -26,7 +26,7 @@ extern "C" {
 #endif
 
 #define HD_TRACE_MAGIC 0x4543415254444548ull // "HDTRACE" + 'E'
-#define HD_TRACE_VERSION 4
+#define HD_TRACE_VERSION 5
 #define HD_TRACE_SYMBOL "heapdom_trace"
 
 // Call sites: the return address into the caller of malloc (or of
@@ -41,7 +41,8 @@ extern "C" {
 // [2^(k-1), 2^k).
 #define HD_TRACE_CLASSES 64
 // Ages at free, in epochs: bucket a < 63 holds age a exactly, bucket 63
-// ages of 63 and more.
+// ages of 63 and more (an age is taken modulo 2^HD_TRACE_TAG_BIRTH_BITS,
+// the tag's birth bits).
 #define HD_TRACE_AGES 64
 
 // Per-thread counters: once the process has threads, each thread counts
@@ -81,61 +82,90 @@ struct hd_trace_site {
 // A traced block's tag: what the tracer knows of a live allocation, kept
 // in the block itself. While tracing is on, each allocation of n bytes
 // asks glibc for n + HD_TRACE_TAG bytes and writes the tag in the last
-// HD_TRACE_TAG bytes of the block's usable size (glibc's chunk size less
-// 8, or 16 for an mmapped chunk): the program's pointer is glibc's, and
-// the free finds the tag from glibc's chunk header, on lines the free
-// touches anyway (no table outside the blocks, no capacity limit).
-//   word 0: bit 63 set; bits 32..62 the slack (usable - HD_TRACE_TAG - n);
-//           bits 16..31 the site's slot; bits 0..15 check bits 48..63
-//   word 1: bit 63 set; bits 32..62 check bits 32..62; bits 0..31 the
-//           epoch at allocation
+// word of the block's usable size (glibc's chunk size less 8, or 16 for
+// an mmapped chunk): the program's pointer is glibc's, and the free finds
+// the tag from glibc's chunk header (no table outside the blocks, no
+// capacity limit). One word, so that the request grows only where glibc's
+// rounding leaves less than a word spare (half the sizes):
+//   bit 63:      set, so that a tag is never a user-space pointer
+//   bits 58..62: the slack (usable - HD_TRACE_TAG - n), if below
+//                HD_TRACE_TAG_SLACK_FAR; else HD_TRACE_TAG_SLACK_FAR, and
+//                the word before the tag (within the slack) holds it
+//   bits 42..57: the site's slot
+//   bits 22..41: the epoch at allocation, modulo 2^HD_TRACE_TAG_BIRTH_BITS
+//   bits 0..21:  bits 42..63 of the check
+// The word before, for a far slack: bit 63 set; bits 47..62 bits 47..62
+// of the check; bits 0..46 the slack.
 // check = (block address ^ tag_key) * HD_TRACE_TAG_MUL, tag_key being the
-// state's: 47 bits of it, so that a block allocated while tracing was off
-// passes for a tagged one only if its bytes there happen to match them.
-// Both words have bit 63 set: never a user-space pointer.
-#define HD_TRACE_TAG 16
+// state's: a block allocated while tracing was off passes for a tagged one
+// only if its last word happens to match 23 bits that depend on its
+// address and the key.
+#define HD_TRACE_TAG 8
 #define HD_TRACE_TAG_MUL 0x9E3779B97F4A7C15ull
-#define HD_TRACE_TAG_W0_MASK 0x800000000000ffffull
-#define HD_TRACE_TAG_W1_MASK 0xffffffff00000000ull
+#define HD_TRACE_TAG_SLACK_FAR 31
+#define HD_TRACE_TAG_BIRTH_BITS 20
+#define HD_TRACE_TAG_BIRTH_MASK ((1u << HD_TRACE_TAG_BIRTH_BITS) - 1)
+#define HD_TRACE_TAG_CHECK 0x80000000003fffffull // bit 63 and the check bits
+#define HD_TRACE_TAG_FAR_CHECK 0xffff800000000000ull
+#define HD_TRACE_TAG_FAR_SLACK 0x00007fffffffffffull
 
-// The bits of block addr's tag that depend on its address alone: bit 63
-// and the check bits of both words.
-static inline void hd_trace_tag_fixed(uint64_t addr, uint64_t key, uint64_t fixed[2])
+static inline uint64_t hd_trace_tag_hash(uint64_t addr, uint64_t key)
 {
-	uint64_t c = (addr ^ key) * HD_TRACE_TAG_MUL;
-
-	fixed[0] = 1ull << 63 | c >> 48;
-	fixed[1] = 1ull << 63 | (c & 0x7fffffff00000000ull);
+	return (addr ^ key) * HD_TRACE_TAG_MUL;
 }
 
-static inline void hd_trace_tag_make(uint64_t tag[2], uint64_t addr, uint64_t key,
-				     uint64_t slack, uint32_t site, uint32_t birth)
+// The tag of block addr: slack (below HD_TRACE_TAG_SLACK_FAR, or that
+// value for a far slack), allocated at site in epoch birth.
+static inline uint64_t hd_trace_tag_word(uint64_t addr, uint64_t key, uint64_t slack,
+					 uint32_t site, uint32_t birth)
 {
-	uint64_t fixed[2];
-
-	hd_trace_tag_fixed(addr, key, fixed);
-	tag[0] = fixed[0] | slack << 32 | (uint64_t)site << 16;
-	tag[1] = fixed[1] | birth;
+	return 1ull << 63 | slack << 58 | (uint64_t)site << 42 |
+	       (uint64_t)(birth & HD_TRACE_TAG_BIRTH_MASK) << 22 |
+	       hd_trace_tag_hash(addr, key) >> 42;
 }
 
-// Whether tag (the last HD_TRACE_TAG of usable bytes of the block at addr)
-// is one the tracer wrote there; if so, the block's size, site slot and
-// birth epoch.
-static inline int hd_trace_tag_read(const uint64_t tag[2], uint64_t addr, uint64_t key,
+// The word before block addr's tag, for a slack of HD_TRACE_TAG_SLACK_FAR
+// or more (below 2^47).
+static inline uint64_t hd_trace_tag_far(uint64_t addr, uint64_t key, uint64_t slack)
+{
+	return 1ull << 63 | (hd_trace_tag_hash(addr, key) & HD_TRACE_TAG_FAR_CHECK) | slack;
+}
+
+// Whether tag (the last word of the usable bytes of the block at addr;
+// usable >= HD_TRACE_TAG, and tag[-1] readable if usable >=
+// 2 * HD_TRACE_TAG) is one the tracer wrote there; if so, the block's
+// size, site slot and birth epoch modulo 2^HD_TRACE_TAG_BIRTH_BITS
+// (hd_trace_tag_birth has the whole of it).
+static inline int hd_trace_tag_read(const uint64_t *tag, uint64_t addr, uint64_t key,
 				    uint64_t usable, uint64_t *size, uint32_t *site,
 				    uint32_t *birth)
 {
-	uint64_t want[2], slack = (tag[0] >> 32) & 0x7fffffff;
+	uint64_t w = tag[0], c = hd_trace_tag_hash(addr, key), slack = w >> 58 & 31;
 
-	hd_trace_tag_fixed(addr, key, want);
-	if (((tag[0] ^ want[0]) & HD_TRACE_TAG_W0_MASK) != 0 ||
-	    ((tag[1] ^ want[1]) & HD_TRACE_TAG_W1_MASK) != 0 || usable < HD_TRACE_TAG ||
-	    slack > usable - HD_TRACE_TAG)
+	if (((w ^ (1ull << 63 | c >> 42)) & HD_TRACE_TAG_CHECK) != 0)
+		return 0;
+	if (__builtin_expect(slack == HD_TRACE_TAG_SLACK_FAR, 0)) {
+		if (usable < 2 * HD_TRACE_TAG ||
+		    ((tag[-1] ^ (1ull << 63 | c)) & HD_TRACE_TAG_FAR_CHECK) != 0)
+			return 0;
+		slack = tag[-1] & HD_TRACE_TAG_FAR_SLACK;
+		if (slack < HD_TRACE_TAG_SLACK_FAR)
+			return 0;
+	}
+	if (slack > usable - HD_TRACE_TAG)
 		return 0;
 	*size = usable - HD_TRACE_TAG - slack;
-	*site = (uint32_t)(tag[0] >> 16) & 0xffff;
-	*birth = (uint32_t)tag[1];
+	*site = (uint32_t)(w >> 42) & 0xffff;
+	*birth = (uint32_t)(w >> 22) & HD_TRACE_TAG_BIRTH_MASK;
 	return 1;
+}
+
+// The epoch a block was born in, from its tag's birth bits and the
+// current epoch: the latest one not after it. Exact for blocks younger
+// than 2^HD_TRACE_TAG_BIRTH_BITS epochs.
+static inline uint32_t hd_trace_tag_birth(uint32_t epoch, uint32_t bits)
+{
+	return epoch - ((epoch - bits) & HD_TRACE_TAG_BIRTH_MASK);
 }
 
 // A call site's counters in a shard.

@@ -198,19 +198,23 @@ struct tag_window {
 	uint64_t lo, len;
 };
 
-// Reads the HD_TRACE_TAG bytes at addr into tag, through the window
-// (refilled from addr to at most seg_end when addr is outside it). False
-// if they cannot be read.
+// What is read of a block for its tag: its last two words, the tag and
+// the word before it (a far slack's, heapdom_trace.h).
+#define TAG_READ (2 * HD_TRACE_TAG)
+
+// Reads the TAG_READ bytes at addr into tag, through the window (refilled
+// from addr to at most seg_end when addr is outside it). False if they
+// cannot be read.
 static bool window_read(struct hd_target *t, struct tag_window *w, uint64_t addr,
 			uint64_t seg_end, uint64_t tag[2])
 {
-	if (addr < w->lo || addr + HD_TRACE_TAG > w->lo + w->len) {
+	if (addr < w->lo || addr + TAG_READ > w->lo + w->len) {
 		uint64_t len = seg_end - addr < TAG_WINDOW ? seg_end - addr : TAG_WINDOW;
 		struct hd_error *err = hd_target_read(t, addr, w->buf, len);
 		if (err) {
 			hd_error_destroy(err);
 			w->len = 0;
-			err = hd_target_read(t, addr, tag, HD_TRACE_TAG);
+			err = hd_target_read(t, addr, tag, TAG_READ);
 			if (err)
 				hd_error_destroy(err);
 			return !err;
@@ -218,12 +222,12 @@ static bool window_read(struct hd_target *t, struct tag_window *w, uint64_t addr
 		w->lo = addr;
 		w->len = len;
 	}
-	memcpy(tag, w->buf + (addr - w->lo), HD_TRACE_TAG);
+	memcpy(tag, w->buf + (addr - w->lo), TAG_READ);
 	return true;
 }
 
 // The used blocks the tracer tagged (heapdom_trace.h): the tag in the
-// last HD_TRACE_TAG usable bytes of each, checked against the state's key.
+// last usable word of each, checked against the state's key.
 static struct hd_error *read_tags(struct hd_target *t, const struct hd_heap *h,
 				  struct trace *tr, bool blocks)
 {
@@ -241,12 +245,13 @@ static struct hd_error *read_tags(struct hd_target *t, const struct hd_heap *h,
 				break;
 			uint64_t tag[2], size;
 			uint32_t site, birth;
-			if (b.state != HD_STATE_USED || b.addr < seg->start || b.usable < HD_TRACE_TAG ||
+			if (b.state != HD_STATE_USED || b.addr < seg->start || b.usable < TAG_READ ||
 			    b.addr + b.usable > seg->end ||
-			    !window_read(t, &w, b.addr + b.usable - HD_TRACE_TAG, seg->end, tag) ||
-			    !hd_trace_tag_read(tag, b.addr, tr->head.tag_key, b.usable, &size,
+			    !window_read(t, &w, b.addr + b.usable - TAG_READ, seg->end, tag) ||
+			    !hd_trace_tag_read(&tag[1], b.addr, tr->head.tag_key, b.usable, &size,
 					       &site, &birth))
 				continue;
+			birth = hd_trace_tag_birth(tr->head.epoch, birth);
 			tr->live_count++;
 			tr->live_bytes += size;
 			uint32_t ix = site < HD_TRACE_SITES ? tr->slot_site[site] : UINT32_MAX;

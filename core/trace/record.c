@@ -11,8 +11,8 @@
 //   block gets that site).
 // - tags: while tracing is on, an allocation of n bytes asks glibc for
 //   n + HD_TRACE_TAG and writes the block's site, size and birth epoch in
-//   its last HD_TRACE_TAG usable bytes (heapdom_trace.h); the program's
-//   pointer is glibc's own. A free finds the tag from glibc's chunk header
+//   its last usable word (heapdom_trace.h); the program's pointer is
+//   glibc's own. A free finds the tag from glibc's chunk header
 //   (the usable size), checks it against the state's tag_key, adds the age
 //   epoch - birth to the age table and clears it. A block without a valid
 //   tag (allocated while tracing was off, or before the library came in)
@@ -27,10 +27,17 @@
 //   only by the thread that owns the block: no atomics.
 //
 // Known limits.
-// - A traced block takes HD_TRACE_TAG bytes more of glibc (a 24-byte
-//   request takes a 48-byte chunk instead of 32), and malloc_usable_size
-//   counts them: a program that writes into its block past the size it
-//   asked for overwrites the tag, and the block's free is then untracked.
+// - A traced block takes HD_TRACE_TAG bytes more of glibc, which grows
+//   its chunk by 16 bytes for half the sizes (a 24-byte request takes a
+//   48-byte chunk instead of 32; a 16-byte one stays in 32), and
+//   malloc_usable_size counts them: a program that writes into its block
+//   past the size it asked for overwrites the tag, and the block's free
+//   is then untracked.
+// - The tag keeps 23 check bits: a block allocated while tracing was off
+//   whose last word happens to match them (one in 2^23 of those whose
+//   last word has bit 63 set) is taken for a traced one at its free.
+// - The tag keeps the birth epoch modulo 2^20: a block that lives for
+//   2^20 epochs or more is given a younger age (and birth).
 // - A block allocated while tracing is on and freed while it is off keeps
 //   its tag in the freed memory: a block allocated there later while off,
 //   of the same usable size, whose bytes there the program leaves alone,
@@ -332,6 +339,21 @@ void hd_free_mt(void *p, uint64_t pc)
 	hd_free_fast(p, pc, 1);
 }
 
+// Counts realloc's free of its old block: hd_free_fast's rows when the
+// block had a tag and the site is in its home slot (and entry), else the
+// general path.
+static void count_realloc_free(int found, const struct hd_block *b, uint64_t pc)
+{
+	struct hd_fast f;
+
+	if (HD_LIKELY(found) && HD_LIKELY(hd_fast_rows(pc, HD_TRACE_FREE, HD_MT(), &f))) {
+		hd_count(f.row, b->size, 0);
+		hd_count(&f.ages[hd_age(b->birth)], b->size, 0);
+		return;
+	}
+	count_free(sink_get(), found, b, pc);
+}
+
 void *hd_traced_realloc(void *old, size_t n, uint64_t pc)
 {
 	size_t asked = hd_tagged_size(n);
@@ -356,6 +378,6 @@ void *hd_traced_realloc(void *old, size_t n, uint64_t pc)
 			hd_tag_write((uintptr_t)old, b.size, b.site, b.birth);
 		return NULL;
 	}
-	count_free(sink_get(), found, &b, pc);
+	count_realloc_free(found, &b, pc);
 	return p ? hd_record_alloc(HD_TRACE_REALLOC, p, n, pc) : p;
 }

@@ -9,7 +9,7 @@
 // the fast path stopped. Since every call the fast path makes is a tail
 // call, nothing lives across a call: the recording runs in caller-saved
 // registers. A block's site, size and birth are in its tag
-// (heapdom_trace.h), in the block's last 16 usable bytes.
+// (heapdom_trace.h), in the block's last usable word.
 #ifndef HD_TRACE_TABLES_H
 #define HD_TRACE_TABLES_H
 
@@ -55,10 +55,10 @@ HD_INLINE unsigned hd_size_class(uint64_t n)
 	return 63 - (unsigned)__builtin_clzll(2 * n + 1);
 }
 
-// The age row of a block born in epoch birth.
+// The age row of a block born in epoch birth (its tag's bits of it).
 HD_INLINE unsigned hd_age(uint32_t birth)
 {
-	uint32_t age = hd_state.epoch - birth;
+	uint32_t age = (hd_state.epoch - birth) & HD_TRACE_TAG_BIRTH_MASK;
 
 	return age < HD_TRACE_AGES ? age : HD_TRACE_AGES - 1;
 }
@@ -97,17 +97,23 @@ HD_INLINE uint64_t *hd_tag_of(uint64_t p, uint64_t u)
 }
 
 // Writes block p's tag: n bytes asked for (glibc gave at least
-// n + HD_TRACE_TAG), allocated at site in epoch birth.
+// n + HD_TRACE_TAG), allocated at site in epoch birth. The header is the
+// one glibc has just written: hd_usable's checks are left out.
 HD_INLINE void hd_tag_write(uint64_t p, uint64_t n, uint32_t site, uint32_t birth)
 {
-	uint64_t u = hd_usable(p);
+	uint64_t h = ((const uint64_t *)p)[-1];
+	uint64_t u = (h & ~7ull) - 8 - ((h & 2) << 2), slack = u - HD_TRACE_TAG - n;
+	uint64_t *t = hd_tag_of(p, u);
 
-	// Never past the block: a block glibc made smaller than asked stays
-	// untagged (its free is then untracked).
-	if (HD_UNLIKELY(u < n + HD_TRACE_TAG))
-		return;
-	hd_trace_tag_make(hd_tag_of(p, u), p, hd_state.tag_key, u - HD_TRACE_TAG - n,
-			  site, birth);
+	if (HD_UNLIKELY(slack >= HD_TRACE_TAG_SLACK_FAR)) {
+		// Never past the block: should glibc give less than asked (the
+		// slack wraps), no tag, and the block's free is untracked.
+		if (slack > u)
+			return;
+		t[-1] = hd_trace_tag_far(p, hd_state.tag_key, slack);
+		slack = HD_TRACE_TAG_SLACK_FAR;
+	}
+	t[0] = hd_trace_tag_word(p, hd_state.tag_key, slack, site, birth);
 }
 
 // The general paths (record.c). Each finishes the call the fast path
@@ -213,7 +219,7 @@ HD_INLINE int hd_tag_take(uint64_t p, uint64_t *size, uint32_t *site, uint32_t *
 	t = hd_tag_of(p, u);
 	if (HD_UNLIKELY(!hd_trace_tag_read(t, p, hd_state.tag_key, u, size, site, birth)))
 		return 0;
-	t[1] = 0;
+	t[0] = 0;
 	return 1;
 }
 

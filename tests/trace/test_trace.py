@@ -39,7 +39,7 @@ import heaptest  # noqa: E402
 from heaptest import HarnessError  # noqa: E402
 
 MAGIC = 0x4543415254444548
-VERSION = 4
+VERSION = 5
 OPS = 5
 FREE = 4
 CLASSES = 64

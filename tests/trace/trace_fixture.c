@@ -469,8 +469,8 @@ static void fold(void) {
 }
 
 /* dN live PTR SIZE SITEPC BIRTH: the tag the tracer wrote in block b
-   (heapdom_trace.h: the last HD_TRACE_TAG bytes of its usable size, from
-   glibc's chunk header), if it has one. */
+   (heapdom_trace.h: the last word of its usable size, from glibc's chunk
+   header), if it has one. */
 static void dump_tag(const char *tag, const struct blk *b) {
   uint64_t p = (uintptr_t)b->p, h = ((const uint64_t *)p)[-1], size;
   uint64_t usable = (h & ~7ull) - ((h & 2) ? 16 : 8);
@@ -483,7 +483,7 @@ static void dump_tag(const char *tag, const struct blk *b) {
   hfield(p);
   field(size);
   hfield(st->sites[site].pc);
-  field(birth);
+  field(hd_trace_tag_birth(st->epoch, birth));
   ostr(&o, "\n");
 }
 
@@ -633,7 +633,10 @@ int main(int argc, char **argv) {
   field(enabled_at_start);
   ostr(&o, "\n");
   dump_state("d0", 0);
-  unsigned e0 = st->epoch;
+  /* Three epochs short of a multiple of 2^HD_TRACE_TAG_BIRTH_BITS: the
+     tags keep a birth's low bits only, and the phases below cross the
+     wrap (births before it, frees and births after it). */
+  unsigned e0 = (st->epoch | HD_TRACE_TAG_BIRTH_MASK) - 2;
 
   /* Phase 1, epoch e0: every site allocates. */
   set_epoch(e0);
