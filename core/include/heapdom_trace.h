@@ -131,6 +131,25 @@ static inline uint64_t hd_trace_tag_far(uint64_t addr, uint64_t key, uint64_t sl
 	return 1ull << 63 | (hd_trace_tag_hash(addr, key) & HD_TRACE_TAG_FAR_CHECK) | slack;
 }
 
+// Writes the tag of block addr, of usable bytes of which n were asked
+// for, allocated at site in epoch birth, at tag (its last usable word),
+// and for a far slack the word before it too. Nothing if usable is less
+// than n + HD_TRACE_TAG (the slack wraps).
+static inline void hd_trace_tag_write(uint64_t *tag, uint64_t addr, uint64_t key,
+				      uint64_t usable, uint64_t n, uint32_t site,
+				      uint32_t birth)
+{
+	uint64_t slack = usable - HD_TRACE_TAG - n;
+
+	if (__builtin_expect(slack >= HD_TRACE_TAG_SLACK_FAR, 0)) {
+		if (slack > usable)
+			return;
+		tag[-1] = hd_trace_tag_far(addr, key, slack);
+		slack = HD_TRACE_TAG_SLACK_FAR;
+	}
+	tag[0] = hd_trace_tag_word(addr, key, slack, site, birth);
+}
+
 // Whether tag (the last word of the usable bytes of the block at addr;
 // usable >= HD_TRACE_TAG, and tag[-1] readable if usable >=
 // 2 * HD_TRACE_TAG) is one the tracer wrote there; if so, the block's

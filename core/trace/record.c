@@ -34,7 +34,7 @@
 //   past the size it asked for overwrites the tag, and the block's free
 //   is then untracked.
 // - The tag keeps 23 check bits: a block allocated while tracing was off
-//   whose last word happens to match them (one in 2^23 of those whose
+//   whose last word happens to match them (one in 2^22 of those whose
 //   last word has bit 63 set) is taken for a traced one at its free.
 // - The tag keeps the birth epoch modulo 2^20: a block that lives for
 //   2^20 epochs or more is given a younger age (and birth).
@@ -339,18 +339,13 @@ void hd_free_mt(void *p, uint64_t pc)
 	hd_free_fast(p, pc, 1);
 }
 
-// Counts realloc's free of its old block: hd_free_fast's rows when the
-// block had a tag and the site is in its home slot (and entry), else the
-// general path.
+// Counts realloc's free of its old block: in the fast path's rows when
+// the block had a tag and the site is in its home slot (and entry), else
+// the general path.
 static void count_realloc_free(int found, const struct hd_block *b, uint64_t pc)
 {
-	struct hd_fast f;
-
-	if (HD_LIKELY(found) && HD_LIKELY(hd_fast_rows(pc, HD_TRACE_FREE, HD_MT(), &f))) {
-		hd_count(f.row, b->size, 0);
-		hd_count(&f.ages[hd_age(b->birth)], b->size, 0);
+	if (HD_LIKELY(found) && HD_LIKELY(hd_free_rows(pc, HD_MT(), b->size, b->birth)))
 		return;
-	}
 	count_free(sink_get(), found, b, pc);
 }
 

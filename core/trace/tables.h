@@ -77,17 +77,23 @@ HD_INLINE size_t hd_tagged_size(size_t n)
 	return n <= (size_t)-1 - HD_TRACE_TAG ? n + HD_TRACE_TAG : (size_t)-1;
 }
 
-// The usable size of glibc's block p, from its chunk header (the word
-// before p: chunk size and flag bits; mmapped chunks lose 16 bytes, the
-// others 8). 0 for a header no glibc block has, which glibc's free will
-// report itself.
+// The usable size of a glibc chunk whose header (the word before the
+// block: chunk size and flag bits) is h: mmapped chunks lose 16 bytes, the
+// others 8.
+HD_INLINE uint64_t hd_chunk_usable(uint64_t h)
+{
+	return (h & ~7ull) - 8 - ((h & 2) << 2);
+}
+
+// The usable size of glibc's block p, from its chunk header. 0 for a
+// header no glibc block has, which glibc's free will report itself.
 HD_INLINE uint64_t hd_usable(uint64_t p)
 {
 	uint64_t h = ((const uint64_t *)p)[-1], size = h & ~7ull;
 
 	if (HD_UNLIKELY(size < 32 || (size & 15) != 0 || size > (1ull << 47)))
 		return 0;
-	return size - ((h & 2) ? 16 : 8);
+	return hd_chunk_usable(h);
 }
 
 // The tag of block p (usable bytes u), in its last HD_TRACE_TAG bytes.
@@ -96,24 +102,15 @@ HD_INLINE uint64_t *hd_tag_of(uint64_t p, uint64_t u)
 	return (uint64_t *)(p + u - HD_TRACE_TAG);
 }
 
-// Writes block p's tag: n bytes asked for (glibc gave at least
-// n + HD_TRACE_TAG), allocated at site in epoch birth. The header is the
-// one glibc has just written: hd_usable's checks are left out.
+// Writes block p's tag: n bytes asked for, allocated at site in epoch
+// birth. The header is the one glibc has just written: hd_usable's checks
+// are left out. Should glibc give less than asked, no tag, and the
+// block's free is untracked.
 HD_INLINE void hd_tag_write(uint64_t p, uint64_t n, uint32_t site, uint32_t birth)
 {
-	uint64_t h = ((const uint64_t *)p)[-1];
-	uint64_t u = (h & ~7ull) - 8 - ((h & 2) << 2), slack = u - HD_TRACE_TAG - n;
-	uint64_t *t = hd_tag_of(p, u);
+	uint64_t u = hd_chunk_usable(((const uint64_t *)p)[-1]);
 
-	if (HD_UNLIKELY(slack >= HD_TRACE_TAG_SLACK_FAR)) {
-		// Never past the block: should glibc give less than asked (the
-		// slack wraps), no tag, and the block's free is untracked.
-		if (slack > u)
-			return;
-		t[-1] = hd_trace_tag_far(p, hd_state.tag_key, slack);
-		slack = HD_TRACE_TAG_SLACK_FAR;
-	}
-	t[0] = hd_trace_tag_word(p, hd_state.tag_key, slack, site, birth);
+	hd_trace_tag_write(hd_tag_of(p, u), p, hd_state.tag_key, u, n, site, birth);
 }
 
 // The general paths (record.c). Each finishes the call the fast path
@@ -223,19 +220,29 @@ HD_INLINE int hd_tag_take(uint64_t p, uint64_t *size, uint32_t *site, uint32_t *
 	return 1;
 }
 
+// Counts at pc the free of a traced block of size bytes born in epoch
+// birth, in the fast path's rows. 0: the call needs the general path.
+HD_INLINE int hd_free_rows(uint64_t pc, int mt, uint64_t size, uint32_t birth)
+{
+	struct hd_fast f;
+
+	if (HD_UNLIKELY(!hd_fast_rows(pc, HD_TRACE_FREE, mt, &f)))
+		return 0;
+	hd_count(f.row, size, 0);
+	hd_count(&f.ages[hd_age(birth)], size, 0);
+	return 1;
+}
+
 // Records the free of p at pc, then frees it.
 HD_INLINE void hd_free_fast(void *ptr, uint64_t pc, int mt)
 {
-	struct hd_fast f;
 	uint64_t size;
 	uint32_t site, birth;
 
 	if (HD_UNLIKELY(!hd_tag_take((uintptr_t)ptr, &size, &site, &birth)))
 		return hd_free_slow(ptr, pc);
-	if (HD_UNLIKELY(!hd_fast_rows(pc, HD_TRACE_FREE, mt, &f)))
+	if (HD_UNLIKELY(!hd_free_rows(pc, mt, size, birth)))
 		return hd_free_site_slow(ptr, pc, size, birth);
-	hd_count(f.row, size, 0);
-	hd_count(&f.ages[hd_age(birth)], size, 0);
 	__libc_free(ptr);
 }
 

@@ -12,18 +12,14 @@
 #define KEY 0x0123456789abcdefull
 
 // A block of `usable` usable bytes at addr (the first bytes of mem),
-// tagged as the tracer tags an allocation of n bytes (tables.h,
-// hd_tag_write). Returns its last word.
+// tagged as the tracer tags an allocation of n bytes. Returns its last
+// word.
 static uint64_t *tag_block(uint64_t *mem, uint64_t addr, uint64_t usable, uint64_t n,
 			   uint32_t site, uint32_t birth)
 {
-	uint64_t *t = mem + usable / 8 - 1, slack = usable - HD_TRACE_TAG - n;
+	uint64_t *t = mem + usable / 8 - 1;
 
-	if (slack >= HD_TRACE_TAG_SLACK_FAR) {
-		t[-1] = hd_trace_tag_far(addr, KEY, slack);
-		slack = HD_TRACE_TAG_SLACK_FAR;
-	}
-	t[0] = hd_trace_tag_word(addr, KEY, slack, site, birth);
+	hd_trace_tag_write(t, addr, KEY, usable, n, site, birth);
 	return t;
 }
 
@@ -96,6 +92,11 @@ START_TEST(test_rejects_bad_slack)
 	ck_assert(!hd_trace_tag_read(t, addr, KEY, 24, &size, &s, &b));
 	ck_assert(hd_trace_tag_read(t, addr, KEY, 40, &size, &s, &b));
 	ck_assert_uint_eq(size, 12);
+
+	// A block smaller than asked for and its tag: nothing written.
+	memset(mem, 0, sizeof(mem));
+	hd_trace_tag_write(t, addr, KEY, 24, 20, 1, 1);
+	ck_assert(t[0] == 0 && t[-1] == 0);
 
 	// Far slack: 100 bytes.
 	t = tag_block(mem, addr, 200, 92, 5, 6);
