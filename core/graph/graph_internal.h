@@ -3,6 +3,7 @@
 #define HD_GRAPH_INTERNAL_H
 
 #include "dom/dom.h"
+#include "heap/heap_internal.h"
 #include "heapdom.h"
 
 // Address -> block id in O(1): ranges of contiguous blocks, each with a
@@ -11,9 +12,11 @@
 #define HD_GRANULE_SHIFT 7
 
 struct hd_index_range {
-	uint64_t lo, hi;       // [lo, hi): chunk bytes covered
+	uint64_t lo, hi;       // [lo, hi): chunk bytes and usable bytes covered
 	uint32_t first_block;  // block id of the chunk at lo
-	uint32_t *granules;    // (hi - lo) >> HD_GRANULE_SHIFT (+1) entries
+	uint32_t last_block;   // block id of the range's last chunk
+	uint32_t *granules;    // num_granules entries, one per granule
+	uint64_t num_granules;
 };
 
 struct hd_index {
@@ -29,7 +32,10 @@ struct hd_index {
 struct hd_error *hd_index_init(struct hd_index *ix, const struct hd_heap *h);
 void hd_index_deinit(struct hd_index *ix);
 
-// Block id whose chunk contains p, or -1.
+// Id of the block whose usable bytes hold p, or -1: the same answer as
+// hd_heap_find, in O(1). A glibc arena block's usable bytes end 8 bytes
+// into the next chunk (its prev_size word), so an address in a chunk's
+// header belongs to the block before it or (the size word) to none.
 static inline int64_t hd_index_lookup(const struct hd_index *ix, uint64_t p)
 {
 	if (p - ix->lo >= ix->hi - ix->lo)
@@ -45,16 +51,26 @@ static inline int64_t hd_index_lookup(const struct hd_index *ix, uint64_t p)
 	if (lo == ix->num_ranges || p < ix->ranges[lo].lo)
 		return -1;
 	const struct hd_index_range *r = &ix->ranges[lo];
-	uint32_t id = r->granules[(p - r->lo) >> HD_GRANULE_SHIFT];
-	while (ix->addr[id] - 16 + ((uint64_t)ix->chunk16[id] << 4) <= p)
+	uint64_t g = (p - r->lo) >> HD_GRANULE_SHIFT;
+	uint32_t id = r->granules[g < r->num_granules ? g : r->num_granules - 1];
+	// The block whose chunk holds p; the last block of the range also
+	// takes the bytes its usable area lends past the range.
+	while (id < r->last_block &&
+	       ix->addr[id] - 16 + ((uint64_t)ix->chunk16[id] << 4) <= p)
 		id++;
-	return id;
+	if (p < ix->addr[id]) {
+		if (id == r->first_block)
+			return -1;
+		id--;
+	}
+	return p - ix->addr[id] < hd_heap_usable(ix->h, id) ? (int64_t)id : -1;
 }
 
-// Precise scanning (for typed blocks): a bitmap of the block's words that
-// may hold pointers, bit i for word i, or NULL to scan the block
-// conservatively; *typed marks the words typed as pointers (the others are
-// void *, unions, ...: scanned, counted as conservative).
+// What the typing knows of a typed block's words: *typed marks the words
+// typed as pointers (NULL: none), so the graph can count typed edges. The
+// scanner reads every word whatever the map says: reachability stays
+// conservative, typed or not. Returns the map of words that may hold
+// pointers (unused by the scanner).
 typedef const uint8_t *(*hd_pointer_map_fn)(void *arg, size_t block_id,
 					    size_t nwords,
 					    const uint8_t **typed);

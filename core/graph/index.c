@@ -10,12 +10,16 @@ static struct hd_error *add_range(struct hd_index *ix, size_t first,
 				  size_t last)
 {
 	const struct hd_heap *h = ix->h;
+	uint64_t chunk_end = h->addr[last] - 16 + ((uint64_t)h->chunk16[last] << 4);
+	uint64_t usable_end = h->addr[last] + hd_heap_usable(h, last);
 	struct hd_index_range r = {
 		.lo = h->addr[first] - 16,
-		.hi = h->addr[last] - 16 + ((uint64_t)h->chunk16[last] << 4),
+		.hi = usable_end > chunk_end ? usable_end : chunk_end,
 		.first_block = (uint32_t)first,
+		.last_block = (uint32_t)last,
 	};
-	size_t n = ((r.hi - r.lo) >> HD_GRANULE_SHIFT) + 1;
+	size_t n = ((chunk_end - r.lo) >> HD_GRANULE_SHIFT) + 1;
+	r.num_granules = n;
 	r.granules = malloc(n * sizeof(*r.granules));
 	if (!r.granules)
 		return &hd_error_no_memory;

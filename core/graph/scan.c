@@ -106,20 +106,11 @@ static inline void add_word(struct builder *b, uint64_t w, int64_t self)
 		}
 	}
 heap:;
+	// Like valgrind, a pointer just past a block's usable bytes does not
+	// point into it.
 	int64_t id = hd_index_lookup(b->ix, w);
 	if (id < 0)
 		return;
-	if (w < h->addr[id]) {
-		// A word in a chunk header. Its first 8 bytes (prev_size) are
-		// the previous in-use arena block's last usable bytes; the size
-		// field belongs to no block. Like valgrind, a pointer just past
-		// a block's usable bytes does not point into it.
-		uint64_t c = h->addr[id] - 16;
-		if (w >= c + 8 || id == 0 || (h->flags[id - 1] & HD_FLAG_MMAPPED) ||
-		    h->addr[id - 1] - 16 + ((uint64_t)h->chunk16[id - 1] << 4) != c)
-			return;
-		id--;
-	}
 	if (id == self || hd_heap_state(h, (size_t)id) != HD_STATE_USED)
 		return;
 	uint32_t t = b->first_block_vertex + (uint32_t)id;
@@ -128,11 +119,13 @@ heap:;
 	b->targets[b->n++] = t;
 }
 
-// Scans len bytes (whole words) for the vertex being built; with a pointer
-// map only the words whose bit is set, counting edges from words typed as
-// pointers apart.
+// Scans len bytes (whole words) for the vertex being built, counting
+// edges from words typed as pointers apart. Every word is scanned, typed or
+// not: an address held in an integer, a byte buffer or a union member keeps
+// its block alive as much as a typed pointer does (valgrind's rule), so the
+// leak verdict never depends on the typing.
 static bool scan_words(struct builder *b, const uint8_t *d, uint64_t len,
-		       int64_t self, const uint8_t *map, const uint8_t *typed)
+		       int64_t self, const uint8_t *typed)
 {
 	uint64_t words = len / 8;
 	uint64_t start = b->n;
@@ -142,8 +135,6 @@ static bool scan_words(struct builder *b, const uint8_t *d, uint64_t len,
 		if (!reserve(b, end - i))
 			return false;
 		for (; i < end; i++) {
-			if (map && !(map[i / 8] & (1u << (i % 8))))
-				continue;
 			uint64_t w, before = b->n;
 			memcpy(&w, d + 8 * i, 8);
 			add_word(b, w, self);
@@ -168,7 +159,7 @@ static struct hd_error *scan_roots(struct builder *b, struct hd_target *t)
 				reg++;
 			if (reg < g->num_reg_roots && g->reg_roots[reg].root == i &&
 			    !scan_words(b, (const uint8_t *)&g->reg_roots[reg].regs,
-					sizeof(struct hd_regs), -1, NULL, NULL))
+					sizeof(struct hd_regs), -1, NULL))
 				return &hd_error_no_memory;
 			continue;
 		}
@@ -182,7 +173,7 @@ static struct hd_error *scan_roots(struct builder *b, struct hd_target *t)
 			g->info.unreadable_roots++;
 			continue;
 		}
-		bool ok = scan_words(b, v.data, v.len, -1, NULL, NULL);
+		bool ok = scan_words(b, v.data, v.len, -1, NULL);
 		hd_view_deinit(&v);
 		if (!ok)
 			return &hd_error_no_memory;
@@ -273,7 +264,7 @@ static struct hd_error *scan_subblocks(struct builder *b, struct hd_target *t)
 		}
 		b->self_sub = (int64_t)k;
 		bool ok = scan_words(b, v.data + (sb->addr - v.addr), sb->size & ~7ull,
-				     -1, NULL, NULL);
+				     -1, NULL);
 		b->self_sub = -1;
 		if (!ok) {
 			hd_view_deinit(&v);
@@ -321,12 +312,11 @@ static struct hd_error *scan_blocks(struct builder *b, struct hd_target *t)
 				continue;
 			}
 			const uint8_t *typed = NULL;
-			const uint8_t *map = b->g->pointer_map
-				? b->g->pointer_map(b->g->pointer_map_arg, id,
-						    blk.usable / 8, &typed)
-				: NULL;
+			if (b->g->pointer_map)
+				b->g->pointer_map(b->g->pointer_map_arg, id,
+						  blk.usable / 8, &typed);
 			if (!scan_words(b, v.data + (blk.addr - seg->start),
-					blk.usable, (int64_t)id, map, typed)) {
+					blk.usable, (int64_t)id, typed)) {
 				hd_view_deinit(&v);
 				return &hd_error_no_memory;
 			}

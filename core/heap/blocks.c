@@ -113,29 +113,44 @@ void hd_heap_block(const struct hd_heap *h, size_t id, struct hd_block *ret)
 	ret->usable = ret->chunk < 16 ? 0 : hd_heap_usable(h, id);
 }
 
-int64_t hd_heap_find(const struct hd_heap *h, uint64_t p)
+// Last block whose user address (or, with chunk, chunk start) is at or
+// below p, or -1.
+static int64_t last_at_or_below(const struct hd_heap *h, uint64_t p, bool chunk)
 {
-	// Last block whose chunk starts at or below p.
 	size_t lo = 0, hi = h->num_blocks;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (h->addr[mid] - 16 <= p)
+		if (h->addr[mid] - (chunk ? 16 : 0) <= p)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (lo == 0)
-		return -1;
-	size_t i = lo - 1;
-	uint64_t start = h->addr[i] - 16;
-	if (p - start < ((uint64_t)h->chunk16[i] << 4))
-		return (int64_t)i;
+	return (int64_t)lo - 1;
+}
+
+int64_t hd_heap_find_chunk(const struct hd_heap *h, uint64_t p)
+{
+	int64_t i = last_at_or_below(h, p, true);
+	if (i >= 0 && p - (h->addr[i] - 16) < ((uint64_t)h->chunk16[i] << 4))
+		return i;
+	return -1;
+}
+
+int64_t hd_heap_find(const struct hd_heap *h, uint64_t p)
+{
+	// Usable ranges do not overlap one another: an arena chunk's last
+	// usable word is the next chunk's prev_size, which precedes the next
+	// block's user address, so the block starting at or below p is the
+	// only candidate.
+	int64_t i = last_at_or_below(h, p, false);
+	if (i >= 0 && p - h->addr[i] < hd_heap_usable(h, (size_t)i))
+		return i;
 	return -1;
 }
 
 int64_t hd_heap_find_exact(const struct hd_heap *h, uint64_t addr)
 {
-	int64_t i = hd_heap_find(h, addr - 16);
+	int64_t i = hd_heap_find_chunk(h, addr - 16);
 	return i >= 0 && h->addr[i] == addr ? i : -1;
 }
 

@@ -116,7 +116,7 @@ static struct hd_error *tls_tcaches(struct glibc_walk *w,
 		if (is_tcache_chunk(w, p)) {
 			if (!tcache_add(set, p))
 				return &hd_error_no_memory;
-		} else if (hd_heap_find(w->h, p) >= 0) {
+		} else if (hd_heap_find_chunk(w->h, p) >= 0) {
 			hd_heap_problem_add(w->h, p,
 					    "thread %d's tcache pointer 0x%llx does not point at a tcache block",
 					    th->tid, (unsigned long long)p);

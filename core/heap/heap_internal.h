@@ -36,6 +36,9 @@ bool hd_heap_reserve(struct hd_heap *h, size_t cap);
 bool hd_heap_push(struct hd_heap *h, uint64_t chunk_addr, uint64_t chunk_size,
 		  enum hd_block_state state, enum hd_free_list list,
 		  uint16_t arena, bool mmapped);
+// Id of the block whose chunk [addr-16, addr-16+chunk) contains p, or -1
+// (the walker's view; analyses ask hd_heap_find for usable bytes).
+int64_t hd_heap_find_chunk(const struct hd_heap *h, uint64_t p);
 // Id of the block whose user pointer is exactly addr, or -1.
 int64_t hd_heap_find_exact(const struct hd_heap *h, uint64_t addr);
 static inline void hd_heap_set(struct hd_heap *h, size_t id,

@@ -400,7 +400,10 @@ HD_EXPORT void hd_heap_destroy(struct hd_heap *h);
 HD_EXPORT size_t hd_heap_num_blocks(const struct hd_heap *h);
 HD_EXPORT void hd_heap_block(const struct hd_heap *h, size_t id,
 			     struct hd_block *ret);
-// Id of the block whose chunk [addr-16, addr-16+chunk) contains p, or -1.
+// Id of the block whose usable bytes [addr, addr+usable) hold p, or -1.
+// A glibc arena block's last 8 usable bytes are the next chunk's prev_size
+// word: an address there belongs to this block, not to the next one; the
+// next chunk's size word belongs to no block.
 HD_EXPORT int64_t hd_heap_find(const struct hd_heap *h, uint64_t p);
 
 HD_EXPORT size_t hd_heap_num_segments(const struct hd_heap *h);

@@ -6,6 +6,8 @@
 - parse_truth():    read the fixture's truth file
 - compare():        check a `heapdom blocks --json` document against a truth
 - thread_states():  /proc view of a process (is it stopped / traced?)
+- core_invariants(): what must hold on every core the suite makes (typed and
+                    untyped leak sets equal); make_core() checks it itself
 
 TRUTH FILE FORMAT (written by tests/fixtures/heap_fixture.c; one record per
 line, fields separated by single spaces, ADDR = "0x.." hex of the pointer
@@ -81,6 +83,42 @@ def make_core(fixture, truth, core, fixture_args=(), timeout=600):
                            % (core, r.returncode, r.stdout[-2000:], r.stderr[-2000:]))
     if not os.path.isfile(truth):
         raise HarnessError("fixture wrote no truth file %s" % truth)
+    return check_core(core, fixture)
+
+
+def core_invariants(core, exe=None, heapdom=None, extra=()):
+    """Problems with what must hold on any core, whatever made it: the
+    leaked set is the same typed and --untyped (types name blocks and
+    edges; they never decide reachability). heapdom defaults to
+    $HEAPDOM_INVARIANTS (set by meson for every test); without either,
+    nothing is checked. extra: more arguments (--sysroot ...)."""
+    heapdom = heapdom or os.environ.get("HEAPDOM_INVARIANTS")
+    if not heapdom:
+        return []
+    base = ["leaks", core, "--json"] + (["--exe", exe] if exe else []) + list(extra)
+    sets = []
+    for args in (base, base + ["--untyped"]):
+        r = run_heapdom(heapdom, args)
+        if r.rc != 0:
+            return ["invariant: %s" % r.describe()]
+        try:
+            sets.append({b["addr"] for b in json.loads(r.out)["leaks"]})
+        except (ValueError, KeyError, TypeError) as e:
+            return ["invariant: heapdom %s: bad JSON (%s)" % (" ".join(args), e)]
+    typed, untyped = sets
+    if typed == untyped:
+        return []
+    return ["invariant broken on %s: typed and untyped leak sets differ: "
+            "%d leaked typed, %d untyped; typed only %s; untyped only %s"
+            % (core, len(typed), len(untyped), sorted(typed - untyped)[:5],
+               sorted(untyped - typed)[:5])]
+
+
+def check_core(core, exe=None, extra=()):
+    """Raises HarnessError when a core breaks core_invariants()."""
+    problems = core_invariants(core, exe, extra=extra)
+    if problems:
+        raise HarnessError("\n".join(problems))
     return core
 
 

@@ -52,9 +52,9 @@ START_TEST(test_empty)
 {
 	struct hd_heap *h = heap_new();
 	ck_assert_uint_eq(hd_heap_num_blocks(h), 0);
-	ck_assert_int_eq(hd_heap_find(h, 0), -1);
-	ck_assert_int_eq(hd_heap_find(h, 0x1000), -1);
-	ck_assert_int_eq(hd_heap_find(h, UINT64_MAX), -1);
+	ck_assert_int_eq(hd_heap_find_chunk(h, 0), -1);
+	ck_assert_int_eq(hd_heap_find_chunk(h, 0x1000), -1);
+	ck_assert_int_eq(hd_heap_find_chunk(h, UINT64_MAX), -1);
 	ck_assert_int_eq(hd_heap_find_exact(h, 0x1010), -1);
 	ck_assert_int_eq(hd_heap_find_exact(h, 0), -1);
 	ck_assert_uint_eq(hd_heap_num_arenas(h), 0);
@@ -73,32 +73,32 @@ START_TEST(test_find_small)
 		uint64_t c = small[i].chunk, end = c + small[i].size;
 		int64_t id = (int64_t)i;
 		// The user pointer, the chunk header, interior, last byte.
-		ck_assert_int_eq(hd_heap_find(h, c + 16), id);
-		ck_assert_int_eq(hd_heap_find(h, c), id);
-		ck_assert_int_eq(hd_heap_find(h, c + 8), id);
-		ck_assert_int_eq(hd_heap_find(h, c + small[i].size / 2), id);
-		ck_assert_int_eq(hd_heap_find(h, end - 1), id);
+		ck_assert_int_eq(hd_heap_find_chunk(h, c + 16), id);
+		ck_assert_int_eq(hd_heap_find_chunk(h, c), id);
+		ck_assert_int_eq(hd_heap_find_chunk(h, c + 8), id);
+		ck_assert_int_eq(hd_heap_find_chunk(h, c + small[i].size / 2), id);
+		ck_assert_int_eq(hd_heap_find_chunk(h, end - 1), id);
 		// One past the end: the next block if adjacent, else nothing.
 		int64_t want = -1;
 		if (i + 1 < NSMALL && small[i + 1].chunk == end)
 			want = id + 1;
-		ck_assert_int_eq(hd_heap_find(h, end), want);
+		ck_assert_int_eq(hd_heap_find_chunk(h, end), want);
 	}
 	// Below the first, above the last, in the gaps.
-	ck_assert_int_eq(hd_heap_find(h, 0), -1);
-	ck_assert_int_eq(hd_heap_find(h, 15), -1);
-	ck_assert_int_eq(hd_heap_find(h, small[0].chunk - 1), -1);
+	ck_assert_int_eq(hd_heap_find_chunk(h, 0), -1);
+	ck_assert_int_eq(hd_heap_find_chunk(h, 15), -1);
+	ck_assert_int_eq(hd_heap_find_chunk(h, small[0].chunk - 1), -1);
 	uint64_t last_end = small[NSMALL - 1].chunk + small[NSMALL - 1].size;
-	ck_assert_int_eq(hd_heap_find(h, last_end), -1);
-	ck_assert_int_eq(hd_heap_find(h, last_end + 0x1000), -1);
-	ck_assert_int_eq(hd_heap_find(h, UINT64_MAX), -1);
-	ck_assert_int_eq(hd_heap_find(h, 0x5555555592b0), -1); // after 1
-	ck_assert_int_eq(hd_heap_find(h, 0x5555555593ff), -1); // before 2
-	ck_assert_int_eq(hd_heap_find(h, 0x555555559810), -1); // after 2
-	ck_assert_int_eq(hd_heap_find(h, 0x7ffff00008ff), -1); // before 3
-	ck_assert_int_eq(hd_heap_find(h, 0x7ffff0001930), -1); // after 4
-	ck_assert_int_eq(hd_heap_find(h, 0x7ffff7d22000), -1); // after 5
-	ck_assert_int_eq(hd_heap_find(h, 0x7ffff7dfffff), -1); // before 6
+	ck_assert_int_eq(hd_heap_find_chunk(h, last_end), -1);
+	ck_assert_int_eq(hd_heap_find_chunk(h, last_end + 0x1000), -1);
+	ck_assert_int_eq(hd_heap_find_chunk(h, UINT64_MAX), -1);
+	ck_assert_int_eq(hd_heap_find_chunk(h, 0x5555555592b0), -1); // after 1
+	ck_assert_int_eq(hd_heap_find_chunk(h, 0x5555555593ff), -1); // before 2
+	ck_assert_int_eq(hd_heap_find_chunk(h, 0x555555559810), -1); // after 2
+	ck_assert_int_eq(hd_heap_find_chunk(h, 0x7ffff00008ff), -1); // before 3
+	ck_assert_int_eq(hd_heap_find_chunk(h, 0x7ffff0001930), -1); // after 4
+	ck_assert_int_eq(hd_heap_find_chunk(h, 0x7ffff7d22000), -1); // after 5
+	ck_assert_int_eq(hd_heap_find_chunk(h, 0x7ffff7dfffff), -1); // before 6
 	hd_heap_destroy(h);
 }
 END_TEST
@@ -298,7 +298,7 @@ START_TEST(test_large_regular)
 		size_t i = off / BIG_STRIDE;
 		int64_t want = off % BIG_STRIDE < regular_size(i) ? (int64_t)i
 								  : -1;
-		int64_t got = hd_heap_find(h, p);
+		int64_t got = hd_heap_find_chunk(h, p);
 		ck_assert_msg(got == want, "find(0x%" PRIx64 ") = %" PRId64
 			      ", want %" PRId64, p, got, want);
 		// The exact lookup of the block's user pointer.
@@ -308,11 +308,11 @@ START_TEST(test_large_regular)
 			ck_assert_int_eq(hd_heap_find_exact(h, p), -1);
 	}
 	// Ends of the table.
-	ck_assert_int_eq(hd_heap_find(h, BIG_BASE), 0);
-	ck_assert_int_eq(hd_heap_find(h, BIG_BASE - 1), -1);
-	ck_assert_int_eq(hd_heap_find(h, BIG_BASE + (NBIG - 1) * BIG_STRIDE),
+	ck_assert_int_eq(hd_heap_find_chunk(h, BIG_BASE), 0);
+	ck_assert_int_eq(hd_heap_find_chunk(h, BIG_BASE - 1), -1);
+	ck_assert_int_eq(hd_heap_find_chunk(h, BIG_BASE + (NBIG - 1) * BIG_STRIDE),
 			 NBIG - 1);
-	ck_assert_int_eq(hd_heap_find(h, BIG_BASE + (NBIG - 1) * BIG_STRIDE +
+	ck_assert_int_eq(hd_heap_find_chunk(h, BIG_BASE + (NBIG - 1) * BIG_STRIDE +
 						 regular_size(NBIG - 1)),
 			 -1);
 	struct hd_block b;
@@ -321,6 +321,53 @@ START_TEST(test_large_regular)
 	ck_assert_int_eq(b.state, HD_STATE_FREE);
 	ck_assert_int_eq(b.list, HD_LIST_SMALL);
 	ck_assert_uint_eq(b.arena, 123456 % 5);
+	hd_heap_destroy(h);
+}
+END_TEST
+
+// hd_heap_find: the block whose usable bytes hold p. An arena block's
+// last 8 usable bytes are the next chunk's prev_size word, so an address
+// there is the block's own, not the next block's; the size word is no
+// block's; an mmapped block's usable bytes end with its chunk.
+static int64_t linear_usable(const uint64_t *chunk, const uint64_t *size,
+			     const bool *mm, size_t n, uint64_t p)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint64_t user = chunk[i] + 16, usable = size[i] - (mm[i] ? 16 : 8);
+		if (p >= user && p - user < usable)
+			return (int64_t)i;
+	}
+	return -1;
+}
+
+START_TEST(test_find_usable)
+{
+	struct hd_heap *h = small_heap();
+	uint64_t chunk[NSMALL], size[NSMALL];
+	bool mm[NSMALL];
+	for (size_t i = 0; i < NSMALL; i++) {
+		chunk[i] = small[i].chunk;
+		size[i] = small[i].size;
+		mm[i] = small[i].mmapped;
+		uint64_t user = chunk[i] + 16, end = chunk[i] + size[i];
+		int64_t id = (int64_t)i;
+		ck_assert_int_eq(hd_heap_find(h, user), id);
+		ck_assert_int_eq(hd_heap_find(h, end - 1), id);
+		// The chunk header's words are not the block's.
+		ck_assert_int_ne(hd_heap_find(h, chunk[i]), id);
+		ck_assert_int_eq(hd_heap_find(h, chunk[i] + 8), -1);
+		ck_assert_int_eq(hd_heap_find(h, user - 1), -1);
+		// Past the chunk: an arena block owns the next 8 bytes (the
+		// next chunk's prev_size), an mmapped one nothing.
+		ck_assert_int_eq(hd_heap_find(h, end), mm[i] ? -1 : id);
+		ck_assert_int_eq(hd_heap_find(h, end + 7), mm[i] ? -1 : id);
+		ck_assert_int_eq(hd_heap_find(h, end + 8), -1);
+	}
+	// Every address around every block, against the linear reference.
+	for (size_t i = 0; i < NSMALL; i++)
+		for (uint64_t p = chunk[i] - 48; p < chunk[i] + 96; p++)
+			ck_assert_int_eq(hd_heap_find(h, p),
+					 linear_usable(chunk, size, mm, NSMALL, p));
 	hd_heap_destroy(h);
 }
 END_TEST
@@ -361,7 +408,7 @@ START_TEST(test_large_random)
 	size_t hits = 0;
 	for (size_t k = 0; k < NSAMPLES; k++) {
 		uint64_t p = lo + rng() % (hi - lo);
-		int64_t got = hd_heap_find(h, p);
+		int64_t got = hd_heap_find_chunk(h, p);
 		if (got >= 0) {
 			hits++;
 			size_t i = (size_t)got;
@@ -393,8 +440,8 @@ START_TEST(test_large_random)
 	// Every block found from its first and last bytes, exact by user
 	// pointer.
 	for (size_t i = 0; i < NBIG; i += 997) {
-		ck_assert_int_eq(hd_heap_find(h, chunk[i]), (int64_t)i);
-		ck_assert_int_eq(hd_heap_find(h, chunk[i] + size[i] - 1),
+		ck_assert_int_eq(hd_heap_find_chunk(h, chunk[i]), (int64_t)i);
+		ck_assert_int_eq(hd_heap_find_chunk(h, chunk[i] + size[i] - 1),
 				 (int64_t)i);
 		ck_assert_int_eq(hd_heap_find_exact(h, chunk[i] + 16),
 				 (int64_t)i);
@@ -415,6 +462,7 @@ int main(void)
 	TCase *tc = tcase_create("small");
 	tcase_add_test(tc, test_empty);
 	tcase_add_test(tc, test_find_small);
+	tcase_add_test(tc, test_find_usable);
 	tcase_add_test(tc, test_find_exact);
 	tcase_add_test(tc, test_block_fields);
 	tcase_add_test(tc, test_state_round_trip);
