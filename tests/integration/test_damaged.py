@@ -15,6 +15,9 @@ import struct
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import heaptest  # noqa: E402
+
 PASSED = []
 FAILED = []
 
@@ -91,6 +94,8 @@ def main():
     os.makedirs(empty, exist_ok=True)
     core = os.path.join(a.workdir, "damaged-base.core")
     make_core(a.program, core)
+    inv = heaptest.core_invariants(core, a.program)
+    check("invariants of the undamaged core", not inv, "; ".join(inv))
     segs = load_segments(core)
     base, p = blocks(a.heapdom, core)
     check("baseline walks cleanly", base is not None and not base["partial"],

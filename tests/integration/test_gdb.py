@@ -251,6 +251,7 @@ class Runner(heaptest.CaseRunner):
         ]
         res = self.run_gdb("heap-live", lines, ["--args", self.heap_fixture, truth_p])
         self.need(res, ["blocks", "stats", "stats_text", "used", "gcore"], "heap_fixture live run")
+        heaptest.check_core(core, self.heap_fixture)
         truth = heaptest.parse_truth(truth_p)
         out = dict(res=res, truth=truth, core=core,
                    blocks=load_json(blocks, "heap-blocks"),
@@ -321,6 +322,7 @@ class Runner(heaptest.CaseRunner):
         ]
         res = self.run_gdb("dom-live", lines, ["--args", self.dom_fixture, truth_p])
         self.need(res, ["all", "gcore"], "dom_fixture live run")
+        heaptest.check_core(core, self.dom_fixture)
         truth = td.parse_dom_truth(truth_p)
         out = dict(res=res, truth=truth, core=core, exprs=exprs,
                    all=load_json(P("dom-live-all.json"), "heap-dominators --all"))

@@ -95,6 +95,8 @@ def make_cores(fixture, truth, c1, c2, timeout=600):
         if not os.path.isfile(p) or os.path.getsize(p) == 0:
             raise HarnessError("gdb run left no %s (rc %d)\n%s%s"
                                % (p, r.returncode, r.stdout[-2000:], r.stderr[-2000:]))
+    heaptest.check_core(c1, fixture)
+    heaptest.check_core(c2, fixture)
 
 
 DELTA_FIELDS = {"types": ("count", "bytes", "retained"),

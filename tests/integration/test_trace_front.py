@@ -254,6 +254,7 @@ class Runner(heaptest.CaseRunner):
                      [self.a.trace_fixture, truth_p, "--lib", self.a.trace_lib])
         truth = test_trace.parse_truth(truth_p)
         ext = test_trace.function_extents(self.a.trace_fixture, truth)
+        heaptest.check_core(core, self.a.trace_fixture)
         p = check_report(self.load(out, r), truth, ext, "gdb")
         doc = heaptest.heapdom_json(self.a.heapdom, ["trace", core, "--json", "--all"])
         p += check_report(doc, truth, ext, "core")

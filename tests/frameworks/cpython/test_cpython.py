@@ -121,6 +121,7 @@ def gcore(pid, core):
                        env=dict(os.environ, DEBUGINFOD_URLS=""))
     if not os.path.isfile(core) or os.path.getsize(core) == 0:
         raise HarnessError("gdb wrote no core (rc %d): %s" % (r.returncode, r.stderr[-2000:]))
+    heaptest.check_core(core)
 
 
 # ------------------------------------------------------------------ checks

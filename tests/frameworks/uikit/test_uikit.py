@@ -140,7 +140,7 @@ def gdb_core(argv, breakpoint, core, timeout=600):
     if not os.path.isfile(core) or os.path.getsize(core) == 0:
         raise HarnessError("gdb produced no core %s (rc %d)\n%s%s"
                            % (core, r.returncode, r.stdout[-2000:], r.stderr[-2000:]))
-    return core
+    return heaptest.check_core(core, argv[0])
 
 
 def start_app(app, truth, ready, timeout=120):
