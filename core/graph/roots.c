@@ -14,6 +14,10 @@
 #include "util/elf_read.h"
 #include "util/vec.h"
 
+// Bytes below the stack pointer a function may use without moving it
+// (System V x86-64 ABI, 3.2.2).
+#define RED_ZONE 128
+
 // sizeof(struct pthread) in glibc 2.36 on x86-64: the thread descriptor at
 // the thread pointer, which holds pthread_setspecific values.
 #define TCB_SIZE 2368
@@ -188,9 +192,12 @@ static struct hd_error *thread_roots(struct hd_graph *g, struct claims *c,
 		const struct hd_mapping *sm = hd_target_find_mapping(t, sp);
 		if (!sm || !sm->readable)
 			continue;
-		// The live stack runs from the stack pointer to the top; below
-		// it lie dead frames whose stale pointers keep nothing alive.
-		uint64_t lo = sp;
+		// The live stack runs from the stack pointer to the top, plus
+		// the x86-64 ABI's red zone: the 128 bytes below it, where a
+		// leaf function (every -O0 one) keeps its locals. Below lie
+		// dead frames whose stale pointers keep nothing alive. valgrind
+		// scans the red zone too.
+		uint64_t lo = sp - sm->start > RED_ZONE ? sp - RED_ZONE : sm->start;
 		uint64_t hi = sm->end;
 		// A thread's TLS and descriptor sit above its stack.
 		if (tm == sm && fs > sp && fs - tls > lo)

@@ -61,12 +61,9 @@ static uint64_t rng_below(uint64_t n)
 #define STK_SIZE 0x10000ull
 #define RSP (STK + 0x8000)
 // Bytes below rsp the stack root still covers, as core/graph/roots.c has
-// it: none, the live stack runs from the stack pointer to the top (docs/
-// cli.md); -DRED_ZONE=128 checks the x86-64 red zone variant. LIVE is where
-// a thread's live stack begins.
-#ifndef RED_ZONE
-#define RED_ZONE 0
-#endif
+// it: the x86-64 red zone, where leaf functions keep locals (docs/cli.md).
+// LIVE is where a thread's live stack begins.
+#define RED_ZONE 128
 #define LIVE (RSP - RED_ZONE)
 #define TID 1234
 
