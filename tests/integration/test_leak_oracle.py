@@ -27,8 +27,10 @@ The two runs must leave the program in the same state at exit:
     heapdom's, follows them: `--default-env` shows the difference (on gdb:
     30 of its leaked charset names are reached from the stale part of a
     live 264-byte obstack chunk that had been a vector's buffer);
-  - a fixed small environment (env -i), gdb's LINES and COLUMNS unset in
-    its inferior, no shell in between.
+  - a fixed small environment (env -i, plus GLIBCXX_FORCE_NEW=1, which
+    valgrind sets), gdb's LINES and COLUMNS unset in its inferior, the same
+    working directory; both runs must exit with status 0 (gdb's is read at
+    the exit_group stop), so that a run that failed is never compared.
 Exit status 0 when every program agreed, 77 when valgrind is missing; the
 table is printed (--markdown: as in docs/leak-oracle.md); the last line is
 "N passed, N failed".
@@ -103,8 +105,10 @@ def programs(work):
 
 
 def base_env(work, fill):
+    # valgrind sets GLIBCXX_FORCE_NEW in its program's environment: the
+    # process under gdb gets it too.
     env = {"PATH": "/usr/bin:/bin", "HOME": work, "LC_ALL": "C", "LANG": "C",
-           "GIT_CONFIG_NOSYSTEM": "1", "DEBUGINFOD_URLS": ""}
+           "GIT_CONFIG_NOSYSTEM": "1", "DEBUGINFOD_URLS": "", "GLIBCXX_FORCE_NEW": "1"}
     if fill:
         env.update(FILL_ENV)
     return env
@@ -116,7 +120,7 @@ def run_valgrind(argv, env, log, fill):
     if fill:
         cmd += FILL_VALGRIND
     r = subprocess.run(cmd + argv, env=env, capture_output=True, text=True,
-                       timeout=300, stdin=subprocess.DEVNULL)
+                       timeout=300, stdin=subprocess.DEVNULL, cwd=env["HOME"])
     with open(log) as f:
         text = f.read()
     if "HEAP SUMMARY" not in text:
@@ -129,21 +133,27 @@ def run_valgrind(argv, env, log, fill):
     m = re.search(r"in use at exit: [\d,]+ bytes in ([\d,]+) blocks", text)
     return {"definitely": lost("definitely"), "indirectly": lost("indirectly"),
             "possibly": lost("possibly"),
-            "in_use": int(m.group(1).replace(",", "")) if m else 0}
+            "in_use": int(m.group(1).replace(",", "")) if m else 0,
+            "status": r.returncode}
 
 
 def run_gdb(argv, env, core):
     if os.path.exists(core):
         os.unlink(core)
-    cmd = ["gdb", "-batch", "-nx", "-ex", "set startup-with-shell off",
+    # gdb starts the program through /bin/sh, which keeps each argument
+    # whole (with startup-with-shell off, gdb splits them at spaces).
+    cmd = ["gdb", "-batch", "-nx",
            "-ex", "unset environment LINES", "-ex", "unset environment COLUMNS",
            "-ex", "catch syscall exit_group", "-ex", "run",
+           "-ex", "printf \"exit status %d\\n\", $rdi",
            "-ex", "gcore " + core, "-ex", "kill", "--args"] + argv
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300,
-                       stdin=subprocess.DEVNULL)
-    if "call to syscall exit_group" not in r.stdout or not os.path.exists(core):
+                       stdin=subprocess.DEVNULL, cwd=env["HOME"])
+    m = re.search(r"^exit status (-?\d+)$", r.stdout, re.M)
+    if "call to syscall exit_group" not in r.stdout or not m or not os.path.exists(core):
         raise RuntimeError("gdb did not stop %s at exit_group and save %s:\n%s\n%s"
                            % (argv[0], core, r.stdout[-1500:], r.stderr[-1500:]))
+    return int(m.group(1))
 
 
 def run_heapdom(heapdom, core, exe, untyped):
@@ -196,7 +206,11 @@ def main():
                 sfx = "" if fill else ".nofill"
                 core = os.path.join(work, tag + sfx + ".core")
                 vg = run_valgrind(argv, env, os.path.join(work, tag + sfx + ".vg.log"), fill)
-                run_gdb(argv, env, core)
+                status = run_gdb(argv, env, core)
+                if status != 0 or vg["status"] != 0:
+                    raise RuntimeError("exit status %d under gdb, %d under valgrind: "
+                                       "the runs are not the ones meant"
+                                       % (status, vg["status"]))
                 typed, partial, problems = run_heapdom(heapdom, core, argv[0], False)
                 untyped, _, _ = run_heapdom(heapdom, core, argv[0], True)
                 os.unlink(core)
@@ -227,15 +241,16 @@ def main():
         rows.append(row)
 
     if a.markdown:
-        print("| program | run | valgrind definitely + indirectly lost | heapdom leaks | "
-              "heapdom leaks --untyped |" + (" without the fill: valgrind / heapdom |"
-                                            if a.default_env else ""))
-        print("|---|---|---|---|---|" + ("---|" if a.default_env else ""))
+        print("| program | run | valgrind definitely + indirectly lost | heapdom `leaks` | "
+              "heapdom `leaks --untyped` | valgrind possibly lost |" +
+              (" default environment: valgrind / heapdom |" if a.default_env else ""))
+        print("|---|---|---|---|---|---|" + ("---|" if a.default_env else ""))
         for r in rows:
             v = r["vg"]
-            line = "| %s (%s) | `%s` | %d + %d = %d | %d | %d |" % (
-                r["name"], r["lang"], r["cmd"].replace(work, "$W"), v["definitely"],
-                v["indirectly"], v["definitely"] + v["indirectly"], r["typed"], r["untyped"])
+            line = "| %s (%s) | `%s` | %d + %d = %d | %d | %d | %d |" % (
+                r["name"], r["lang"], r["cmd"].replace(work + "/", ""), v["definitely"],
+                v["indirectly"], v["definitely"] + v["indirectly"], r["typed"], r["untyped"],
+                v["possibly"])
             if "nofill_vg" in r:
                 nv = r["nofill_vg"]
                 line += " %d / %d |" % (nv["definitely"] + nv["indirectly"], r["nofill_typed"])
