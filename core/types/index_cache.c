@@ -148,11 +148,29 @@ void hd_index_cache_join(struct hd_prefetch *p)
 		}
 	}
 	pthread_mutex_unlock(&lock);
-	// Not listed: the destructor has joined and freed it already.
+	// Not listed: the destructor has joined and freed it already, or this
+	// is a fork's child, which has no thread to join.
 	if (!listed)
 		return;
 	pthread_join(p->thread, NULL);
 	prefetch_free(p);
+}
+
+// fork() copies the calling thread only: the child takes the lock in a
+// consistent state, no prefetch thread, and no file half built by one.
+static void before_fork(void) { pthread_mutex_lock(&lock); }
+static void after_fork_parent(void) { pthread_mutex_unlock(&lock); }
+static void after_fork_child(void)
+{
+	running = NULL; // their records stay allocated: the parent's to free
+	for (size_t i = 0; i < num_cached; i++)
+		cache[i].building = false;
+	pthread_mutex_unlock(&lock);
+}
+
+__attribute__((constructor)) static void watch_forks(void)
+{
+	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 }
 
 __attribute__((destructor)) static void join_all_prefetches(void)

@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "heapdom.h"
@@ -24,6 +26,7 @@ struct api {
 	void *handle;
 	struct hd_error *(*create_callback)(hd_read_fn, void *, struct hd_target **);
 	struct hd_error *(*add_module)(struct hd_target *, const struct hd_module *);
+	struct hd_error *(*open_proc)(int, const struct hd_target_options *, struct hd_target **);
 	struct hd_error *(*session_create)(struct hd_target *,
 					   const struct hd_session_options *,
 					   struct hd_session **);
@@ -46,6 +49,7 @@ static void load(struct api *a)
 	ck_assert_msg(a->handle, "dlopen %s: %s", lib_path, dlerror());
 	a->create_callback = sym(a->handle, "hd_target_create_callback");
 	a->add_module = sym(a->handle, "hd_target_add_module");
+	a->open_proc = sym(a->handle, "hd_target_open_proc");
 	a->session_create = sym(a->handle, "hd_session_create");
 	a->prepare_types = sym(a->handle, "hd_session_prepare_types");
 	a->run_string = sym(a->handle, "hd_command_run_string");
@@ -154,6 +158,44 @@ START_TEST(test_unload_joins)
 }
 END_TEST
 
+// A fork's child while the parent reads types (gdb and lldb fork): the
+// child has none of the parent's threads, so it must neither wait for the
+// file a parent's thread was indexing (it indexes it itself) nor join that
+// thread when it destroys the session it inherited or exits.
+START_TEST(test_fork_child)
+{
+	struct api a;
+	load(&a);
+	struct hd_session *s = libc_session(&a);
+	a.prepare_types(s);
+	ck_assert_int_eq(num_threads(), 2);
+	pid_t pid = fork();
+	ck_assert(pid >= 0);
+	if (pid == 0) {
+		alarm(30);
+		// A typed report on the child itself needs libc's types.
+		struct hd_target *t;
+		struct hd_session *own;
+		if (a.open_proc(getpid(), NULL, &t) || a.session_create(t, NULL, &own))
+			_exit(4);
+		char *argv[] = {(char *)"types", NULL};
+		char *text = NULL;
+		struct hd_error *err = a.run_string(own, 1, argv, &text);
+		if (err || !text || !strstr(text, "struct"))
+			_exit(5);
+		a.session_destroy(own);
+		a.session_destroy(s);
+		exit(num_threads() == 1 ? 0 : 3); // runs the library's destructor
+	}
+	int status = 0;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "the fork's child ended with status 0x%x", status);
+	a.session_destroy(s);
+	ck_assert_int_eq(num_threads(), 1);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -167,6 +209,7 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, test_report_joins);
 	tcase_add_test(tc, test_unwritable_report_joins);
 	tcase_add_test(tc, test_unload_joins);
+	tcase_add_test(tc, test_fork_child);
 	suite_add_tcase(su, tc);
 	SRunner *sr = srunner_create(su);
 	srunner_set_fork_status(sr, CK_FORK);
