@@ -517,29 +517,52 @@ _VALUE_OPTS = {"--top", "--depth", "--min-size", "--state", "--format",
                "--from", "--sort", "--output"}
 
 
+def _complete(text, word, candidates):
+    """The candidates that extend the argument being typed, relative to
+    gdb's `word`: gdb replaces only `word`, which starts after the last
+    word-break character, and '-' is one, so for "--t" word is "t" and
+    "--top" must be returned as "top" ("--top" would give "----top")."""
+    token = "" if not text or text[-1].isspace() else text.split()[-1]
+    word = word or ""
+    # What of the argument lies before gdb's word (normally a suffix of it).
+    lead = token[:len(token) - len(word)] if token.endswith(word) else ""
+    return [c[len(lead):] for c in candidates if c.startswith(token)]
+
+
+def _completing(text):
+    """The words before the one being typed, and that one ("" after a
+    space)."""
+    words = text.split()
+    if text and not text[-1].isspace() and words:
+        return words[:-1], words[-1]
+    return words, ""
+
+
 class _HeapCommand(gdb.Command):
     report = None
     options = ()
+    # Values of options that take one of a few words.
+    choices = {"--state": ("used", "free", "internal"),
+               "--sort": ("bytes", "count", "retained"),
+               "--format": ("text", "json", "dot")}
 
     def __init__(self):
         super().__init__("heap-" + self.report, gdb.COMMAND_DATA)
 
     def complete(self, text, word):
-        words = text.split()
-        if words and not text.endswith(" ") and words[-1].startswith("-"):
-            return [o for o in self.options if o.startswith(words[-1])]
-        prev = words[-1] if words else ""
-        if prev == "--state" or (words[-2:-1] == ["--state"] and not text.endswith(" ")):
-            return [s for s in ("used", "free", "internal") if s.startswith(word or "")]
-        if prev == "--sort":
-            return [s for s in ("bytes", "count", "retained") if s.startswith(word or "")]
-        if prev == "--format":
-            return [s for s in ("text", "json", "dot") if s.startswith(word or "")]
+        before, current = _completing(text)
+        prev = before[-1] if before else ""
+        if prev in self.choices and prev in self.options:
+            return _complete(text, word, self.choices[prev])
         if prev == "--output":
             return gdb.COMPLETE_FILENAME
-        if self.report == "why" or prev == "--from":
+        if current.startswith("-"):
+            return _complete(text, word, self.options)
+        if (self.report == "why" and prev not in _VALUE_OPTS) or prev == "--from":
             return gdb.COMPLETE_EXPRESSION
-        return [o for o in self.options if o.startswith(word or "")]
+        if prev in _VALUE_OPTS:
+            return []
+        return _complete(text, word, self.options)
 
     def words(self, arg):
         return gdb.string_to_argv(arg)
@@ -687,7 +710,18 @@ Usage: heap-diff A B [C...] [--json] [--top N] [--what stats|types|dominators]
                  [--output FILE]"""
 
     def __init__(self):
-        super().__init__("heap-diff", gdb.COMMAND_DATA, gdb.COMPLETE_FILENAME)
+        super().__init__("heap-diff", gdb.COMMAND_DATA)
+
+    def complete(self, text, word):
+        before, current = _completing(text)
+        prev = before[-1] if before else ""
+        if prev == "--what":
+            return _complete(text, word, ("stats", "types", "dominators"))
+        if prev == "--top":
+            return []
+        if current.startswith("-"):
+            return _complete(text, word, ("--json", "--top", "--what", "--output"))
+        return gdb.COMPLETE_FILENAME
 
     def invoke(self, arg, from_tty):
         if _load() is None:
@@ -709,6 +743,18 @@ Breakpoints stay set, but none can stop the process while it is sampled."""
 
     def __init__(self):
         super().__init__("heap-sample", gdb.COMMAND_DATA)
+
+    def complete(self, text, word):
+        before, current = _completing(text)
+        prev = before[-1] if before else ""
+        if prev == "--output":
+            return gdb.COMPLETE_FILENAME
+        if prev in ("--duration", "--hz", "--threads", "--pc-range", "--addr-range",
+                    "--nearest", "--granularity", "--top"):
+            return []
+        return _complete(text, word, ("--duration", "--hz", "--threads", "--pc-range",
+                                      "--addr-range", "--nearest", "--granularity",
+                                      "--top", "--json", "--output"))
 
     def invoke(self, arg, from_tty):
         if _load() is None:
@@ -951,15 +997,18 @@ start. The debugger writes only the switch and the epoch."""
         super().__init__("heap-trace", gdb.COMMAND_DATA)
 
     def complete(self, text, word):
-        words = text.split()
-        if len(words) == 0 or (len(words) == 1 and not text.endswith(" ")):
-            return [c for c in ("start", "on", "off", "epoch", "status", "report")
-                    if c.startswith(word or "")]
-        if words[-1] == "--by" or (len(words) > 1 and words[-2] == "--by"
-                                   and not text.endswith(" ")):
-            return [b for b in ("site", "file", "size", "age") if b.startswith(word or "")]
-        return [o for o in ("--by", "--top", "--all", "--json", "--output", "--off")
-                if o.startswith(word or "")]
+        before, current = _completing(text)
+        if not before:
+            return _complete(text, word, ("start", "on", "off", "epoch", "status", "report"))
+        if before[-1] == "--by":
+            return _complete(text, word, ("site", "file", "size", "age"))
+        if before[-1] == "--output":
+            return gdb.COMPLETE_FILENAME
+        if before[0] == "start":
+            return _complete(text, word, ("--off",))
+        if before[0] == "report":
+            return _complete(text, word, ("--by", "--top", "--all", "--json", "--output"))
+        return []
 
     def invoke(self, arg, from_tty):
         words = gdb.string_to_argv(arg)
@@ -1090,6 +1139,29 @@ heap-watch hit N             record watch N's snapshot now (the watch's
 
     def __init__(self):
         super().__init__("heap-watch", gdb.COMMAND_BREAKPOINTS)
+
+    def complete(self, text, word):
+        before, current = _completing(text)
+        prev = before[-1] if before else ""
+        if not before:
+            if current.startswith("-"):
+                return []
+            subs = _complete(text, word, ("list", "delete", "report", "hit"))
+            # Otherwise the first word is a breakpoint location.
+            return subs or gdb.COMPLETE_LOCATION
+        if before[0] == "list":
+            return []
+        if before[0] in ("delete", "hit"):
+            return _complete(text, word, ("all",)) if before[0] == "delete" else []
+        if before[0] == "report":
+            return [] if prev == "--top" else _complete(text, word, ("--json", "--top"))
+        if prev == "--what":
+            return _complete(text, word, ("stats", "types", "dominators"))
+        if prev == "--dir":
+            return gdb.COMPLETE_FILENAME
+        if prev == "--every":
+            return []
+        return _complete(text, word, ("--every", "--what", "--stop", "--dir"))
 
     def invoke(self, arg, from_tty):
         words = gdb.string_to_argv(arg)

@@ -590,7 +590,8 @@ HD_EXPORT struct hd_error *hd_session_graph(struct hd_session *s,
 HD_EXPORT struct hd_error *hd_session_dom(struct hd_session *s,
 					  const struct hd_dom **ret);
 // Starts reading the modules' DWARF in the background, for a report that
-// will need block types (call before the heap walk to overlap them).
+// will need block types (call before the heap walk to overlap them). The
+// thread ends when typing is computed or the session is destroyed.
 HD_EXPORT void hd_session_prepare_types(struct hd_session *s);
 // Block types; *ret is NULL when the session was made with untyped.
 HD_EXPORT struct hd_error *hd_session_typing(struct hd_session *s,

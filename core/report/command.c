@@ -7,6 +7,7 @@
 
 #include "heapdom.h"
 #include "report/snapshot.h"
+#include "session/session_internal.h"
 
 static const char *const report_names[] = {
 	[HD_REPORT_STATS] = "stats",
@@ -278,8 +279,6 @@ struct hd_error *hd_command_run(struct hd_session *s, const struct hd_command *c
 	// diff reads files and cores of its own: no session.
 	if (!s && c->report != HD_REPORT_DIFF)
 		return hd_error_create(HD_ERROR_INVALID, "no process or core to analyse");
-	if (c->report != HD_REPORT_STATS && c->report != HD_REPORT_DIFF)
-		hd_session_prepare_types(s);
 	FILE *f = out;
 	if (c->output) {
 		f = fopen(c->output, "w");
@@ -287,11 +286,20 @@ struct hd_error *hd_command_run(struct hd_session *s, const struct hd_command *c
 			return hd_error_os(errno, c->output, "cannot write");
 		o.color = false;
 	}
+	// Reports that type blocks read DWARF while the heap is walked; stats
+	// and the tracer's report type nothing.
+	if (c->report != HD_REPORT_STATS && c->report != HD_REPORT_DIFF &&
+	    c->report != HD_REPORT_TRACE)
+		hd_session_prepare_types(s);
 	struct hd_error *err = c->report == HD_REPORT_DIFF
 				       ? hd_run_diff(f, c, &o)
 				       : render[c->report](f, s, &o);
 	if (c->output && fclose(f) != 0 && !err)
 		err = hd_error_os(errno, c->output, "cannot write");
+	// The command's DWARF reading ends with it (typing joins it when it
+	// ran; a report that failed before typing must not leave it running).
+	if (s)
+		hd_session_join_prefetch(s);
 	return err;
 }
 

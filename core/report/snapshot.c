@@ -9,6 +9,7 @@
 
 #include "report/report_internal.h"
 #include "report/snapshot.h"
+#include "session/session_internal.h"
 #include "util/json.h"
 
 #define DEFAULT_DEPTH 1
@@ -407,6 +408,8 @@ struct hd_error *hd_snapshot_make(struct hd_session *s,
 	hd_session_prepare_types(s);
 	struct hd_analysis a;
 	struct hd_error *err = hd_analysis_get(s, &a);
+	// Typing has joined the DWARF reading unless the analysis failed first.
+	hd_session_join_prefetch(s);
 	if (err)
 		return err;
 	struct hd_snapshot *snap = calloc(1, sizeof(*snap));

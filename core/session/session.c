@@ -19,8 +19,7 @@ struct hd_session {
 	struct hd_index ix;
 	bool have_ix;
 	struct hd_typing *ty;
-	pthread_t prefetch;
-	bool prefetching;
+	struct hd_prefetch *prefetch; // reading DWARF ahead of typing
 	struct hd_graph *g;
 	struct hd_dom *d;
 	struct hd_semantic *sem;
@@ -61,7 +60,7 @@ void hd_session_prepare_types(struct hd_session *s)
 {
 	// Read the modules' DWARF on the second core while the heap is
 	// walked: typing needs it only after the walk.
-	if (s->opts.untyped || s->prefetching || s->ty)
+	if (s->opts.untyped || s->prefetch || s->ty)
 		return;
 	size_t n = hd_target_num_modules(s->t);
 	const char **paths = calloc(n ? n : 1, sizeof(*paths));
@@ -73,22 +72,21 @@ void hd_session_prepare_types(struct hd_session *s)
 		if (!paths[i])
 			paths[i] = m->file;
 	}
-	s->prefetching = hd_index_cache_prefetch(paths, n, &s->prefetch);
+	s->prefetch = hd_index_cache_prefetch(paths, n);
 	free(paths);
 }
 
-static void join_prefetch(struct hd_session *s)
+void hd_session_join_prefetch(struct hd_session *s)
 {
-	if (s->prefetching)
-		pthread_join(s->prefetch, NULL);
-	s->prefetching = false;
+	hd_index_cache_join(s->prefetch);
+	s->prefetch = NULL;
 }
 
 void hd_session_destroy(struct hd_session *s)
 {
 	if (!s)
 		return;
-	join_prefetch(s);
+	hd_session_join_prefetch(s);
 	hd_semantic_destroy(s->sem);
 	free(s->sem_key);
 	hd_dom_destroy(s->d);
@@ -150,7 +148,7 @@ struct hd_error *hd_session_typing(struct hd_session *s,
 			return err;
 		double t0 = now();
 		err = hd_typing_compute(s->t, s->di, s->h, &s->ix, &s->ty);
-		join_prefetch(s);
+		hd_session_join_prefetch(s);
 		if (err)
 			return err;
 		s->t_types = now() - t0;

@@ -12,4 +12,10 @@ struct hd_error *hd_session_semantic(struct hd_session *s,
 				     const char *const *names, size_t n,
 				     const struct hd_semantic **ret);
 
+// Waits for the DWARF reading hd_session_prepare_types started, if any.
+// Whatever started it calls this before it returns, even on error: a
+// front-end keeps its session between commands, and no thread of ours may
+// run while the debugger goes on (or quits and unloads us).
+void hd_session_join_prefetch(struct hd_session *s);
+
 #endif

@@ -97,44 +97,120 @@ const struct hd_type_index *hd_index_cache_get(const char *path,
 	return ix;
 }
 
-struct prefetch {
+// One prefetch: its thread and files. Running prefetches are listed so that
+// the library's destructor can join them: a front-end's caller joins its
+// own (hd_index_cache_join), but if the library is unloaded or the process
+// exits first (a debugger quitting while a session is kept), no thread of
+// ours may go on running code that is about to be unmapped: lldb 14
+// crashed at quit that way.
+struct hd_prefetch {
+	pthread_t thread;
 	char **paths;
 	size_t n;
+	struct hd_prefetch *next;
 };
+
+static struct hd_prefetch *running;
+static bool unloading; // the destructor ran: skip the files not yet begun
 
 static void *prefetch_worker(void *arg)
 {
-	struct prefetch *p = arg;
+	struct hd_prefetch *p = arg;
 	for (size_t i = 0; i < p->n; i++) {
-		hd_index_cache_get(p->paths[i], NULL);
-		free(p->paths[i]);
+		pthread_mutex_lock(&lock);
+		bool stop = unloading;
+		pthread_mutex_unlock(&lock);
+		if (!stop)
+			hd_index_cache_get(p->paths[i], NULL);
 	}
-	free(p->paths);
-	free(p);
 	return NULL;
 }
 
-bool hd_index_cache_prefetch(const char *const *paths, size_t n,
-			     pthread_t *thread)
+static void prefetch_free(struct hd_prefetch *p)
 {
-	struct prefetch *p = calloc(1, sizeof(*p));
+	for (size_t i = 0; i < p->n; i++)
+		free(p->paths[i]);
+	free(p->paths);
+	free(p);
+}
+
+void hd_index_cache_join(struct hd_prefetch *p)
+{
 	if (!p)
-		return false;
+		return;
+	pthread_mutex_lock(&lock);
+	bool listed = false;
+	for (struct hd_prefetch **pp = &running; *pp; pp = &(*pp)->next) {
+		if (*pp == p) {
+			*pp = p->next;
+			listed = true;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&lock);
+	// Not listed: the destructor has joined and freed it already, or this
+	// is a fork's child, which has no thread to join.
+	if (!listed)
+		return;
+	pthread_join(p->thread, NULL);
+	prefetch_free(p);
+}
+
+// fork() copies the calling thread only: the child takes the lock in a
+// consistent state, no prefetch thread, and no file half built by one.
+static void before_fork(void) { pthread_mutex_lock(&lock); }
+static void after_fork_parent(void) { pthread_mutex_unlock(&lock); }
+static void after_fork_child(void)
+{
+	running = NULL; // their records stay allocated: the parent's to free
+	for (size_t i = 0; i < num_cached; i++)
+		cache[i].building = false;
+	pthread_mutex_unlock(&lock);
+}
+
+__attribute__((constructor)) static void watch_forks(void)
+{
+	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+}
+
+__attribute__((destructor)) static void join_all_prefetches(void)
+{
+	pthread_mutex_lock(&lock);
+	unloading = true;
+	struct hd_prefetch *list = running;
+	running = NULL;
+	pthread_mutex_unlock(&lock);
+	while (list) {
+		struct hd_prefetch *next = list->next;
+		pthread_join(list->thread, NULL);
+		prefetch_free(list);
+		list = next;
+	}
+}
+
+struct hd_prefetch *hd_index_cache_prefetch(const char *const *paths, size_t n)
+{
+	struct hd_prefetch *p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
 	p->paths = calloc(n ? n : 1, sizeof(char *));
 	if (!p->paths) {
 		free(p);
-		return false;
+		return NULL;
 	}
 	for (size_t i = 0; i < n; i++)
 		if (paths[i] && (p->paths[p->n] = strdup(paths[i])))
 			p->n++;
-	if (pthread_create(thread, NULL, prefetch_worker, p) != 0) {
+	// Listed before it starts, so that no running thread is unlisted.
+	pthread_mutex_lock(&lock);
+	if (pthread_create(&p->thread, NULL, prefetch_worker, p) != 0) {
+		pthread_mutex_unlock(&lock);
 		// No thread: typing will index on demand.
-		for (size_t i = 0; i < p->n; i++)
-			free(p->paths[i]);
-		free(p->paths);
-		free(p);
-		return false;
+		prefetch_free(p);
+		return NULL;
 	}
-	return true;
+	p->next = running;
+	running = p;
+	pthread_mutex_unlock(&lock);
+	return p;
 }

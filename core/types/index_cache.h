@@ -14,11 +14,17 @@
 const struct hd_type_index *hd_index_cache_get(const char *path,
 					       double *seconds);
 
+struct hd_prefetch;
+
 // Starts indexing the files in a thread (a copy of the list is taken);
-// hd_index_cache_get then waits for or takes the results. Returns whether a
-// thread was started; the caller joins it (a library may be unloaded after
-// its last call, and no thread of ours may still run then).
-bool hd_index_cache_prefetch(const char *const *paths, size_t n,
-			     pthread_t *thread);
+// hd_index_cache_get then waits for or takes the results. Returns NULL when
+// no thread could be started (typing then indexes on demand). The caller
+// joins it with hd_index_cache_join when the analysis that wanted the
+// types ends; if the library is unloaded or the process exits first, the
+// library's destructor joins it (the files not yet begun are skipped).
+struct hd_prefetch *hd_index_cache_prefetch(const char *const *paths, size_t n);
+
+// Waits for the thread and frees it; p may be NULL.
+void hd_index_cache_join(struct hd_prefetch *p);
 
 #endif

@@ -1,0 +1,220 @@
+// No thread of libheapdom outlives the work that started it (issue 18):
+// a report that starts reading DWARF in the background has joined that
+// thread when it returns, even when it fails; and a library unloaded (or a
+// process exiting) while a session it made is still kept, as a debugger
+// front-end keeps one between commands, first joins the thread instead of
+// leaving it to run in unmapped code (lldb 14 crashed at quit that way).
+//
+// libheapdom is dlopen'ed, not linked, so that it can be unloaded. Each
+// test runs in a fresh process (Check forks), so libc's DWARF has not been
+// indexed yet and takes the thread a good fraction of a second.
+#include <check.h>
+#include <dirent.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "heapdom.h"
+
+static const char *lib_path;
+
+struct api {
+	void *handle;
+	struct hd_error *(*create_callback)(hd_read_fn, void *, struct hd_target **);
+	struct hd_error *(*add_module)(struct hd_target *, const struct hd_module *);
+	struct hd_error *(*open_proc)(int, const struct hd_target_options *, struct hd_target **);
+	struct hd_error *(*session_create)(struct hd_target *,
+					   const struct hd_session_options *,
+					   struct hd_session **);
+	void (*prepare_types)(struct hd_session *);
+	struct hd_error *(*run_string)(struct hd_session *, int, char *const *, char **);
+	void (*session_destroy)(struct hd_session *);
+	void (*error_destroy)(struct hd_error *);
+};
+
+static void *sym(void *h, const char *name)
+{
+	void *p = dlsym(h, name);
+	ck_assert_msg(p, "%s: %s", name, dlerror());
+	return p;
+}
+
+static void load(struct api *a)
+{
+	a->handle = dlopen(lib_path, RTLD_NOW | RTLD_LOCAL);
+	ck_assert_msg(a->handle, "dlopen %s: %s", lib_path, dlerror());
+	a->create_callback = sym(a->handle, "hd_target_create_callback");
+	a->add_module = sym(a->handle, "hd_target_add_module");
+	a->open_proc = sym(a->handle, "hd_target_open_proc");
+	a->session_create = sym(a->handle, "hd_session_create");
+	a->prepare_types = sym(a->handle, "hd_session_prepare_types");
+	a->run_string = sym(a->handle, "hd_command_run_string");
+	a->session_destroy = sym(a->handle, "hd_session_destroy");
+	a->error_destroy = sym(a->handle, "hd_error_destroy");
+}
+
+static int num_threads(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	ck_assert(d);
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+// A target whose memory cannot be read: the heap walk fails at once.
+static struct hd_error *no_memory(void *arg, uint64_t addr, void *buf, size_t len)
+{
+	(void)arg, (void)buf, (void)len;
+	(void)addr;
+	static struct hd_error err = {.code = HD_ERROR_FAULT,
+				      .message = (char *)"no memory here",
+				      .is_static = true};
+	return &err;
+}
+
+// A session over a target with one module: this process's libc file under
+// another name, so that the heap walk finds no glibc arena and fails at
+// once, while the background thread reads libc's DWARF (libc6-dbg, found
+// by build-id).
+static struct hd_session *libc_session(struct api *a)
+{
+	Dl_info info;
+	ck_assert(dladdr((void *)&printf, &info) && info.dli_fname);
+	struct hd_target *t;
+	ck_assert(!a->create_callback(no_memory, NULL, &t));
+	struct hd_module m = {
+		.name = (char *)"/opt/x/libnotc.so",
+		.file = (char *)info.dli_fname,
+		.bias = (uint64_t)(uintptr_t)info.dli_fbase,
+		.start = (uint64_t)(uintptr_t)info.dli_fbase,
+		.end = (uint64_t)(uintptr_t)info.dli_fbase + 0x1000,
+	};
+	ck_assert(!a->add_module(t, &m));
+	struct hd_session *s;
+	ck_assert(!a->session_create(t, NULL, &s));
+	return s;
+}
+
+// A report that starts reading types and then fails in the heap walk,
+// before typing would have waited for them: the thread is joined before
+// the command returns.
+START_TEST(test_report_joins)
+{
+	struct api a;
+	load(&a);
+	struct hd_session *s = libc_session(&a);
+	ck_assert_int_eq(num_threads(), 1);
+	char *argv[] = {(char *)"leaks", NULL};
+	char *text = NULL;
+	struct hd_error *err = a.run_string(s, 1, argv, &text);
+	ck_assert_msg(err, "a heap without glibc's arena was walked");
+	a.error_destroy(err);
+	ck_assert_int_eq(num_threads(), 1);
+	a.session_destroy(s);
+}
+END_TEST
+
+// A report that cannot open its output file.
+START_TEST(test_unwritable_report_joins)
+{
+	struct api a;
+	load(&a);
+	struct hd_session *s = libc_session(&a);
+	char *argv[] = {(char *)"leaks", (char *)"--output",
+			(char *)"/nonexistent/dir/leaks.txt", NULL};
+	char *text = NULL;
+	struct hd_error *err = a.run_string(s, 3, argv, &text);
+	ck_assert_msg(err, "writing to /nonexistent/dir succeeded");
+	a.error_destroy(err);
+	ck_assert_int_eq(num_threads(), 1);
+	a.session_destroy(s);
+}
+END_TEST
+
+// A kept session whose types are being read when the library is unloaded:
+// dlclose returns only when the thread is gone.
+START_TEST(test_unload_joins)
+{
+	struct api a;
+	load(&a);
+	struct hd_session *s = libc_session(&a);
+	a.prepare_types(s);
+	ck_assert_int_eq(num_threads(), 2);
+	ck_assert_int_eq(dlclose(a.handle), 0);
+	// Unloaded indeed (nothing pins it), so the case is the one named.
+	ck_assert_msg(!dlopen(lib_path, RTLD_NOW | RTLD_NOLOAD),
+		      "%s is still loaded after dlclose", lib_path);
+	ck_assert_int_eq(num_threads(), 1);
+	// A thread left in unmapped code would crash in this time.
+	usleep(300 * 1000);
+}
+END_TEST
+
+// A fork's child while the parent reads types (gdb and lldb fork): the
+// child has none of the parent's threads, so it must neither wait for the
+// file a parent's thread was indexing (it indexes it itself) nor join that
+// thread when it destroys the session it inherited or exits.
+START_TEST(test_fork_child)
+{
+	struct api a;
+	load(&a);
+	struct hd_session *s = libc_session(&a);
+	a.prepare_types(s);
+	ck_assert_int_eq(num_threads(), 2);
+	pid_t pid = fork();
+	ck_assert(pid >= 0);
+	if (pid == 0) {
+		alarm(30);
+		// A typed report on the child itself needs libc's types.
+		struct hd_target *t;
+		struct hd_session *own;
+		if (a.open_proc(getpid(), NULL, &t) || a.session_create(t, NULL, &own))
+			_exit(4);
+		char *argv[] = {(char *)"types", NULL};
+		char *text = NULL;
+		struct hd_error *err = a.run_string(own, 1, argv, &text);
+		if (err || !text || !strstr(text, "struct"))
+			_exit(5);
+		a.session_destroy(own);
+		a.session_destroy(s);
+		exit(num_threads() == 1 ? 0 : 3); // runs the library's destructor
+	}
+	int status = 0;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "the fork's child ended with status 0x%x", status);
+	a.session_destroy(s);
+	ck_assert_int_eq(num_threads(), 1);
+}
+END_TEST
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s LIBHEAPDOM\n", argv[0]);
+		return 2;
+	}
+	lib_path = argv[1];
+	Suite *su = suite_create("threads");
+	TCase *tc = tcase_create("threads");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_report_joins);
+	tcase_add_test(tc, test_unwritable_report_joins);
+	tcase_add_test(tc, test_unload_joins);
+	tcase_add_test(tc, test_fork_child);
+	suite_add_tcase(su, tc);
+	SRunner *sr = srunner_create(su);
+	srunner_set_fork_status(sr, CK_FORK);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
