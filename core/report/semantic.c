@@ -455,7 +455,7 @@ struct hd_error *hd_render_semantic(FILE *out, struct hd_session *ses,
 		fputs("\n]}\n", out);
 		return err;
 	}
-	hd_text_problems(out, w.h, o->color);
+	hd_text_problems(out, w.t, w.h, o->color);
 	char a[32], u[32], f[32], ap[32], un[32];
 	hd_format_size(total, a, sizeof(a));
 	hd_format_size(s->r_used[0], u, sizeof(u));

@@ -1,0 +1,104 @@
+// Allocators heapdom does not walk (jemalloc, tcmalloc, mimalloc, musl's
+// malloc): recognised from the modules a process loaded and, for a
+// statically linked allocator, from the executable's symbols, so a report
+// names the allocator instead of showing an empty glibc heap.
+#include <stdio.h>
+#include <string.h>
+
+#include "debuginfo/elf_symbols.h"
+#include "heap/heap_internal.h"
+
+struct signature {
+	const char *name;
+	// Basenames of shared objects that are this allocator (prefixes).
+	const char *modules[4];
+	// Symbols only this allocator defines, for static links.
+	const char *symbols[6];
+};
+
+static const struct signature signatures[] = {
+	{"jemalloc", {"libjemalloc.so"},
+	 {"je_malloc", "je_mallocx", "mallocx", "je_malloc_stats_print",
+	  "malloc_stats_print"}},
+	{"tcmalloc", {"libtcmalloc.so", "libtcmalloc_minimal",
+		      "libtcmalloc_and_profiler", "libtcmalloc_debug"},
+	 {"tc_malloc", "TCMallocInternalMalloc", "tc_malloc_size"}},
+	{"mimalloc", {"libmimalloc.so", "libmimalloc-"},
+	 {"mi_malloc", "mi_heap_malloc"}},
+	// musl's dynamic loader is its libc; static programs carry mallocng
+	// (__malloc_context) or the bump allocator of programs that never
+	// free (__simple_malloc).
+	{"musl's malloc", {"ld-musl-", "libc.musl-"},
+	 {"__malloc_context", "__malloc_alloc_meta", "__libc_malloc_impl",
+	  "__simple_malloc"}},
+};
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s ? s + 1 : path;
+}
+
+static bool has_symbol(const struct hd_module *m, struct hd_debuginfo *di,
+		       const char *name)
+{
+	const char *files[2] = {m->file, di ? hd_debuginfo_debug_file(di, m) : NULL};
+	for (size_t f = 0; f < 2; f++) {
+		uint64_t v, sz;
+		if (!files[f])
+			continue;
+		struct hd_error *err = hd_elf_find_symbol(files[f], name, &v, &sz);
+		hd_error_destroy(err);
+		if (!err)
+			return true;
+	}
+	return false;
+}
+
+bool hd_heap_find_foreign(struct hd_target *t, struct hd_debuginfo *di,
+			  struct hd_foreign_alloc *ret)
+{
+	size_t n = hd_target_num_modules(t);
+	const size_t nsig = sizeof(signatures) / sizeof(signatures[0]);
+	// A loaded allocator library.
+	for (size_t i = 0; i < n; i++) {
+		const struct hd_module *m = hd_target_module(t, i);
+		const char *base = base_name(m->name);
+		for (size_t s = 0; s < nsig; s++) {
+			for (size_t k = 0; k < 4 && signatures[s].modules[k]; k++) {
+				const char *p = signatures[s].modules[k];
+				if (strncmp(base, p, strlen(p)) != 0)
+					continue;
+				ret->name = signatures[s].name;
+				snprintf(ret->evidence, sizeof(ret->evidence),
+					 "%s", base);
+				// These libraries replace malloc for the whole
+				// process; one that does not export it (a
+				// prefixed build) does not.
+				ret->serves_malloc = !m->file ||
+						     has_symbol(m, NULL, "malloc");
+				return true;
+			}
+		}
+	}
+	// An allocator linked into the executable.
+	for (size_t i = 0; i < n; i++) {
+		const struct hd_module *m = hd_target_module(t, i);
+		if (!m->is_exe || !m->file)
+			continue;
+		for (size_t s = 0; s < nsig; s++) {
+			for (size_t k = 0; k < 6 && signatures[s].symbols[k]; k++) {
+				if (!has_symbol(m, di, signatures[s].symbols[k]))
+					continue;
+				ret->name = signatures[s].name;
+				snprintf(ret->evidence, sizeof(ret->evidence),
+					 "statically linked: symbol %s in %s",
+					 signatures[s].symbols[k], m->file);
+				// The executable's own malloc wins over libc's.
+				ret->serves_malloc = has_symbol(m, di, "malloc");
+				return true;
+			}
+		}
+	}
+	return false;
+}
