@@ -42,7 +42,7 @@ static const char *base_name(const char *path)
 static bool has_symbol(const struct hd_module *m, struct hd_debuginfo *di,
 		       const char *name)
 {
-	const char *files[2] = {m->file, di ? hd_debuginfo_debug_file(di, m) : NULL};
+	const char *files[2] = {m->file, hd_debuginfo_debug_file(di, m)};
 	for (size_t f = 0; f < 2; f++) {
 		uint64_t v, sz;
 		if (!files[f])
@@ -72,11 +72,6 @@ bool hd_heap_find_foreign(struct hd_target *t, struct hd_debuginfo *di,
 				ret->name = signatures[s].name;
 				snprintf(ret->evidence, sizeof(ret->evidence),
 					 "%s", base);
-				// These libraries replace malloc for the whole
-				// process; one that does not export it (a
-				// prefixed build) does not.
-				ret->serves_malloc = !m->file ||
-						     has_symbol(m, NULL, "malloc");
 				return true;
 			}
 		}
@@ -94,8 +89,6 @@ bool hd_heap_find_foreign(struct hd_target *t, struct hd_debuginfo *di,
 				snprintf(ret->evidence, sizeof(ret->evidence),
 					 "statically linked: symbol %s in %s",
 					 signatures[s].symbols[k], m->file);
-				// The executable's own malloc wins over libc's.
-				ret->serves_malloc = has_symbol(m, di, "malloc");
 				return true;
 			}
 		}

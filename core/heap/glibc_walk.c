@@ -88,17 +88,18 @@ struct hd_error *hd_heap_walk(struct hd_target *t, struct hd_debuginfo *di,
 			fresh = true;
 		}
 	}
-	// Another allocator: named when it serves malloc or glibc's heap is
-	// missing, else its blocks are what this walk cannot see.
+	// Another allocator: when glibc's heap is missing or was never
+	// initialised, it is the process's malloc; beside a glibc heap in use
+	// (a library loaded privately, a prefixed static build), its blocks
+	// are what this walk cannot see.
 	struct hd_foreign_alloc fa;
 	if (hd_heap_find_foreign(t, di, &fa)) {
-		if (err || fresh || fa.serves_malloc) {
+		if (err || fresh) {
 			hd_error_destroy(err);
 			err = hd_error_create(HD_ERROR_UNSUPPORTED,
 					      "%s: this process allocates with %s (%s), which heapdom does not walk yet%s",
 					      hd_target_name(t), fa.name, fa.evidence,
-					      err ? "" : fresh ? "; glibc's malloc holds nothing (never initialised)"
-						       : "; the glibc heap beside it would be a fraction of the picture");
+					      fresh ? "; glibc's malloc holds nothing (never initialised)" : "");
 			goto out;
 		}
 		snprintf(w.h->other_allocator, sizeof(w.h->other_allocator),

@@ -77,7 +77,6 @@ void hd_heap_problem_add(struct hd_heap *h, uint64_t address,
 struct hd_foreign_alloc {
 	const char *name;    // "jemalloc", "tcmalloc", "mimalloc", "musl's malloc"
 	char evidence[256];  // "libjemalloc.so.2", "statically linked: symbol ..."
-	bool serves_malloc;  // its malloc replaces glibc's for the process
 };
 // True (and *ret filled) if the target loaded or links such an allocator.
 bool hd_heap_find_foreign(struct hd_target *t, struct hd_debuginfo *di,

@@ -22,7 +22,8 @@ Cases (each fails if the old behaviour returns):
               goes on (stats, --untyped, types).
   allocators  jemalloc, tcmalloc, mimalloc (LD_PRELOAD) and musl (static,
               musl-gcc): named, exit non-zero, never "0 used blocks"; gdb
-              shows the same message.
+              shows the same message. mimalloc dlopen'ed privately beside
+              glibc's malloc: glibc's heap, labelled partial.
 The last line is "N passed, N failed".
 """
 import argparse
@@ -367,6 +368,24 @@ def case_allocators(a):
         check("gdb heap-stats on the %s core names it" % name,
               "allocates with " + name in r.stderr and "used blocks" not in r.stdout,
               r.stdout[-1500:] + r.stderr[-1500:])
+        os.unlink(core)
+    # A library loaded privately beside glibc's malloc (a plugin): glibc
+    # still serves the program; its heap is reported, labelled partial.
+    lib = os.path.join(LIBDIR, ALLOCATORS[2][1])
+    if os.path.exists(lib):
+        truth = os.path.join(a.workdir, "beside.truth")
+        core = gdb_core(a.fixture, os.path.join(a.workdir, "beside.core"),
+                        args=[truth, "--dlopen", lib])
+        with open(truth) as f:
+            live = int(f.read().split()[1])
+        r = run(a, ["stats", core])
+        j = run(a, ["stats", core, "--json"])
+        doc = json.loads(j.out) if j.rc == 0 else {}
+        check("mimalloc dlopen'ed privately: glibc's heap reported (>= %d used blocks), "
+              "partial, with a warning naming mimalloc" % live,
+              r.rc == 0 and any("also allocates with mimalloc" in w for w in warning_lines(r.out))
+              and doc.get("partial") is True and "mimalloc" in (doc.get("other_allocator") or "")
+              and doc["totals"]["used"]["blocks"] >= live, r.describe() + r.out[:800])
         os.unlink(core)
     musl = shutil.which("musl-gcc")
     if not musl:
