@@ -127,6 +127,37 @@ struct hd_error *glibc_find_main_arena(struct glibc_walk *w,
 			}
 		}
 	}
+	// libc's data without its module: a core whose NT_FILE lacks libc's
+	// first mapping (some gcores leave read-only ranges out), or has no
+	// NT_FILE at all (old gcores), when any writable mapping may be it.
+	bool no_modules = !hd_target_num_modules(w->t);
+	for (size_t j = 0; j < hd_target_num_mappings(w->t); j++) {
+		const struct hd_mapping *m = hd_target_mapping(w->t, j);
+		const char *base = m->path ? strrchr(m->path, '/') : NULL;
+		base = base ? base + 1 : m->path;
+		bool libc = base && (strncmp(base, "libc.so", 7) == 0 ||
+				     strncmp(base, "libc-", 5) == 0);
+		if ((libc && !hd_target_find_module(w->t, m->start)) ||
+		    (no_modules && (!m->path || m->path[0] == '/'))) {
+			if ((m->prot & HD_PROT_WRITE) && m->readable &&
+			    m->end - m->start <= (64 << 20) &&
+			    scan_range(w, m, main_arena))
+				return NULL;
+		}
+	}
+	// .bss continues into the anonymous mapping after libc's data.
+	for (size_t j = 0; j + 1 < hd_target_num_mappings(w->t); j++) {
+		const struct hd_mapping *m = hd_target_mapping(w->t, j);
+		const struct hd_mapping *n = hd_target_mapping(w->t, j + 1);
+		const char *base = m->path ? strrchr(m->path, '/') : NULL;
+		base = base ? base + 1 : m->path;
+		if (base && (strncmp(base, "libc.so", 7) == 0 ||
+			     strncmp(base, "libc-", 5) == 0) &&
+		    !hd_target_find_module(w->t, m->start) && !n->path &&
+		    n->start == m->end && (n->prot & HD_PROT_WRITE) && n->readable &&
+		    n->end - n->start <= (64 << 20) && scan_range(w, n, main_arena))
+			return NULL;
+	}
 	return hd_error_create(HD_ERROR_NOT_FOUND,
 			       "%s: no glibc malloc arena found (not a glibc heap, or a static program without symbols)",
 			       hd_target_name(w->t));

@@ -430,6 +430,7 @@ static struct hd_error *load_core(struct hd_target *t, struct core_file *c)
 	if (!have_notes)
 		return hd_error_file(HD_ERROR_FORMAT, t->name,
 				     "core has no notes segment (no threads or mapped files)");
+	t->no_file_note = !c->file_paths;
 	// NT_FILE added the file ranges the core left out.
 	qsort(c->segs, c->num_segs, sizeof(*c->segs), segment_cmp);
 	for (size_t i = 0; i < c->num_segs; i++) {

@@ -315,14 +315,17 @@ static bool issue_open(const struct hd_target *t, const struct hd_module_issue *
 
 // The libraries with one kind of issue: "libm.so.6, libz.so.1 and 3 more".
 static void list_libraries(const struct hd_target *t, bool mismatch,
-			   char *buf, size_t len, size_t *count)
+			   char *buf, size_t len, size_t *count, bool *libc)
 {
 	size_t n = 0, used = 0;
 	buf[0] = '\0';
+	*libc = false;
 	for (size_t i = 0; i < t->num_issues; i++) {
 		const struct hd_module_issue *is = &t->issues[i];
 		if (is->is_exe || is->mismatch != mismatch || !issue_open(t, is))
 			continue;
+		const char *b = base_of(is->name);
+		*libc |= strncmp(b, "libc.so", 7) == 0 || strncmp(b, "libc-", 5) == 0;
 		if (n < 3 && used < len) {
 			int r = snprintf(buf + used, len - used, "%s%s",
 					 n ? ", " : "", base_of(is->name));
@@ -355,6 +358,10 @@ size_t hd_target_num_warnings(struct hd_target *t)
 		free(t->warnings[i]);
 	t->num_warnings = 0;
 	char *line;
+	if (t->no_file_note) {
+		line = strdup("the core has no NT_FILE note (an old gcore?): which files were mapped is unknown, so no symbol or type of any module is used, roots are named by address, and the heap is found from its data alone");
+		push_line(t, line);
+	}
 	for (size_t i = 0; i < t->num_issues; i++) {
 		const struct hd_module_issue *is = &t->issues[i];
 		if (!is->is_exe || !issue_open(t, is))
@@ -393,15 +400,18 @@ size_t hd_target_num_warnings(struct hd_target *t)
 	for (int mismatch = 0; mismatch < 2; mismatch++) {
 		char names[512];
 		size_t n;
-		list_libraries(t, mismatch, names, sizeof(names), &n);
+		bool libc;
+		list_libraries(t, mismatch, names, sizeof(names), &n, &libc);
 		if (!n)
 			continue;
-		if (asprintf(&line, mismatch
-			     ? "%zu librar%s on this machine %s not the build the process loaded (%s): %s symbols and types are not used; give the right files with --sysroot"
-			     : "%zu librar%s %s not found (%s): %s symbols and types are not used (libc's: the heap is found from its data); give them with --sysroot",
+		if (asprintf(&line, "%zu librar%s %s (%s): %s symbols and types are not used%s; give %s with --sysroot",
 			     n, n == 1 ? "y" : "ies",
-			     mismatch ? (n == 1 ? "is" : "are") : (n == 1 ? "was" : "were"),
-			     names, n == 1 ? "its" : "their") < 0)
+			     mismatch ? (n == 1 ? "on this machine is not the build the process loaded"
+					: "on this machine are not the build the process loaded")
+				      : (n == 1 ? "was not found" : "were not found"),
+			     names, n == 1 ? "its" : "their",
+			     libc ? " (libc's: the heap is found from its data alone)" : "",
+			     mismatch ? "the right files" : "them") < 0)
 			line = NULL;
 		push_line(t, line);
 	}

@@ -44,6 +44,8 @@ struct hd_target {
 	size_t num_issues, cap_issues;
 	char **warnings; // the lines of the last hd_target_num_warnings
 	size_t num_warnings;
+	// A core without NT_FILE: no module is known (core backend).
+	bool no_file_note;
 	// A core file shorter than its headers (core backend).
 	bool truncated;
 	struct hd_truncation truncation;
