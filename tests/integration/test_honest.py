@@ -188,6 +188,15 @@ def case_truncated(a, base):
         check("%s --partial: exit 0, first line says partial and names %s" % (" ".join(cmd[:1] + cmd[2:]), want),
               r.rc == 0 and first.startswith("partial:") and want in first and kcut in first,
               r.describe() + "\nfirst line: " + first)
+    # gdb opens the core file itself: the same error, and --partial.
+    r = subprocess.run(["gdb", "-q", "-nx", "-batch", "-ex", "source " + a.gdb_plugin,
+                        "-ex", "heap-stats", "-ex", "heap-leaks --partial", a.fixture, kcut],
+                       capture_output=True, text=True, timeout=120, env=gdb_env(a),
+                       stdin=subprocess.DEVNULL)
+    check("gdb on the cut core: heap-stats fails naming %s, heap-leaks --partial says partial" % want,
+          ("truncated core" in r.stderr and want in r.stderr and
+           any(ln.startswith("partial:") and want in ln for ln in r.stdout.splitlines())),
+          r.stdout[-1500:] + r.stderr[-1500:])
     r = run(a, ["diff", base, kcut])
     check("diff with a truncated core: exit 1 naming its missing range",
           r.rc == 1 and want in r.err, r.describe())
