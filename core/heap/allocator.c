@@ -33,38 +33,23 @@ static const struct signature signatures[] = {
 	  "__simple_malloc"}},
 };
 
+#define N_SIGNATURES (sizeof(signatures) / sizeof(signatures[0]))
+
 static const char *base_name(const char *path)
 {
 	const char *s = strrchr(path, '/');
 	return s ? s + 1 : path;
 }
 
-static bool has_symbol(const struct hd_module *m, struct hd_debuginfo *di,
-		       const char *name)
-{
-	const char *files[2] = {m->file, hd_debuginfo_debug_file(di, m)};
-	for (size_t f = 0; f < 2; f++) {
-		uint64_t v, sz;
-		if (!files[f])
-			continue;
-		struct hd_error *err = hd_elf_find_symbol(files[f], name, &v, &sz);
-		hd_error_destroy(err);
-		if (!err)
-			return true;
-	}
-	return false;
-}
-
 bool hd_heap_find_foreign(struct hd_target *t, struct hd_debuginfo *di,
 			  struct hd_foreign_alloc *ret)
 {
 	size_t n = hd_target_num_modules(t);
-	const size_t nsig = sizeof(signatures) / sizeof(signatures[0]);
 	// A loaded allocator library.
 	for (size_t i = 0; i < n; i++) {
 		const struct hd_module *m = hd_target_module(t, i);
 		const char *base = base_name(m->name);
-		for (size_t s = 0; s < nsig; s++) {
+		for (size_t s = 0; s < N_SIGNATURES; s++) {
 			for (size_t k = 0; k < 4 && signatures[s].modules[k]; k++) {
 				const char *p = signatures[s].modules[k];
 				if (strncmp(base, p, strlen(p)) != 0)
@@ -76,19 +61,31 @@ bool hd_heap_find_foreign(struct hd_target *t, struct hd_debuginfo *di,
 			}
 		}
 	}
-	// An allocator linked into the executable.
+	// An allocator linked into the executable: one pass over its symbols
+	// (and its debug file's) for every signature at once.
+	const char *names[N_SIGNATURES * 6];
+	size_t owner[N_SIGNATURES * 6], nn = 0;
+	for (size_t s = 0; s < N_SIGNATURES; s++)
+		for (size_t k = 0; k < 6 && signatures[s].symbols[k]; k++) {
+			owner[nn] = s;
+			names[nn++] = signatures[s].symbols[k];
+		}
+	bool found[N_SIGNATURES * 6];
 	for (size_t i = 0; i < n; i++) {
 		const struct hd_module *m = hd_target_module(t, i);
-		if (!m->is_exe || !m->file)
+		if (!m->is_exe)
 			continue;
-		for (size_t s = 0; s < nsig; s++) {
-			for (size_t k = 0; k < 6 && signatures[s].symbols[k]; k++) {
-				if (!has_symbol(m, di, signatures[s].symbols[k]))
+		const char *files[2] = {m->file, hd_debuginfo_debug_file(di, m)};
+		for (size_t f = 0; f < 2; f++) {
+			if (!files[f] || !hd_elf_defines_any(files[f], names, nn, found))
+				continue;
+			for (size_t k = 0; k < nn; k++) {
+				if (!found[k])
 					continue;
-				ret->name = signatures[s].name;
+				ret->name = signatures[owner[k]].name;
 				snprintf(ret->evidence, sizeof(ret->evidence),
 					 "statically linked: symbol %s in %s",
-					 signatures[s].symbols[k], m->file);
+					 names[k], files[f]);
 				return true;
 			}
 		}
