@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "heap/heap_internal.h"
+#include "util/vec.h"
 
 bool glibc_read64(struct glibc_walk *w, uint64_t addr, uint64_t *ret)
 {
@@ -113,17 +114,8 @@ struct hd_error *hd_heap_walk(struct hd_target *t, struct hd_debuginfo *di,
 		w.h->info.no_allocation_yet = true;
 		w.h->info.main_arena = main_arena;
 		w.h->info.main_arena_size = w.lay.state_size;
-		uint16_t idx = 0;
 		struct hd_arena a = {.addr = main_arena, .is_main = true};
-		w.h->arenas = calloc(1, sizeof(*w.h->arenas));
-		if (!w.h->arenas) {
-			err = &hd_error_no_memory;
-			goto out;
-		}
-		w.h->arenas[idx] = a;
-		w.h->num_arenas = w.h->cap_arenas = 1;
-		w.h->segments = calloc(1, sizeof(*w.h->segments));
-		if (!w.h->segments) {
+		if (!HD_VEC_PUSH(w.h->arenas, w.h->num_arenas, w.h->cap_arenas, a)) {
 			err = &hd_error_no_memory;
 			goto out;
 		}
