@@ -123,29 +123,31 @@ void hd_text_warnings(FILE *out, bool color, const char *indent, size_t n,
 		      void *arg)
 {
 	const char *on = color ? "\033[33m" : "", *off = color ? "\033[0m" : "";
+	// Without memory for the kinds, every message is its own kind.
 	uint64_t *kinds = malloc((n ? n : 1) * sizeof(*kinds));
+	for (size_t i = 0; kinds && i < n; i++) {
+		uint64_t addr;
+		kinds[i] = warning_kind(get(arg, i, &addr));
+	}
 	size_t shown = 0, hidden = dropped, hidden_kinds = 0;
 	for (size_t i = 0; i < n; i++) {
-		uint64_t addr;
-		const char *msg = get(arg, i, &addr);
-		uint64_t k = kinds ? (kinds[i] = warning_kind(msg)) : i;
 		bool seen = false;
 		for (size_t j = 0; kinds && j < i && !seen; j++)
-			seen = kinds[j] == k;
+			seen = kinds[j] == kinds[i];
 		if (seen)
 			continue;
 		// The first of its kind stands for the others.
 		size_t like = 0;
-		for (size_t j = i + 1; kinds && j < n; j++) {
-			uint64_t a2;
-			like += warning_kind(get(arg, j, &a2)) == k;
-		}
+		for (size_t j = i + 1; kinds && j < n; j++)
+			like += kinds[j] == kinds[i];
 		if (shown == HD_MAX_WARNING_KINDS) {
 			hidden += 1 + like;
 			hidden_kinds++;
 			continue;
 		}
 		shown++;
+		uint64_t addr;
+		const char *msg = get(arg, i, &addr);
 		fprintf(out, "%s%swarning:%s ", indent, on, off);
 		if (addr)
 			fprintf(out, "0x%" PRIx64 ": ", addr);
