@@ -38,6 +38,17 @@ void hd_json_string(FILE *out, const char *s)
 	fputc('"', out);
 }
 
+void hd_json_truncation(FILE *out, struct hd_target *t)
+{
+	struct hd_truncation tr;
+	if (!hd_target_truncation(t, &tr))
+		return;
+	fprintf(out, "\"partial\": true, \"truncated\": {\"file_size\": %" PRIu64 ", \"expected_size\": %" PRIu64
+		", \"first_missing\": [\"0x%" PRIx64 "\", \"0x%" PRIx64 "\"], \"missing_ranges\": %zu, \"missing_bytes\": %" PRIu64 "}, ",
+		tr.file_size, tr.expected_size, tr.first_start, tr.first_end,
+		tr.num_ranges, tr.missing_bytes);
+}
+
 // The heap's and the target's limits as JSON members.
 static void json_limits(FILE *out, struct hd_target *t, const struct hd_heap *h)
 {

@@ -14,6 +14,10 @@ void hd_json_heap_header(FILE *out, struct hd_target *t,
 // heap's problems ("warning: ", yellow in colour) deduplicated and capped.
 void hd_text_problems(FILE *out, struct hd_target *t, const struct hd_heap *h,
 		      bool color);
+// For JSON documents without the heap header (why, graph): when the target
+// is a truncated core, `"partial": true, "truncated": {...}, ` (else
+// nothing), to follow an opening brace.
+void hd_json_truncation(FILE *out, struct hd_target *t);
 // The target's part of hd_text_problems alone, for reports without a heap
 // header (why, graph, trace, frameworks).
 void hd_text_target_notes(FILE *out, struct hd_target *t, bool color);

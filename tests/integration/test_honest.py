@@ -188,6 +188,12 @@ def case_truncated(a, base):
         check("%s --partial: exit 0, first line says partial and names %s" % (" ".join(cmd[:1] + cmd[2:]), want),
               r.rc == 0 and first.startswith("partial:") and want in first and kcut in first,
               r.describe() + "\nfirst line: " + first)
+    for cmd in (["why", kcut, some, "--json"], ["graph", kcut]):
+        r = run(a, cmd + ["--partial"])
+        d = json.loads(r.out) if r.rc == 0 else {}
+        check("%s --partial (JSON): partial, with the first missing range" % cmd[0],
+              d.get("partial") is True and d.get("truncated", {}).get("first_missing") == [hex(s), hex(e)],
+              r.describe())
     # gdb opens the core file itself: the same error, and --partial.
     r = subprocess.run(["gdb", "-q", "-nx", "-batch", "-ex", "source " + a.gdb_plugin,
                         "-ex", "heap-stats", "-ex", "heap-leaks --partial", a.fixture, kcut],
