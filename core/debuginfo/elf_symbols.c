@@ -29,6 +29,45 @@ static bool scan_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, const char *name,
 	return false;
 }
 
+bool hd_elf_defines_any(const char *path, const char *const *names, size_t n,
+			bool *found)
+{
+	elf_version(EV_CURRENT);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	bool any = false;
+	for (size_t k = 0; k < n; k++)
+		found[k] = false;
+	Elf_Scn *scn = NULL;
+	while (elf && elf_kind(elf) == ELF_K_ELF && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_entsize == 0 ||
+		    (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM))
+			continue;
+		Elf_Data *data = elf_getdata(scn, NULL);
+		size_t count = data ? sh.sh_size / sh.sh_entsize : 0;
+		for (size_t i = 0; i < count; i++) {
+			GElf_Sym sym;
+			if (!gelf_getsym(data, (int)i, &sym) ||
+			    sym.st_shndx == SHN_UNDEF)
+				continue;
+			const char *s = elf_strptr(elf, sh.sh_link, sym.st_name);
+			for (size_t k = 0; s && k < n; k++) {
+				if (!found[k] && strcmp(s, names[k]) == 0) {
+					found[k] = true;
+					any = true;
+				}
+			}
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return any;
+}
+
 struct hd_error *hd_elf_find_symbol(const char *path, const char *name,
 				    uint64_t *value, uint64_t *size)
 {

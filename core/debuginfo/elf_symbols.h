@@ -10,6 +10,11 @@ struct hd_error *hd_elf_find_symbol(const char *path, const char *name,
 				    uint64_t *value, uint64_t *size);
 
 
+// Which of names[0..n) the ELF file at path defines (.symtab and .dynsym,
+// one pass each): *found[i] is set for each; false if none or unreadable.
+bool hd_elf_defines_any(const char *path, const char *const *names, size_t n,
+			bool *found);
+
 struct hd_elf_symbol {
 	char *name;
 	uint64_t value, size; // link-time

@@ -191,7 +191,7 @@ const struct hd_heap_problem *hd_heap_problem(const struct hd_heap *h,
 
 bool hd_heap_partial(const struct hd_heap *h)
 {
-	return h->num_problems || h->dropped_problems;
+	return h->num_problems || h->dropped_problems || h->info.other_allocator;
 }
 
 void hd_heap_get_info(const struct hd_heap *h, struct hd_heap_info *ret)

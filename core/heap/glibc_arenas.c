@@ -127,9 +127,117 @@ struct hd_error *glibc_find_main_arena(struct glibc_walk *w,
 			}
 		}
 	}
+	// libc's data without its module: a core whose NT_FILE lacks libc's
+	// first mapping (some gcores leave read-only ranges out), or has no
+	// NT_FILE at all (old gcores), when any writable mapping may be it.
+	bool no_modules = !hd_target_num_modules(w->t);
+	for (size_t j = 0; j < hd_target_num_mappings(w->t); j++) {
+		const struct hd_mapping *m = hd_target_mapping(w->t, j);
+		const char *base = m->path ? strrchr(m->path, '/') : NULL;
+		base = base ? base + 1 : m->path;
+		bool libc = base && (strncmp(base, "libc.so", 7) == 0 ||
+				     strncmp(base, "libc-", 5) == 0);
+		if ((libc && !hd_target_find_module(w->t, m->start)) ||
+		    (no_modules && (!m->path || m->path[0] == '/'))) {
+			if ((m->prot & HD_PROT_WRITE) && m->readable &&
+			    m->end - m->start <= (64 << 20) &&
+			    scan_range(w, m, main_arena))
+				return NULL;
+		}
+	}
+	// .bss continues into the anonymous mapping after libc's data.
+	for (size_t j = 0; j + 1 < hd_target_num_mappings(w->t); j++) {
+		const struct hd_mapping *m = hd_target_mapping(w->t, j);
+		const struct hd_mapping *n = hd_target_mapping(w->t, j + 1);
+		const char *base = m->path ? strrchr(m->path, '/') : NULL;
+		base = base ? base + 1 : m->path;
+		if (base && (strncmp(base, "libc.so", 7) == 0 ||
+			     strncmp(base, "libc-", 5) == 0) &&
+		    !hd_target_find_module(w->t, m->start) && !n->path &&
+		    n->start == m->end && (n->prot & HD_PROT_WRITE) && n->readable &&
+		    n->end - n->start <= (64 << 20) && scan_range(w, n, main_arena))
+			return NULL;
+	}
 	return hd_error_create(HD_ERROR_NOT_FOUND,
 			       "%s: no glibc malloc arena found (not a glibc heap, or a static program without symbols)",
 			       hd_target_name(w->t));
+}
+
+// A malloc_state as libc's data holds it before malloc_init_state: every
+// byte before `next` zero, `next` pointing at itself, then next_free 0,
+// attached_threads 1, system_mem and max_system_mem 0.
+static bool fresh_at(const uint8_t *d, uint64_t addr, uint64_t off_next)
+{
+	uint64_t w[5];
+	memcpy(w, d + off_next, sizeof(w));
+	if (w[0] != addr || w[1] != 0 || w[2] != 1 || w[3] != 0 || w[4] != 0)
+		return false;
+	for (uint64_t o = 0; o < off_next; o += 8) {
+		uint64_t x;
+		memcpy(&x, d + o, 8);
+		if (x)
+			return false;
+	}
+	return true;
+}
+
+bool glibc_find_fresh_main_arena(struct glibc_walk *w, uint64_t *main_arena)
+{
+	// bins at 112 (glibc 2.27+) or 104: next follows the 254 bins words
+	// and binmap.
+	static const uint64_t offs[] = {112, 104};
+	for (size_t i = 0; i < hd_target_num_modules(w->t); i++) {
+		const struct hd_module *mod = hd_target_module(w->t, i);
+		const char *base = strrchr(mod->name, '/');
+		base = base ? base + 1 : mod->name;
+		if (strncmp(base, "libc.so", 7) != 0 && strncmp(base, "libc-", 5) != 0)
+			continue;
+		for (size_t j = 0; j < hd_target_num_mappings(w->t); j++) {
+			const struct hd_mapping *m = hd_target_mapping(w->t, j);
+			if (m->start < mod->start || m->start >= mod->end + (1 << 20) ||
+			    !(m->prot & HD_PROT_WRITE) || !m->readable ||
+			    m->end - m->start > (64 << 20))
+				continue;
+			if (m->path && strcmp(m->path, mod->name) != 0)
+				continue;
+			struct hd_view v;
+			struct hd_error *err = hd_target_view(w->t, m->start,
+							      m->end - m->start, &v);
+			if (err) {
+				hd_error_destroy(err);
+				continue;
+			}
+			bool found = false;
+			uint64_t len = m->end - m->start;
+			// The self-pointer first: it is rare, the zeros are not.
+			for (uint64_t o = 0; o + 8 <= len && !found; o += 8) {
+				uint64_t x;
+				memcpy(&x, v.data + o, 8);
+				for (size_t k = 0; k < 2 && !found; k++) {
+					uint64_t off_next = offs[k] + 254 * 8 + 16;
+					if (o < off_next || o + 40 > len ||
+					    x != m->start + o - off_next)
+						continue;
+					if (!fresh_at(v.data + o - off_next, x, off_next))
+						continue;
+					struct glibc_layout lay = w->lay;
+					lay.off_bins = offs[k];
+					lay.off_top = offs[k] - 16;
+					lay.off_fastbins = lay.off_top - 8 * lay.nfastbins;
+					lay.off_next = off_next;
+					lay.off_system_mem = off_next + 24;
+					lay.state_size = lay.off_system_mem + 16;
+					w->lay = lay;
+					*main_arena = x;
+					found = true;
+				}
+			}
+			hd_view_deinit(&v);
+			if (found)
+				return true;
+		}
+	}
+	return false;
 }
 
 static uint16_t push_arena(struct glibc_walk *w, uint64_t addr, bool is_main)

@@ -1,9 +1,11 @@
 // hd_heap_walk: find the arenas (by symbol or by shape), the heaps and
 // mmapped chunks, walk the chunks, then the free lists.
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "heap/heap_internal.h"
+#include "util/vec.h"
 
 bool glibc_read64(struct glibc_walk *w, uint64_t addr, uint64_t *ret)
 {
@@ -73,10 +75,54 @@ struct hd_error *hd_heap_walk(struct hd_target *t, struct hd_debuginfo *di,
 		}
 	}
 	w.h->info.method = main_arena ? "debuginfo" : "heuristic";
-	if (!main_arena)
+	bool fresh = false;
+	if (main_arena) {
+		// Before the first malloc, main_arena is as libc's data
+		// initialises it: no top chunk, empty (zero) bins.
+		uint64_t top = 0;
+		fresh = glibc_read64(&w, main_arena + w.lay.off_top, &top) && !top;
+	} else {
 		err = glibc_find_main_arena(&w, &main_arena);
+		if (err && glibc_find_fresh_main_arena(&w, &main_arena)) {
+			hd_error_destroy(err);
+			err = NULL;
+			fresh = true;
+		}
+	}
+	// Another allocator: when glibc's heap is missing or was never
+	// initialised, it is the process's malloc; beside a glibc heap in use
+	// (a library loaded privately, a prefixed static build), its blocks
+	// are what this walk cannot see.
+	struct hd_foreign_alloc fa;
+	if (hd_heap_find_foreign(t, di, &fa)) {
+		if (err || fresh) {
+			hd_error_destroy(err);
+			err = hd_error_create(HD_ERROR_UNSUPPORTED,
+					      "%s: this process allocates with %s (%s), which heapdom does not walk yet%s",
+					      hd_target_name(t), fa.name, fa.evidence,
+					      fresh ? "; glibc's malloc holds nothing (never initialised)" : "");
+			goto out;
+		}
+		snprintf(w.h->other_allocator, sizeof(w.h->other_allocator),
+			 "%s (%s)", fa.name, fa.evidence);
+		w.h->info.other_allocator = w.h->other_allocator;
+	}
 	if (err)
-		goto fail;
+		goto out;
+	if (fresh) {
+		// Nothing allocated yet: an empty heap, and nothing missing.
+		w.h->info.no_allocation_yet = true;
+		w.h->info.main_arena = main_arena;
+		w.h->info.main_arena_size = w.lay.state_size;
+		struct hd_arena a = {.addr = main_arena, .is_main = true};
+		if (!HD_VEC_PUSH(w.h->arenas, w.h->num_arenas, w.h->cap_arenas, a)) {
+			err = &hd_error_no_memory;
+			goto out;
+		}
+		*ret = w.h;
+		w.h = NULL;
+		goto out;
+	}
 	w.h->info.main_arena = main_arena;
 	w.h->info.main_arena_size = w.lay.state_size;
 	w.h->info.mp_size = w.lay.mp_size;
@@ -89,12 +135,12 @@ struct hd_error *hd_heap_walk(struct hd_target *t, struct hd_debuginfo *di,
 	if (!err)
 		err = glibc_walk_free_lists(&w);
 	if (err)
-		goto fail;
+		goto out;
 	check_mmaps(&w);
 	w.h->segments = calloc(w.num_segs ? w.num_segs : 1, sizeof(*w.h->segments));
 	if (!w.h->segments) {
 		err = &hd_error_no_memory;
-		goto fail;
+		goto out;
 	}
 	for (size_t i = 0; i < w.num_segs; i++) {
 		const struct glibc_segment *s = &w.segs[i];
@@ -108,7 +154,7 @@ struct hd_error *hd_heap_walk(struct hd_target *t, struct hd_debuginfo *di,
 	w.h->num_segments = w.num_segs;
 	*ret = w.h;
 	w.h = NULL;
-fail:
+out:
 	for (size_t i = 0; i < w.num_views; i++)
 		hd_view_deinit(&w.views[i]);
 	free(w.views);

@@ -27,6 +27,8 @@ struct hd_heap {
 	size_t num_problems, cap_problems;
 	size_t dropped_problems; // beyond the cap, counted only
 	struct hd_heap_info info;
+	// info.other_allocator points here.
+	char other_allocator[320];
 };
 
 struct hd_error *hd_heap_alloc(struct hd_heap **ret);
@@ -71,6 +73,17 @@ static inline uint64_t hd_heap_usable(const struct hd_heap *h, size_t id)
 void hd_heap_problem_add(struct hd_heap *h, uint64_t address,
 			 const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+// ------------------------------------------------------ other allocators
+
+// An allocator heapdom does not walk, found in the target (allocator.c).
+struct hd_foreign_alloc {
+	const char *name;    // "jemalloc", "tcmalloc", "mimalloc", "musl's malloc"
+	char evidence[256];  // "libjemalloc.so.2", "statically linked: symbol ..."
+};
+// True (and *ret filled) if the target loaded or links such an allocator.
+bool hd_heap_find_foreign(struct hd_target *t, struct hd_debuginfo *di,
+			  struct hd_foreign_alloc *ret);
 
 // ---------------------------------------------------------------- glibc
 
@@ -130,6 +143,10 @@ struct hd_error *glibc_layout_from_debuginfo(struct glibc_walk *w,
 // fixes the layout offsets that the data reveals.
 struct hd_error *glibc_find_main_arena(struct glibc_walk *w,
 				       uint64_t *main_arena);
+// Finds a main_arena that malloc never initialised (as libc's data holds
+// it before the first allocation: all zero but its next pointer, which
+// points at itself) in libc's writable data; false if there is none.
+bool glibc_find_fresh_main_arena(struct glibc_walk *w, uint64_t *main_arena);
 // Follows the arena ring and adds every arena and its heap segments.
 struct hd_error *glibc_collect_arenas(struct glibc_walk *w,
 				      uint64_t main_arena);

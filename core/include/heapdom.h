@@ -201,6 +201,25 @@ HD_EXPORT void hd_target_destroy(struct hd_target *t);
 // Renames a target (how reports name it: a core path, "pid N").
 HD_EXPORT struct hd_error *hd_target_set_name(struct hd_target *t,
 					      const char *name);
+// What the target could not give, one line each for people: the
+// executable or libraries not found or of another build (and what is lost
+// without them). hd_target_warning's string lives until the next call of
+// hd_target_num_warnings.
+HD_EXPORT size_t hd_target_num_warnings(struct hd_target *t);
+HD_EXPORT const char *hd_target_warning(const struct hd_target *t, size_t i);
+// A core file shorter than its program headers say: the bytes it has and
+// should have, the lowest missing address range, and how many ranges and
+// bytes of memory are missing in all.
+struct hd_truncation {
+	uint64_t file_size, expected_size;
+	uint64_t first_start, first_end;
+	size_t num_ranges;
+	uint64_t missing_bytes;
+};
+// True (and *ret filled) if the target is a truncated core.
+HD_EXPORT bool hd_target_truncation(const struct hd_target *t,
+				    struct hd_truncation *ret);
+
 // "core", "live" or "callback".
 HD_EXPORT const char *hd_target_kind(const struct hd_target *t);
 // Core path, "pid N", or "callback".
@@ -388,8 +407,11 @@ struct hd_heap_options {
 struct hd_heap;
 
 // Walks every arena, heap, mmapped chunk and free list of the glibc heap.
-// A damaged heap still yields a heap object with problems recorded;
-// an error means no glibc heap could be found at all.
+// A damaged heap still yields a heap object with problems recorded; a
+// malloc never initialised yields an empty heap with no_allocation_yet.
+// An error means no glibc heap could be found at all, or
+// (HD_ERROR_UNSUPPORTED) the process allocates with an allocator heapdom
+// does not walk, named in the message.
 HD_EXPORT struct hd_error *hd_heap_walk(struct hd_target *t,
 					struct hd_debuginfo *di,
 					const struct hd_heap_options *opts,
@@ -419,7 +441,8 @@ HD_EXPORT const struct hd_arena *hd_heap_arena(const struct hd_heap *h,
 HD_EXPORT size_t hd_heap_num_problems(const struct hd_heap *h);
 HD_EXPORT const struct hd_heap_problem *
 hd_heap_problem(const struct hd_heap *h, size_t i);
-// True if problems were found: some verdicts may be missing.
+// True if problems were found, or another allocator's blocks are not
+// seen: some verdicts may be missing.
 HD_EXPORT bool hd_heap_partial(const struct hd_heap *h);
 // How the walk found the heap: "debuginfo" or "heuristic", and features
 // detected from the data (safe-linking, tcache).
@@ -434,6 +457,13 @@ struct hd_heap_info {
 	uint64_t n_mmaps;     // mp_.n_mmaps, if mp known
 	uint64_t mmap_threshold; // mp_.mmap_threshold, if mp known
 	size_t num_tcaches;
+	// glibc's malloc was never initialised (nothing allocated yet, e.g.
+	// at the first instruction of main): no blocks, and none missing.
+	bool no_allocation_yet;
+	// An allocator heapdom does not walk that the process also uses
+	// ("jemalloc (libjemalloc.so.2)"), or NULL; its blocks are not seen,
+	// so every verdict is partial.
+	const char *other_allocator;
 };
 HD_EXPORT void hd_heap_get_info(const struct hd_heap *h,
 				struct hd_heap_info *ret);
@@ -626,6 +656,9 @@ struct hd_render_options {
 	int trace_by;       // trace: an enum hd_trace_by
 	int what;           // diff text: 0 all, 1 stats, 2 types, 3 dominators
 	bool semantic;      // dominators: the semantic tree of the frameworks
+	// Report what a truncated core holds, labelled partial, instead of
+	// failing (--partial).
+	bool partial;
 	// Framework modules to run (names of built-ins or paths of shared
 	// objects); none: the built-ins and HEAPDOM_FRAMEWORK_PATH's.
 	const char *const *frameworks;
@@ -712,7 +745,7 @@ hd_render_diff(FILE *out, struct hd_snapshot *const *snaps, size_t n,
 // argv[0] is the report ("stats", "blocks", "dominators", "why", "leaks",
 // "graph", "types", "frameworks", "trace", "snapshot", "diff"), then options (--top N, --depth D,
 // --min-size SIZE, --all, --json, --format FMT, --state STATE, --from ADDR,
-// --sort KEY, --output FILE, --color, --no-color, --semantic, --framework
+// --sort KEY, --output FILE, --color, --no-color, --semantic, --partial, --framework
 // NAME|PATH, --by KEY) and, for why, the address; for diff, two or more
 // snapshot files or cores. Front-ends share this parser so
 // every option means the same everywhere.

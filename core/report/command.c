@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "heapdom.h"
+#include "report/report_internal.h"
 #include "report/snapshot.h"
 #include "session/session_internal.h"
 
@@ -199,6 +200,8 @@ struct hd_error *hd_command_parse(int argc, char *const *argv,
 			o->trace_by = (int)k;
 		} else if (strcmp(a, "--semantic") == 0) {
 			o->semantic = true;
+		} else if (strcmp(a, "--partial") == 0) {
+			o->partial = true;
 		} else if (strcmp(a, "--json") == 0) {
 			o->format = HD_FORMAT_JSON;
 			format_set = true;
@@ -279,6 +282,13 @@ struct hd_error *hd_command_run(struct hd_session *s, const struct hd_command *c
 	// diff reads files and cores of its own: no session.
 	if (!s && c->report != HD_REPORT_DIFF)
 		return hd_error_create(HD_ERROR_INVALID, "no process or core to analyse");
+	// A truncated core answers only when a partial answer is asked for.
+	if (s) {
+		struct hd_error *err = hd_check_complete(hd_session_target(s),
+							 o.partial);
+		if (err)
+			return err;
+	}
 	FILE *f = out;
 	if (c->output) {
 		f = fopen(c->output, "w");
@@ -291,6 +301,11 @@ struct hd_error *hd_command_run(struct hd_session *s, const struct hd_command *c
 	if (c->report != HD_REPORT_STATS && c->report != HD_REPORT_DIFF &&
 	    c->report != HD_REPORT_TRACE)
 		hd_session_prepare_types(s);
+	// Reports without a heap header say what the target lacks here.
+	if (o.format == HD_FORMAT_TEXT &&
+	    (c->report == HD_REPORT_WHY || c->report == HD_REPORT_TRACE ||
+	     c->report == HD_REPORT_FRAMEWORKS))
+		hd_text_target_notes(f, hd_session_target(s), o.color);
 	struct hd_error *err = c->report == HD_REPORT_DIFF
 				       ? hd_run_diff(f, c, &o)
 				       : render[c->report](f, s, &o);

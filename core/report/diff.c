@@ -420,7 +420,7 @@ static void render_text(FILE *out, struct hd_snapshot *const *snaps, size_t n,
 	const struct hd_snapshot *a = snaps[0], *b = snaps[n - 1];
 	for (size_t i = 0; i < n; i++)
 		if (snaps[i]->partial)
-			fprintf(out, "warning: snapshot %zu (%s) is of a damaged heap: partial\n",
+			fprintf(out, "warning: snapshot %zu (%s) is partial (a damaged heap, a truncated core or an allocator heapdom does not walk)\n",
 				i + 1, snaps[i]->source);
 	if (n > 2) {
 		hd_heading(out, color, "Series of %zu snapshots", n);

@@ -313,7 +313,7 @@ struct hd_error *hd_render_dominators(FILE *out, struct hd_session *s,
 		char used[32], lk[32];
 		hd_format_size(a.used_bytes, used, sizeof(used));
 		hd_format_size(leak, lk, sizeof(lk));
-		hd_text_problems(out, a.h, o->color);
+		hd_text_problems(out, a.t, a.h, o->color);
 		struct hd_graph_info gi;
 		hd_graph_get_info(a.g, &gi);
 		fprintf(out, "heap of %s: %" PRIu64 " used blocks, %s; %zu roots; %" PRIu64

@@ -2,7 +2,9 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
+#include "heap/heap_internal.h"
 #include "report/report_internal.h"
 
 void hd_format_size(uint64_t n, char *buf, size_t len)
@@ -36,6 +38,43 @@ void hd_json_string(FILE *out, const char *s)
 	fputc('"', out);
 }
 
+void hd_json_truncation(FILE *out, struct hd_target *t)
+{
+	struct hd_truncation tr;
+	if (!hd_target_truncation(t, &tr))
+		return;
+	fprintf(out, "\"partial\": true, \"truncated\": {\"file_size\": %" PRIu64 ", \"expected_size\": %" PRIu64
+		", \"first_missing\": [\"0x%" PRIx64 "\", \"0x%" PRIx64 "\"], \"missing_ranges\": %zu, \"missing_bytes\": %" PRIu64 "}, ",
+		tr.file_size, tr.expected_size, tr.first_start, tr.first_end,
+		tr.num_ranges, tr.missing_bytes);
+}
+
+// The heap's and the target's limits as JSON members.
+static void json_limits(FILE *out, struct hd_target *t, const struct hd_heap *h)
+{
+	struct hd_heap_info info;
+	hd_heap_get_info(h, &info);
+	struct hd_truncation tr;
+	if (hd_target_truncation(t, &tr))
+		fprintf(out, ", \"truncated\": {\"file_size\": %" PRIu64 ", \"expected_size\": %" PRIu64
+			", \"first_missing\": [\"0x%" PRIx64 "\", \"0x%" PRIx64 "\"], \"missing_ranges\": %zu, \"missing_bytes\": %" PRIu64 "}",
+			tr.file_size, tr.expected_size, tr.first_start, tr.first_end,
+			tr.num_ranges, tr.missing_bytes);
+	fprintf(out, ", \"no_allocation_yet\": %s, \"other_allocator\": ",
+		info.no_allocation_yet ? "true" : "false");
+	if (info.other_allocator)
+		hd_json_string(out, info.other_allocator);
+	else
+		fputs("null", out);
+	fputs(", \"warnings\": [", out);
+	size_t n = hd_target_num_warnings(t);
+	for (size_t i = 0; i < n; i++) {
+		fputs(i ? ", " : "", out);
+		hd_json_string(out, hd_target_warning(t, i));
+	}
+	fputc(']', out);
+}
+
 void hd_json_heap_header(FILE *out, struct hd_target *t,
 			 const struct hd_heap *h)
 {
@@ -46,9 +85,11 @@ void hd_json_heap_header(FILE *out, struct hd_target *t,
 	fprintf(out, ", \"target_kind\": \"%s\"", hd_target_kind(t));
 	fputs(", \"method\": ", out);
 	hd_json_string(out, info.method);
-	fprintf(out, ", \"safe_linking\": %s, \"partial\": %s, \"problems\": [",
+	fprintf(out, ", \"safe_linking\": %s, \"partial\": %s",
 		info.safe_linking ? "true" : "false",
-		hd_heap_partial(h) ? "true" : "false");
+		hd_heap_partial(h) || hd_target_truncation(t, NULL) ? "true" : "false");
+	json_limits(out, t, h);
+	fputs(", \"problems\": [", out);
 	for (size_t i = 0; i < hd_heap_num_problems(h); i++) {
 		const struct hd_heap_problem *p = hd_heap_problem(h, i);
 		fprintf(out, "%s{\"addr\": \"0x%" PRIx64 "\", \"message\": ",
@@ -67,15 +108,137 @@ void hd_json_heap_header(FILE *out, struct hd_target *t,
 	fputc(']', out);
 }
 
-void hd_text_problems(FILE *out, const struct hd_heap *h, bool color)
+// A message's kind: its words with every number ("0x7f..", "17") made
+// one '#', so "bin 3 of arena 0x..." and "bin 4 of arena 0x..." match.
+static uint64_t warning_kind(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+	while (*s) {
+		unsigned char c = (unsigned char)*s;
+		if (c >= '0' && c <= '9') {
+			if (s[0] == '0' && s[1] == 'x')
+				s += 2;
+			while ((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f'))
+				s++;
+			c = '#';
+		} else {
+			s++;
+		}
+		h = (h ^ c) * 1099511628211ULL;
+	}
+	return h;
+}
+
+void hd_text_warnings(FILE *out, bool color, const char *indent, size_t n,
+		      size_t dropped, const char *(*get)(void *, size_t, uint64_t *),
+		      void *arg)
 {
 	const char *on = color ? "\033[33m" : "", *off = color ? "\033[0m" : "";
-	size_t n = hd_heap_num_problems(h);
+	// Without memory for the kinds, every message is its own kind.
+	uint64_t *kinds = malloc((n ? n : 1) * sizeof(*kinds));
+	for (size_t i = 0; kinds && i < n; i++) {
+		uint64_t addr;
+		kinds[i] = warning_kind(get(arg, i, &addr));
+	}
+	size_t shown = 0, hidden = dropped, hidden_kinds = 0;
+	for (size_t i = 0; i < n; i++) {
+		bool seen = false;
+		for (size_t j = 0; kinds && j < i && !seen; j++)
+			seen = kinds[j] == kinds[i];
+		if (seen)
+			continue;
+		// The first of its kind stands for the others.
+		size_t like = 0;
+		for (size_t j = i + 1; kinds && j < n; j++)
+			like += kinds[j] == kinds[i];
+		if (shown == HD_MAX_WARNING_KINDS) {
+			hidden += 1 + like;
+			hidden_kinds++;
+			continue;
+		}
+		shown++;
+		uint64_t addr;
+		const char *msg = get(arg, i, &addr);
+		fprintf(out, "%s%swarning:%s ", indent, on, off);
+		if (addr)
+			fprintf(out, "0x%" PRIx64 ": ", addr);
+		fputs(msg, out);
+		if (like)
+			fprintf(out, " (and %zu more like it)", like);
+		fputc('\n', out);
+	}
+	free(kinds);
+	if (hidden)
+		fprintf(out, "%s… and %zu more warning%s%s (--json lists them)\n",
+			indent, hidden, hidden == 1 ? "" : "s",
+			hidden_kinds > 1 ? " of other kinds" : "");
+}
+
+// "0x1000-0x2000 and 3 more ranges (1.5 MiB)": what a truncated core lacks.
+static void missing_ranges(const struct hd_truncation *tr, char *buf, size_t len)
+{
+	char miss[32], more[64] = "";
+	hd_format_size(tr->missing_bytes, miss, sizeof(miss));
+	if (tr->num_ranges > 1)
+		snprintf(more, sizeof(more), " and %zu more range%s",
+			 tr->num_ranges - 1, tr->num_ranges > 2 ? "s" : "");
+	snprintf(buf, len, "0x%" PRIx64 "-0x%" PRIx64 "%s (%s in all)",
+		 tr->first_start, tr->first_end, more, miss);
+}
+
+void hd_text_target_notes(FILE *out, struct hd_target *t, bool color)
+{
+	const char *on = color ? "\033[33m" : "", *off = color ? "\033[0m" : "";
+	struct hd_truncation tr;
+	if (hd_target_truncation(t, &tr)) {
+		char ranges[160];
+		missing_ranges(&tr, ranges, sizeof(ranges));
+		fprintf(out,
+			"%spartial:%s %s is truncated (%" PRIu64 " of %" PRIu64 " bytes): memory %s is missing; blocks, roots and references there are not seen\n",
+			on, off, hd_target_name(t), tr.file_size, tr.expected_size,
+			ranges);
+	}
+	size_t n = hd_target_num_warnings(t);
 	for (size_t i = 0; i < n; i++)
-		fprintf(out, "%swarning:%s 0x%" PRIx64 ": %s\n", on, off,
-			hd_heap_problem(h, i)->address,
-			hd_heap_problem(h, i)->message);
-	if (hd_heap_partial(h))
+		fprintf(out, "%swarning:%s %s\n", on, off, hd_target_warning(t, i));
+}
+
+struct hd_error *hd_check_complete(struct hd_target *t, bool partial)
+{
+	struct hd_truncation tr;
+	if (partial || !hd_target_truncation(t, &tr))
+		return NULL;
+	char ranges[160];
+	missing_ranges(&tr, ranges, sizeof(ranges));
+	return hd_error_file(HD_ERROR_FORMAT, hd_target_name(t),
+			     "truncated core: the file has %" PRIu64 " of the %" PRIu64 " bytes its headers describe; memory %s is missing (--partial: report what is there, labelled partial)",
+			     tr.file_size, tr.expected_size, ranges);
+}
+
+static const char *problem_at(void *arg, size_t i, uint64_t *addr)
+{
+	const struct hd_heap_problem *p = hd_heap_problem(arg, i);
+	*addr = p->address;
+	return p->message;
+}
+
+void hd_text_problems(FILE *out, struct hd_target *t, const struct hd_heap *h,
+		      bool color)
+{
+	const char *on = color ? "\033[33m" : "", *off = color ? "\033[0m" : "";
+	hd_text_target_notes(out, t, color);
+	struct hd_heap_info info;
+	hd_heap_get_info(h, &info);
+	if (info.no_allocation_yet)
+		fprintf(out, "no allocation yet: glibc's malloc was never initialised (main_arena at 0x%" PRIx64 " has no top chunk), so the heap is empty\n",
+			info.main_arena);
+	if (info.other_allocator)
+		fprintf(out, "%swarning:%s this process also allocates with %s, which heapdom does not walk: its blocks are not shown and the references they hold are not seen; results are partial\n",
+			on, off, info.other_allocator);
+	size_t n = hd_heap_num_problems(h);
+	hd_text_warnings(out, color, "", n, h->dropped_problems, problem_at,
+			 (void *)h);
+	if (n || h->dropped_problems)
 		fprintf(out,
 			"%swarning:%s the heap is damaged or inconsistent; these results are partial\n",
 			on, off);

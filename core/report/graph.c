@@ -92,8 +92,11 @@ struct hd_error *hd_render_graph(FILE *out, struct hd_session *s,
 	bool dot = o->format == HD_FORMAT_DOT;
 	if (dot)
 		fputs("digraph heap {\n  node [shape=box, fontname=monospace];\n", out);
-	else
-		fputs("{\"nodes\": [", out);
+	else {
+		fputc('{', out);
+		hd_json_truncation(out, a.t);
+		fputs("\"nodes\": [", out);
+	}
 	bool first = true;
 	for (uint32_t v = 1; v < n; v++) {
 		if (!sel[v])

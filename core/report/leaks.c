@@ -244,7 +244,7 @@ struct hd_error *hd_render_leaks(FILE *out, struct hd_session *s,
 	} else {
 		char b[32];
 		hd_format_size(bytes, b, sizeof(b));
-		hd_text_problems(out, a.h, o->color);
+		hd_text_problems(out, a.t, a.h, o->color);
 		fprintf(out, "%" PRIu64 " leaked blocks, %s: %" PRIu64
 			" unreferenced, %" PRIu64 " referenced only by leaked blocks\n",
 			nleak, b, nunref, nleak - nunref);

@@ -8,8 +8,32 @@ void hd_json_string(FILE *out, const char *s);
 // "target", "method", "partial", "problems", "arenas" members (no braces).
 void hd_json_heap_header(FILE *out, struct hd_target *t,
 			 const struct hd_heap *h);
-// Problems as text lines on out, prefixed "warning: " (yellow in colour).
-void hd_text_problems(FILE *out, const struct hd_heap *h, bool color);
+// What the target and the heap walk could not see, as text lines on out:
+// a truncated core ("partial: ..."), the target's warnings (missing or
+// mismatched files), "no allocation yet", another allocator, then the
+// heap's problems ("warning: ", yellow in colour) deduplicated and capped.
+void hd_text_problems(FILE *out, struct hd_target *t, const struct hd_heap *h,
+		      bool color);
+// For JSON documents without the heap header (why, graph): when the target
+// is a truncated core, `"partial": true, "truncated": {...}, ` (else
+// nothing), to follow an opening brace.
+void hd_json_truncation(FILE *out, struct hd_target *t);
+// The target's part of hd_text_problems alone, for reports without a heap
+// header (why, graph, trace, frameworks).
+void hd_text_target_notes(FILE *out, struct hd_target *t, bool color);
+// At most this many kinds of warnings are shown; the rest are counted.
+#define HD_MAX_WARNING_KINDS 10
+// Prints n warnings (get returns message i and its address, 0: none) one
+// line per kind: messages that differ only in their numbers are one kind,
+// shown once with "(and K more like it)"; past HD_MAX_WARNING_KINDS kinds
+// only a count, which includes `dropped` (warnings not kept).
+void hd_text_warnings(FILE *out, bool color, const char *indent, size_t n,
+		      size_t dropped,
+		      const char *(*get)(void *arg, size_t i, uint64_t *addr),
+		      void *arg);
+// An error naming the missing range if the target is a truncated core and
+// the user did not ask for a partial answer (--partial).
+struct hd_error *hd_check_complete(struct hd_target *t, bool partial);
 // A section title, bold in colour, followed by a newline.
 void hd_heading(FILE *out, bool color, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

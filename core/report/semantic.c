@@ -379,6 +379,13 @@ static struct hd_error *tree(FILE *out, const struct sem_view *w,
 	return NULL;
 }
 
+static const char *fw_warning_at(void *arg, size_t i, uint64_t *addr)
+{
+	const struct hd_fw_module *m = arg;
+	*addr = m->warnings[i].address;
+	return m->warnings[i].message;
+}
+
 static void text_frameworks(FILE *out, const struct hd_fw *fw, bool color)
 {
 	for (size_t i = 0; i < fw->num_mods; i++) {
@@ -395,17 +402,8 @@ static void text_frameworks(FILE *out, const struct hd_fw *fw, bool color)
 		if (m->error)
 			fprintf(out, "      %serror:%s %s\n", color ? "\033[1;31m" : "",
 				color ? "\033[0m" : "", m->error);
-		for (size_t k = 0; k < m->num_warnings; k++) {
-			if (m->warnings[k].address)
-				fprintf(out, "      %swarning:%s 0x%" PRIx64 ": %s\n",
-					color ? "\033[33m" : "", color ? "\033[0m" : "",
-					m->warnings[k].address, m->warnings[k].message);
-			else
-				fprintf(out, "      %swarning:%s %s\n", color ? "\033[33m" : "",
-					color ? "\033[0m" : "", m->warnings[k].message);
-		}
-		if (m->dropped_warnings)
-			fprintf(out, "      … %zu more warnings\n", m->dropped_warnings);
+		hd_text_warnings(out, color, "      ", m->num_warnings,
+				 m->dropped_warnings, fw_warning_at, (void *)m);
 	}
 }
 
@@ -455,7 +453,7 @@ struct hd_error *hd_render_semantic(FILE *out, struct hd_session *ses,
 		fputs("\n]}\n", out);
 		return err;
 	}
-	hd_text_problems(out, w.h, o->color);
+	hd_text_problems(out, w.t, w.h, o->color);
 	char a[32], u[32], f[32], ap[32], un[32];
 	hd_format_size(total, a, sizeof(a));
 	hd_format_size(s->r_used[0], u, sizeof(u));

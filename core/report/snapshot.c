@@ -417,7 +417,7 @@ struct hd_error *hd_snapshot_make(struct hd_session *s,
 		return &hd_error_no_memory;
 	snap->depth = o && o->depth_set ? o->depth : DEFAULT_DEPTH;
 	snap->limit = o && o->top ? o->top : DEFAULT_LIMIT;
-	snap->partial = hd_heap_partial(a.h);
+	snap->partial = hd_heap_partial(a.h) || hd_target_truncation(a.t, NULL);
 	struct hd_snap_count classes[HD_SIZE_CLASSES] = {{0}};
 	totals(a.h, snap, classes);
 	err = set_string(&snap->source, hd_target_name(a.t));
@@ -728,7 +728,9 @@ struct hd_error *hd_snapshot_load(const char *path,
 		hd_target_destroy(t);
 		return err;
 	}
-	err = hd_snapshot_make(s, o, ret);
+	err = hd_check_complete(t, o && o->partial);
+	if (!err)
+		err = hd_snapshot_make(s, o, ret);
 	hd_session_destroy(s);
 	return err;
 }
@@ -746,7 +748,7 @@ static void text_summary(FILE *out, const struct hd_snapshot *snap,
 		snap->target, snap->used.blocks, used, snap->free.blocks, freeb,
 		snap->num_types, snap->num_paths);
 	if (snap->partial)
-		fprintf(out, "warning: the heap is damaged or inconsistent; this snapshot is partial\n");
+		fprintf(out, "warning: this snapshot is partial (a damaged heap, a truncated core or an allocator heapdom does not walk)\n");
 	size_t limit = o->top ? o->top : 10;
 	hd_heading(out, o->color, "\nTypes (largest %zu by bytes)",
 		   limit < snap->num_types ? limit : snap->num_types);
@@ -791,7 +793,7 @@ struct hd_error *hd_render_snapshot(FILE *out, struct hd_session *s,
 		const struct hd_heap *h;
 		struct hd_error *herr = hd_session_heap(s, &h);
 		if (!herr)
-			hd_text_problems(out, h, o->color);
+			hd_text_problems(out, hd_session_target(s), h, o->color);
 		hd_error_destroy(herr);
 		text_summary(out, snap, o);
 		if (ferror(out))

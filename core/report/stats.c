@@ -182,7 +182,7 @@ static void render_text(FILE *out, struct hd_target *t, const struct hd_heap *h,
 	hd_format_size(s->total.used.bytes + s->total.mmapped.bytes, used,
 		       sizeof(used));
 	hd_format_size(free_bytes(&s->total), freeb, sizeof(freeb));
-	hd_text_problems(out, h, color);
+	hd_text_problems(out, t, h, color);
 	fprintf(out,
 		"heap of %s: %" PRIu64 " used blocks (%s), %" PRIu64 " free (%s), %zu arena%s; found via %s%s\n\n",
 		hd_target_name(t), s->total.used.blocks + s->total.mmapped.blocks,

@@ -226,7 +226,7 @@ struct hd_error *hd_render_types(FILE *out, struct hd_session *s,
 		}
 		fprintf(out, "\n], \"num_types\": %zu}\n", nrows);
 	} else {
-		hd_text_problems(out, a.h, o->color);
+		hd_text_problems(out, a.t, a.h, o->color);
 		char used[32];
 		hd_format_size(a.used_bytes, used, sizeof(used));
 		fprintf(out, "heap of %s: %" PRIu64 " used blocks, %s, %zu types and sizes\n\n",

@@ -306,7 +306,9 @@ struct hd_error *hd_render_why(FILE *out, struct hd_session *s,
 	}
 	bool json = o->format == HD_FORMAT_JSON;
 	if (json) {
-		fprintf(out, "{\"target\": ");
+		fputc('{', out);
+		hd_json_truncation(out, a.t);
+		fprintf(out, "\"target\": ");
 		hd_json_string(out, hd_target_name(a.t));
 		hd_alloc_sites_json_note(out, &as);
 		fprintf(out, ", \"query\": \"0x%" PRIx64 "\", \"block\": {", o->address);

@@ -376,13 +376,51 @@ static struct hd_error *load_core(struct hd_target *t, struct core_file *c)
 			return &hd_error_no_memory;
 	}
 	qsort(c->segs, c->num_segs, sizeof(*c->segs), segment_cmp);
+	// What a truncated file lacks: the memory of every segment whose
+	// data runs past its end, the lowest range first.
+	uint64_t expected = 0;
+	for (size_t i = 0; i < eh->e_phnum; i++)
+		if (ph[i].p_offset + ph[i].p_filesz > expected)
+			expected = ph[i].p_offset + ph[i].p_filesz;
+	struct hd_truncation *tr = &t->truncation;
+	for (size_t i = 0; i < c->num_segs; i++) {
+		const struct core_segment *s = &c->segs[i];
+		uint64_t fs = s->filesz < s->end - s->start ? s->filesz
+							     : s->end - s->start;
+		if (s->avail >= fs)
+			continue;
+		if (!tr->num_ranges) {
+			tr->first_start = s->start + s->avail;
+			tr->first_end = s->start + fs;
+		}
+		tr->num_ranges++;
+		tr->missing_bytes += fs - s->avail;
+	}
+	if (expected > c->size) {
+		t->truncated = true;
+		tr->file_size = c->size;
+		tr->expected_size = expected;
+	}
 	for (size_t i = 0; i < eh->e_phnum; i++) {
 		if (ph[i].p_type != PT_NOTE)
 			continue;
 		if (ph[i].p_offset > c->size ||
 		    ph[i].p_filesz > c->size - ph[i].p_offset)
+		{
+			char mem[128] = "";
+			if (tr->num_ranges)
+				snprintf(mem, sizeof(mem),
+					 "; the first missing memory is 0x%llx-0x%llx (%zu range%s missing)",
+					 (unsigned long long)tr->first_start,
+					 (unsigned long long)tr->first_end,
+					 tr->num_ranges, tr->num_ranges == 1 ? "" : "s");
 			return hd_error_file(HD_ERROR_FORMAT, t->name,
-					     "truncated: the notes segment (threads, files) lies past the end of the file");
+					     "truncated: the file has %zu of the %llu bytes its headers describe, and its notes segment (threads, mapped files; bytes %llu-%llu) is cut, so nothing can be read even partially%s",
+					     c->size, (unsigned long long)expected,
+					     (unsigned long long)ph[i].p_offset,
+					     (unsigned long long)(ph[i].p_offset + ph[i].p_filesz),
+					     mem);
+		}
 		struct hd_error *err = parse_notes(t, c->data + ph[i].p_offset,
 						   ph[i].p_filesz);
 		if (err)
@@ -392,6 +430,7 @@ static struct hd_error *load_core(struct hd_target *t, struct core_file *c)
 	if (!have_notes)
 		return hd_error_file(HD_ERROR_FORMAT, t->name,
 				     "core has no notes segment (no threads or mapped files)");
+	t->no_file_note = !c->file_paths;
 	// NT_FILE added the file ranges the core left out.
 	qsort(c->segs, c->num_segs, sizeof(*c->segs), segment_cmp);
 	for (size_t i = 0; i < c->num_segs; i++) {

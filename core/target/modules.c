@@ -111,9 +111,18 @@ static struct hd_error *add_module(struct hd_target *t, const char *path,
 			return err;
 		}
 		hd_error_destroy(err);
+		// Only a missing ELF file is worth a word: data files the
+		// program mapped are no modules.
+		struct hd_error *ierr = NULL;
+		if (mem_id_len || is_exe) {
+			char want[81];
+			format_build_id(mem_id, mem_id_len, want);
+			ierr = hd_target_push_issue(t, path, file, is_exe, false,
+						    want, NULL);
+		}
 		free(file);
-		if (!mem_id_len)
-			return NULL;
+		if (ierr || !mem_id_len)
+			return ierr;
 		file = NULL;
 		m.bias = base;
 	} else {
@@ -134,16 +143,15 @@ static struct hd_error *add_module(struct hd_target *t, const char *path,
 			char want[81], have[81];
 			format_build_id(mem_id, mem_id_len, want);
 			format_build_id(info.build_id, info.build_id_len, have);
-			if (is_exe) {
-				err = hd_error_file(HD_ERROR_MISMATCH, file,
-					"does not match %s: the program in the core has build-id %s, this file has %s; pass the right executable with --exe",
-					t->name, want, have);
-				free(file);
-				return err;
-			}
-			// A different library than the one the process ran:
-			// its symbols would be wrong, so use none of it.
+			// Another build than the process ran (a rebuilt
+			// program, an updated library): its symbols and types
+			// would be wrong, so use none of it, say so, and go on
+			// with what the target's memory shows.
+			err = hd_target_push_issue(t, path, file, is_exe, true,
+						   want, have);
 			free(file);
+			if (err)
+				return err;
 			file = NULL;
 		}
 	}

@@ -1,5 +1,6 @@
 // Backend-independent part of a target: the address-space tables and
 // the read entry points.
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,6 +93,14 @@ void hd_target_destroy(struct hd_target *t)
 		free(t->modules[i].file);
 	}
 	free(t->modules);
+	for (size_t i = 0; i < t->num_issues; i++) {
+		free(t->issues[i].name);
+		free(t->issues[i].file);
+	}
+	free(t->issues);
+	for (size_t i = 0; i < t->num_warnings; i++)
+		free(t->warnings[i]);
+	free(t->warnings);
 	free(t->auxv);
 	free(t->name);
 	free(t->sysroot);
@@ -268,4 +277,155 @@ void hd_view_deinit(struct hd_view *view)
 void hd_live_release_all(void)
 {
 	hd_live_detach_all_for_signal();
+}
+
+struct hd_error *hd_target_push_issue(struct hd_target *t, const char *name,
+				      const char *file, bool is_exe,
+				      bool mismatch, const char *target_id,
+				      const char *file_id)
+{
+	struct hd_module_issue is = {.is_exe = is_exe, .mismatch = mismatch};
+	is.name = strdup(name);
+	is.file = file ? strdup(file) : NULL;
+	snprintf(is.target_id, sizeof(is.target_id), "%s", target_id ? target_id : "");
+	snprintf(is.file_id, sizeof(is.file_id), "%s", file_id ? file_id : "");
+	if (!is.name || (file && !is.file) ||
+	    !HD_VEC_PUSH(t->issues, t->num_issues, t->cap_issues, is)) {
+		free(is.name);
+		free(is.file);
+		return &hd_error_no_memory;
+	}
+	return NULL;
+}
+
+static const char *base_of(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s ? s + 1 : path;
+}
+
+// A module's issue is void once a front-end gave it a file.
+static bool issue_open(const struct hd_target *t, const struct hd_module_issue *is)
+{
+	for (size_t i = 0; i < t->num_modules; i++)
+		if (strcmp(t->modules[i].name, is->name) == 0)
+			return !t->modules[i].file;
+	return true;
+}
+
+// The libraries with one kind of issue: "libm.so.6, libz.so.1 and 3 more".
+static void list_libraries(const struct hd_target *t, bool mismatch,
+			   char *buf, size_t len, size_t *count, bool *libc)
+{
+	size_t n = 0, used = 0;
+	buf[0] = '\0';
+	*libc = false;
+	for (size_t i = 0; i < t->num_issues; i++) {
+		const struct hd_module_issue *is = &t->issues[i];
+		if (is->is_exe || is->mismatch != mismatch || !issue_open(t, is))
+			continue;
+		const char *b = base_of(is->name);
+		*libc |= strncmp(b, "libc.so", 7) == 0 || strncmp(b, "libc-", 5) == 0;
+		if (n < 3 && used < len) {
+			int r = snprintf(buf + used, len - used, "%s%s",
+					 n ? ", " : "", base_of(is->name));
+			used += r > 0 ? (size_t)r : 0;
+		}
+		n++;
+	}
+	if (n > 3 && used < len)
+		snprintf(buf + used, len - used, " and %zu more", n - 3);
+	*count = n;
+}
+
+static bool push_line(struct hd_target *t, char *line)
+{
+	if (!line)
+		return false;
+	char **w = realloc(t->warnings, (t->num_warnings + 1) * sizeof(*w));
+	if (!w) {
+		free(line);
+		return false;
+	}
+	t->warnings = w;
+	t->warnings[t->num_warnings++] = line;
+	return true;
+}
+
+size_t hd_target_num_warnings(struct hd_target *t)
+{
+	for (size_t i = 0; i < t->num_warnings; i++)
+		free(t->warnings[i]);
+	t->num_warnings = 0;
+	char *line;
+	if (t->no_file_note) {
+		line = strdup("the core has no NT_FILE note (an old gcore?): which files were mapped is unknown, so no symbol or type of any module is used, roots are named by address, and the heap is found from its data alone");
+		push_line(t, line);
+	}
+	for (size_t i = 0; i < t->num_issues; i++) {
+		const struct hd_module_issue *is = &t->issues[i];
+		if (!is->is_exe || !issue_open(t, is))
+			continue;
+		// Reachability does not need the file: the executable's
+		// writable memory is in the target and is scanned all the same.
+		static const char lost[] =
+			"blocks typed only through its DWARF (its globals' "
+			"types, its classes' vtables) stay unk<N>, its global "
+			"variables are roots named by mapping (\"PATH+0xOFFSET\") "
+			"instead of by name, its functions are unnamed in "
+			"allocation sites and samples, and framework modules "
+			"find none of its symbols; the blocks and what reaches "
+			"them are unaffected (its memory is in the target and "
+			"is scanned word by word)";
+		if (is->mismatch) {
+			if (asprintf(&line,
+				     "the executable %s is not the one that made %s (build-id %s in %s, %s in the file): it is not used, so %s; give the right one with --exe",
+				     is->file, t->name, is->target_id, t->name,
+				     is->file_id, lost) < 0)
+				line = NULL;
+		} else {
+			// The file looked for, and the target's name for it
+			// when --exe or --sysroot made them differ.
+			char where[1024] = "";
+			if (is->file && strcmp(is->file, is->name) != 0)
+				snprintf(where, sizeof(where), " (the process ran %s)",
+					 is->name);
+			if (asprintf(&line,
+				     "the executable %s was not found%s: %s; give it with --exe",
+				     is->file ? is->file : is->name, where, lost) < 0)
+				line = NULL;
+		}
+		push_line(t, line);
+	}
+	for (int mismatch = 0; mismatch < 2; mismatch++) {
+		char names[512];
+		size_t n;
+		bool libc;
+		list_libraries(t, mismatch, names, sizeof(names), &n, &libc);
+		if (!n)
+			continue;
+		if (asprintf(&line, "%zu librar%s %s (%s): %s symbols and types are not used%s; give %s with --sysroot",
+			     n, n == 1 ? "y" : "ies",
+			     mismatch ? (n == 1 ? "on this machine is not the build the process loaded"
+					: "on this machine are not the build the process loaded")
+				      : (n == 1 ? "was not found" : "were not found"),
+			     names, n == 1 ? "its" : "their",
+			     libc ? " (libc's: the heap is found from its data alone)" : "",
+			     mismatch ? "the right files" : "them") < 0)
+			line = NULL;
+		push_line(t, line);
+	}
+	return t->num_warnings;
+}
+
+const char *hd_target_warning(const struct hd_target *t, size_t i)
+{
+	return i < t->num_warnings ? t->warnings[i] : NULL;
+}
+
+bool hd_target_truncation(const struct hd_target *t, struct hd_truncation *ret)
+{
+	if (t->truncated && ret)
+		*ret = t->truncation;
+	return t->truncated;
 }

@@ -38,7 +38,31 @@ struct hd_target {
 	char *exe_override;
 	// Threads come from a debugger front-end (proc targets).
 	bool frontend_threads;
+	// Modules whose file is not used: not found, or another build than
+	// the process ran (hd_target_warning says what that costs).
+	struct hd_module_issue *issues;
+	size_t num_issues, cap_issues;
+	char **warnings; // the lines of the last hd_target_num_warnings
+	size_t num_warnings;
+	// A core without NT_FILE: no module is known (core backend).
+	bool no_file_note;
+	// A core file shorter than its headers (core backend).
+	bool truncated;
+	struct hd_truncation truncation;
 };
+
+struct hd_module_issue {
+	char *name;    // the module's path in the target
+	char *file;    // the file looked at, or NULL
+	bool is_exe;
+	bool mismatch; // file exists but has another build-id
+	char target_id[81], file_id[81];
+};
+// Records that module name's file could not be used.
+struct hd_error *hd_target_push_issue(struct hd_target *t, const char *name,
+				      const char *file, bool is_exe,
+				      bool mismatch, const char *target_id,
+				      const char *file_id);
 
 // Allocates a target with no mappings; name is copied.
 struct hd_error *hd_target_alloc(const char *kind, const char *name,

@@ -55,6 +55,8 @@ static const char usage[] =
 	"                    path; repeatable; implies --semantic); default: the\n"
 	"                    built-ins and the .so files on HEAPDOM_FRAMEWORK_PATH\n"
 	"  --untyped         no DWARF typing: scan every block conservatively\n"
+	"  --partial         a truncated core: report what it holds, labelled\n"
+	"                    partial (without it, an error naming what is missing)\n"
 	"  --format FMT      text, json, or dot (graph)\n"
 	"  --json            same as --format json (see docs/json-format.md)\n"
 	"  --output FILE     write the report to FILE\n"

@@ -1119,6 +1119,15 @@ START_TEST(test_truncated_load)
 	ck_assert(!hd_target_find_mapping(t, A_START)->readable);
 	ck_assert(!hd_target_find_mapping(t, B_START)->readable);
 	ck_assert(hd_target_find_mapping(t, F_START)->readable);
+	// The target says it is truncated, from the first missing byte.
+	struct hd_truncation tr;
+	ck_assert(hd_target_truncation(t, &tr));
+	ck_assert_uint_eq(tr.file_size, cut);
+	ck_assert_uint_gt(tr.expected_size, cut);
+	ck_assert_uint_eq(tr.first_start, cut_addr);
+	ck_assert_uint_eq(tr.first_end, A_END);
+	ck_assert_uint_ge(tr.num_ranges, 2);
+	ck_assert_uint_ge(tr.missing_bytes, (A_END - cut_addr) + (B_END - B_START));
 	hd_target_destroy(t);
 }
 END_TEST
@@ -1242,19 +1251,32 @@ START_TEST(test_module_self)
 	}
 	ck_assert_uint_eq(s.build_id_len, info.build_id_len);
 	// The core's copy of the first page has another build-id: as the
-	// executable, that is a mismatch...
+	// executable, the module stays without its file, and one warning
+	// names both files and both build-ids (the rest of the analysis
+	// goes on without that executable's symbols)...
 	uint8_t page[4096];
 	memcpy(page, s.page, sizeof(page));
 	page[s.build_id_off] ^= 0xff;
 	path = self_core("self-mismatch.core", &s, base, page, true);
-	struct hd_target *bad = (struct hd_target *)0x1;
-	struct hd_error *err = hd_target_open_core(path, NULL, &bad);
-	ck_assert_ptr_nonnull(err);
-	ck_assert_msg(strstr(err->message, "build-id"), "%s", err->message);
-	ck_assert_error_msg(err, HD_ERROR_MISMATCH, path);
-	ck_assert_ptr_eq(bad, (struct hd_target *)0x1);
+	t = open_ok(path, NULL);
+	ck_assert_uint_eq(hd_target_num_modules(t), 1);
+	m = hd_target_module(t, 0);
+	ck_assert(m->is_exe);
+	ck_assert_ptr_null(m->file);
+	ck_assert_uint_eq(hd_target_num_warnings(t), 1);
+	const char *w = hd_target_warning(t, 0);
+	char want_id[81], have_id[81];
+	for (size_t i = 0; i < s.build_id_len && i < 40; i++) {
+		sprintf(want_id + 2 * i, "%02x", page[s.build_id_off + i]);
+		sprintf(have_id + 2 * i, "%02x", info.build_id[i]);
+	}
+	ck_assert_msg(strstr(w, s.path) && strstr(w, path) &&
+		      strstr(w, want_id) && strstr(w, have_id) &&
+		      strstr(w, "--exe"), "%s", w);
+	hd_target_destroy(t);
 
-	// ...as a library, the module stays but without its file.
+	// ...as a library, the module stays but without its file, and one
+	// warning says its symbols are not used.
 	path = self_core("self-lib.core", &s, base, page, false);
 	t = open_ok(path, NULL);
 	ck_assert_uint_eq(hd_target_num_modules(t), 1);
@@ -1263,6 +1285,9 @@ START_TEST(test_module_self)
 	ck_assert_ptr_null(m->file);
 	ck_assert_uint_eq(m->build_id_len, s.build_id_len);
 	ck_assert_mem_eq(m->build_id, page + s.build_id_off, s.build_id_len);
+	ck_assert_uint_eq(hd_target_num_warnings(t), 1);
+	ck_assert_msg(strstr(hd_target_warning(t, 0), "1 library on this machine is not the build"),
+		      "%s", hd_target_warning(t, 0));
 	hd_target_destroy(t);
 
 	// --exe naming the right file: the module uses it.
@@ -1274,22 +1299,26 @@ START_TEST(test_module_self)
 	hd_target_destroy(t);
 	// --exe naming a file that is not ELF: an error.
 	opts.exe = backing_path();
-	bad = (struct hd_target *)0x1;
-	err = hd_target_open_core(path, &opts, &bad);
+	struct hd_target *bad = (struct hd_target *)0x1;
+	struct hd_error *err = hd_target_open_core(path, &opts, &bad);
 	ck_assert_ptr_nonnull(err);
 	ck_assert_msg(strstr(err->message, backing_path()), "%s",
 		      err->message);
 	hd_error_destroy(err);
 	ck_assert_ptr_eq(bad, (struct hd_target *)0x1);
-	// --exe naming another program: its build-id differs.
+	// --exe naming another program: its build-id differs; a warning,
+	// and the executable's file is not used.
 	struct hd_elf_info other;
 	struct hd_error *oerr = hd_elf_read_info("/bin/true", &other);
 	if (!oerr && other.build_id_len) {
 		opts.exe = "/bin/true";
-		bad = (struct hd_target *)0x1;
-		ck_assert_error_msg(hd_target_open_core(path, &opts, &bad),
-				    HD_ERROR_MISMATCH, "/bin/true");
-		ck_assert_ptr_eq(bad, (struct hd_target *)0x1);
+		t = open_ok(path, &opts);
+		ck_assert_ptr_null(hd_target_module(t, 0)->file);
+		ck_assert_uint_eq(hd_target_num_warnings(t), 1);
+		ck_assert_msg(strstr(hd_target_warning(t, 0), "/bin/true") &&
+			      strstr(hd_target_warning(t, 0), "is not the one that made"),
+			      "%s", hd_target_warning(t, 0));
+		hd_target_destroy(t);
 	}
 	hd_error_destroy(oerr);
 
