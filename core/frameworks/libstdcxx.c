@@ -201,7 +201,7 @@ static struct hd_error *container(struct ctx *c, const struct pending *p,
 	free(c->elem_type);
 	free(c->short_elem);
 	c->elem_type = c->short_elem = NULL;
-	c->node_name[0] = c->buffer_name[0] = '\0';
+	c->node_name[0] = c->buffer_name[0] = c->chunk_name[0] = '\0';
 
 	struct walk w = { .p = p };
 	char vt[1024];
@@ -212,6 +212,7 @@ static struct hd_error *container(struct ctx *c, const struct pending *p,
 		struct hd_error *e = hd_fw_type_size(c->fw, vt, &esize);
 		if (e) {
 			hd_error_destroy(e); // a scalar: nothing nested
+			esize = stl_scalar_size(vt);
 		} else if (!(c->elem_type = strdup(vt))) {
 			return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
 		}
@@ -266,7 +267,8 @@ static struct hd_error *container(struct ctx *c, const struct pending *p,
 		if (err)
 			break;
 		const char *name = b->name == NAME_NODE ? c->node_name
-				 : b->name == NAME_BUFFER ? c->buffer_name : "";
+				 : b->name == NAME_BUFFER ? c->buffer_name
+				 : b->name == NAME_CHUNK ? c->chunk_name : "";
 		err = hd_fw_assign(c->fw, node, b->v);
 		if (!err && b->fw)
 			err = hd_fw_mark(c->fw, b->v, b->fw);

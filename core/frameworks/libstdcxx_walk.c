@@ -173,15 +173,22 @@ struct hd_error *stl_walk_deque(struct ctx *c, struct walk *w)
 	    first_node < map || last_node < first_node ||
 	    last_node >= map + map_size * 8 || (last_node - first_node) % 8)
 		return stl_fail(w, map, "std::deque map is not a used heap block holding its nodes"), NULL;
-	if (c->short_elem)
+	// Each chunk holds 512 bytes of elements, or one larger element
+	// (libstdc++'s __deque_buf_size).
+	if (c->short_elem) {
 		snprintf(c->buffer_name, sizeof(c->buffer_name), "%s*[%llu]",
 			 c->short_elem, (unsigned long long)map_size);
+		if (w->elem_size)
+			snprintf(c->chunk_name, sizeof(c->chunk_name), "%s[%llu]",
+				 c->short_elem, (unsigned long long)(w->elem_size < 512
+				 ? 512 / w->elem_size : 1));
+	}
 	struct hd_error *err = stl_own(c, v, UINT64_MAX, NAME_BUFFER);
 	for (uint64_t n = first_node; !err && n <= last_node; n += 8) {
 		uint64_t chunk;
 		if (!stl_rd(c->fw, n, &chunk) || !stl_block_at(c->fw, chunk, 1, &v, &b))
 			return stl_fail(w, n, "std::deque chunk is not a used heap block"), NULL;
-		err = stl_own(c, v, 0, NAME_NONE);
+		err = stl_own(c, v, 0, NAME_CHUNK);
 	}
 	return err;
 }

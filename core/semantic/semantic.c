@@ -255,3 +255,19 @@ void hd_semantic_destroy(struct hd_semantic *s)
 	hd_fw_destroy(s->fw);
 	free(s);
 }
+
+uint32_t hd_semantic_block_label(const struct hd_semantic *s, size_t id)
+{
+	const struct hd_fw *fw = s->fw;
+	uint32_t first_block = 1 + (uint32_t)s->g->num_roots;
+	uint32_t first_sub = s->nv - (uint32_t)s->g->num_sub;
+	if (!fw->names || id >= (size_t)(first_sub - first_block))
+		return UINT32_MAX;
+	return fw->names[first_block + id];
+}
+
+const char *hd_semantic_block_name(const struct hd_semantic *s, size_t id)
+{
+	uint32_t l = hd_semantic_block_label(s, id);
+	return l == UINT32_MAX ? NULL : s->fw->labels[l];
+}

@@ -61,10 +61,9 @@ def canonical(name):
     s = name.replace("std::__cxx11::", "std::")
     s = drop_args(s)
     s = re.sub(r"\bconst\b", "", s)
-    s = s.replace("std::basic_string<char>", "std::string")
     s = re.sub(r"\blong unsigned int\b", "unsigned long", s)
     s = re.sub(r"\b(long|short) int\b", r"\1", s)
-    return s.replace(" ", "")
+    return s.replace(" ", "").replace("std::basic_string<char>", "std::string")
 
 
 def demangle(names):
