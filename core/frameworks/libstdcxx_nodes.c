@@ -178,7 +178,7 @@ struct hd_error *stl_walk_hash(struct ctx *c, struct walk *w)
 		if (!nbuckets || nbuckets > UINT64_MAX / 8 ||
 		    !stl_block_at(c->fw, buckets, nbuckets * 8, &v, &b))
 			return stl_fail(w, buckets, "std::_Hashtable bucket array is not a used heap block of bucket_count pointers"), NULL;
-		stl_name_buffer(c, "std::__detail::_Hash_node_base*", nbuckets);
+		stl_name_buffer(c, "std::__detail::_Hash_node_base *", nbuckets);
 		if ((err = stl_own(c, v, UINT64_MAX, NAME_BUFFER)))
 			return err;
 	} else if (nbuckets != 1) {

@@ -52,6 +52,17 @@ static struct hd_error *build_indexes(struct hd_typing *ty, struct hd_target *t,
 		tm->ix = path ? (struct hd_type_index *)hd_index_cache_get(path, &tm->seconds)
 			      : NULL;
 		if (tm->ix) {
+			const struct hd_type_index *ix = tm->ix;
+			tm->based = calloc(ix->num_types / 8 + 1, 1);
+			if (!tm->based)
+				return &hd_error_no_memory;
+			for (size_t k = 0; k < ix->num_members; k++) {
+				if (!ix->members[k].is_base)
+					continue;
+				uint32_t b = hd_type_strip(ix, ix->members[k].type);
+				if (b != HD_TYPE_NONE)
+					tm->based[b / 8] |= (uint8_t)(1u << (b % 8));
+			}
 			ty->info.modules_indexed++;
 			ty->info.types_indexed += tm->ix->num_types;
 		}
@@ -414,11 +425,15 @@ static bool single_object(const struct hd_type_index *ix, uint32_t pointee,
 	       enclosing_struct(ix, from_type, from_offset) == pointee;
 }
 
-// Whether a pointee type can say what a block is.
-static bool can_type_blocks(const struct hd_type *t)
+// Whether a pointee type can say what a block is: not an incomplete or
+// opaque type, and not a base class, whose pointer may point at any class
+// derived from it (a vtable names a polymorphic one).
+static bool can_type_blocks(const struct hd_typing_module *tm, uint32_t st)
 {
+	const struct hd_type *t = &tm->ix->types[st];
 	return t->size && !t->declaration && t->kind != HD_TYPE_VOID &&
-	       t->kind != HD_TYPE_FUNCTION && t->kind != HD_TYPE_OTHER;
+	       t->kind != HD_TYPE_FUNCTION && t->kind != HD_TYPE_OTHER &&
+	       !(tm->based[st / 8] & (1u << (st % 8)));
 }
 
 // How many objects of size bytes a pointer says a block of usable bytes
@@ -448,7 +463,7 @@ static struct hd_error *entry_for_block(struct propagation *p, uint16_t module,
 	if (st == HD_TYPE_NONE)
 		return NULL;
 	const struct hd_type *t = &ix->types[st];
-	if (!can_type_blocks(t))
+	if (!can_type_blocks(&p->ty->mods[module], st))
 		return NULL;
 	uint32_t count = element_count(hd_heap_usable(p->h, id), t->size,
 				       t->kind == HD_TYPE_BASE && t->size == 1, one);
@@ -543,7 +558,7 @@ static struct hd_error *entry_slots(struct hd_typing *ty, uint32_t ei)
 			.psize = t ? t->size : 0,
 			.chars = t && t->kind == HD_TYPE_BASE && t->size == 1,
 			.one = t && single_object(ix, st, e->type, slots[i].offset),
-			.usable = t && can_type_blocks(t),
+			.usable = t && can_type_blocks(&ty->mods[e->module], st),
 		};
 	}
 	// Another entry may have been added meanwhile: e may have moved.
@@ -882,6 +897,8 @@ void hd_typing_destroy(struct hd_typing *ty)
 	if (!ty)
 		return;
 	// The indexes belong to the process-wide cache.
+	for (size_t i = 0; ty->mods && i < ty->num_mods; i++)
+		free(ty->mods[i].based);
 	free(ty->mods);
 	for (size_t i = 0; i < ty->num_entries; i++) {
 		free(ty->entries[i].name);

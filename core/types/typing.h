@@ -42,6 +42,10 @@ struct hd_type_entry {
 struct hd_typing_module {
 	const struct hd_module *m;
 	struct hd_type_index *ix;
+	// Per type (bit): some class derives from it. A pointer to such a
+	// class says the block starts with one, not what the block is (a
+	// std::map's _Rb_tree_node_base * points at _Rb_tree_node<pair<…>>).
+	uint8_t *based;
 	double seconds;
 };
 
