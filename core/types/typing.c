@@ -659,27 +659,81 @@ static struct hd_error *typed_globals(struct propagation *p)
 	return NULL;
 }
 
+static bool ident_char(char c)
+{
+	return isalnum((unsigned char)c) || c == '_';
+}
+
+// The type a front-end wrote for a local ("struct node *volatile",
+// "const Session *", "std::map<int, S> const") as its base type's name and
+// how many pointers lead to it: qualifiers (const, volatile, restrict,
+// _Atomic) say nothing about what the bytes are and are dropped wherever
+// they stand. -1 for what is not understood (arrays, functions,
+// references).
+static int local_type(const char *type_name, char *base, size_t len)
+{
+	static const char *const quals[] = {"const", "volatile", "restrict",
+					    "__restrict", "__restrict__", "_Atomic"};
+	size_t o = 0;
+	int depth = 0, tmpl = 0;
+	for (const char *s = type_name; *s;) {
+		if (ident_char(*s)) {
+			const char *e = s;
+			while (ident_char(*e))
+				e++;
+			// Inside template arguments a qualifier is part of
+			// the name ("std::pair<const int, S>").
+			bool qual = false;
+			for (size_t q = 0; !tmpl && q < sizeof(quals) / sizeof(quals[0]) && !qual; q++)
+				qual = (size_t)(e - s) == strlen(quals[q]) &&
+				       !strncmp(s, quals[q], (size_t)(e - s));
+			if (!qual && !tmpl && depth)
+				return -1; // a name after a '*': not a plain type
+			if (!qual) {
+				if (o + (size_t)(e - s) + 2 > len)
+					return -1;
+				if (o && ident_char(base[o - 1]))
+					base[o++] = ' ';
+				memcpy(base + o, s, (size_t)(e - s));
+				o += (size_t)(e - s);
+			}
+			s = e;
+			continue;
+		}
+		if (*s == '<')
+			tmpl++;
+		else if (*s == '>')
+			tmpl--;
+		if (!tmpl && *s == '*') {
+			depth++;
+		} else if (!tmpl && (*s == '[' || *s == '(' || *s == '&')) {
+			return -1;
+		} else if (*s != ' ' || (tmpl && o && base[o - 1] != ' ')) {
+			if (o + 2 > len)
+				return -1;
+			base[o++] = *s;
+		}
+		s++;
+	}
+	while (o && base[o - 1] == ' ')
+		o--;
+	base[o] = '\0';
+	return o ? depth : -1;
+}
+
 // Locals a front-end gave with a type name: "struct cache *", "Session *",
-// "struct entry". Only plain and pointer-to types are understood.
+// "struct entry", qualified or not. Only plain and pointer-to types are
+// understood.
 static struct hd_error *typed_locals(struct propagation *p, struct hd_target *t)
 {
 	for (size_t i = 0; i < hd_target_num_frames(t); i++) {
 		const struct hd_frame *f = hd_target_frame(t, i);
 		if (!f->local || !f->type_name)
 			continue;
-		char name[512];
-		snprintf(name, sizeof(name), "%s", f->type_name);
-		size_t len = strlen(name);
-		int depth = 0;
-		while (len && (name[len - 1] == '*' || name[len - 1] == ' ')) {
-			depth += name[len - 1] == '*';
-			name[--len] = '\0';
-		}
-		if (depth > 1)
+		char base[512];
+		int depth = local_type(f->type_name, base, sizeof(base));
+		if (depth < 0 || depth > 1)
 			continue;
-		const char *base = name;
-		for (const char *pre = "const "; strncmp(base, pre, strlen(pre)) == 0;)
-			base += strlen(pre);
 		for (size_t m = 0; m < p->ty->num_mods; m++) {
 			const struct hd_type_index *ix = p->ty->mods[m].ix;
 			if (!ix)
