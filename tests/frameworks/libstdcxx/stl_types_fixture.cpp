@@ -35,6 +35,9 @@
  *   module NAME
  *   block ADDR SIZE MANGLED [N]   the block's type: MANGLED, an array of
  *        N of them when N is given (SIZE: the size operator new was asked)
+ *   member ADDR NAME              the block at ADDR is held by the member
+ *        NAME of an object inside another block (a Session's user string,
+ *        whose Session lives in a make_shared control block)
  *   end N                         N records before this line
  */
 #include <stdint.h>
@@ -301,6 +304,13 @@ __attribute__((noinline)) static void write_truth(const char *path) {
       odec(&out, alog[i].count);
     }
     ostr(&out, "\n");
+    out.nrec++;
+  }
+  for (auto &kv : g_sessions) {
+    if (kv.second->user.capacity() <= 15) continue;
+    ostr(&out, "member ");
+    ohex(&out, (uintptr_t)kv.second->user.data());
+    ostr(&out, " user\n");
     out.nrec++;
   }
   otruth_close(&out);

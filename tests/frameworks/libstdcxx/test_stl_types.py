@@ -19,8 +19,11 @@ Checks on a core of the fixture (one PASS/FAIL line each):
     block's usable size), none left unk
   - types: `heapdom types --all --json` counts each recorded type (arrays
     as T[]) at least as often as the fixture made it
-  - why: `heapdom why` of a Session's string body inside a make_shared
-    control block names the Session member (user) in its chain
+  - why: `heapdom why --json` of a Session's user string (the Session
+    lives in a make_shared control block) names the member user in the
+    step that refers to it: the object inside the control block is typed
+  - leaks: `heapdom leaks --json` finds none (every block is reachable from
+    the program's globals), typed and --untyped
 
 Exit status 0 when every check passed, 1 otherwise.
 """
@@ -76,11 +79,13 @@ def demangle(names):
 
 def parse_truth(path):
     blocks = []
-    meta = {}
+    meta = {"member": {}}
 
     def record(w, line):
         if w[0] in ("pid", "module"):
             meta[w[0]] = w[1]
+        elif w[0] == "member":
+            meta["member"][int(w[1], 16)] = w[2]
         elif w[0] == "block":
             blocks.append((int(w[1], 16), int(w[2]), w[3],
                            int(w[4]) if len(w) > 4 else None))
@@ -150,6 +155,26 @@ def main():
             want_rows[k] = want_rows.get(k, 0) + 1
         c.check("types", ["%s: %d in `types`, the program made %d" % (k, rows.get(k, 0), n)
                           for k, n in sorted(want_rows.items()) if rows.get(k, 0) < n])
+
+        problems = []
+        for addr, member in sorted(meta["member"].items()):
+            w = heaptest.heapdom_json(a.heapdom, ["why", core, "0x%x" % addr, "--json"])
+            path = w.get("path") or []
+            step = path[-2] if len(path) >= 2 else {}
+            if not re.search(r"(^|\.)%s(\.|$)" % re.escape(member), step.get("member") or ""):
+                problems.append("0x%x: held through %r of %r, expected member %s"
+                                % (addr, step.get("member"), step.get("type"), member))
+        if not meta["member"]:
+            problems.append("the truth has no member records")
+        c.check("why (%d members)" % len(meta["member"]), problems)
+
+        problems = []
+        for mode in ([], ["--untyped"]):
+            w = heaptest.heapdom_json(a.heapdom, ["leaks", core, "--json"] + mode)
+            if w.get("leaked_blocks") != 0:
+                problems.append("leaks %s: %r leaked blocks, expected 0"
+                                % (" ".join(mode) or "(typed)", w.get("leaked_blocks")))
+        c.check("leaks", problems)
     except HarnessError as e:
         c.failed += 1
         print("FAIL harness: %s" % e)
