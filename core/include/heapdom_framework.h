@@ -223,7 +223,8 @@ HD_EXPORT struct hd_error *hd_fw_assign(struct hd_fw *fw, uint32_t node,
 HD_EXPORT struct hd_error *hd_fw_mark(struct hd_fw *fw, uint32_t v,
 				      uint64_t framework_bytes);
 // Names a block's type as the framework knows it ("dict", "Widget"); the
-// semantic tree shows it instead of the DWARF type.
+// semantic tree, and every report of the default modules (types, blocks,
+// why, leaks), shows it instead of the DWARF type.
 HD_EXPORT struct hd_error *hd_fw_name(struct hd_fw *fw, uint32_t v,
 				      const char *type);
 
