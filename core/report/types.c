@@ -100,7 +100,7 @@ struct hd_error *hd_type_rows(const struct hd_analysis *ap,
 		if (b.state != HD_STATE_USED)
 			continue;
 		uint32_t e = a.ty ? a.ty->block_entry[id] : HD_ENTRY_NONE;
-		uint32_t r, l = a.sem ? hd_semantic_block_label(a.sem, id) : UINT32_MAX;
+		uint32_t r, l = a.fw ? hd_fw_block_label(a.fw, id) : UINT32_MAX;
 		if (l != UINT32_MAX) {
 			// The framework's name, as `dominators --semantic`
 			// shows it.
@@ -117,7 +117,7 @@ struct hd_error *hd_type_rows(const struct hd_analysis *ap,
 			}
 			if (label_row[l] == UINT32_MAX &&
 			    (err = named_row(&rows, &nrows, &cap,
-					     hd_semantic_block_name(a.sem, id), true,
+					     hd_fw_block_name(a.fw, id), true,
 					     &label_row[l])))
 				goto out;
 			r = label_row[l];

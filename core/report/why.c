@@ -191,7 +191,7 @@ static void step_member(const struct hd_analysis *a, uint32_t u,
 		return;
 	}
 	size_t id = (size_t)hd_graph_vertex_block(a->g, u);
-	const char *name = a->sem ? hd_semantic_block_name(a->sem, id) : NULL;
+	const char *name = a->fw ? hd_fw_block_name(a->fw, id) : NULL;
 	if (hd_typing_block_name(a->ty, id, type, tlen))
 		hd_typing_block_member(a->ty, id, offset, member, mlen);
 	else

@@ -256,18 +256,20 @@ void hd_semantic_destroy(struct hd_semantic *s)
 	free(s);
 }
 
-uint32_t hd_semantic_block_label(const struct hd_semantic *s, size_t id)
+uint32_t hd_fw_block_label(const struct hd_fw *fw, size_t id)
 {
-	const struct hd_fw *fw = s->fw;
-	uint32_t first_block = 1 + (uint32_t)s->g->num_roots;
-	uint32_t first_sub = s->nv - (uint32_t)s->g->num_sub;
-	if (!fw->names || id >= (size_t)(first_sub - first_block))
+	const struct hd_graph *g = fw->g;
+	if (!fw->names || !g)
+		return UINT32_MAX;
+	uint32_t first_block = 1 + (uint32_t)g->num_roots;
+	uint32_t first_sub = g->num_vertices - (uint32_t)g->num_sub;
+	if (id >= (size_t)(first_sub - first_block))
 		return UINT32_MAX;
 	return fw->names[first_block + id];
 }
 
-const char *hd_semantic_block_name(const struct hd_semantic *s, size_t id)
+const char *hd_fw_block_name(const struct hd_fw *fw, size_t id)
 {
-	uint32_t l = hd_semantic_block_label(s, id);
-	return l == UINT32_MAX ? NULL : s->fw->labels[l];
+	uint32_t l = hd_fw_block_label(fw, id);
+	return l == UINT32_MAX ? NULL : fw->labels[l];
 }

@@ -134,11 +134,11 @@ struct hd_semantic {
 struct hd_error *hd_semantic_compute(struct hd_fw *fw, struct hd_graph *g,
 				     struct hd_semantic **ret);
 void hd_semantic_destroy(struct hd_semantic *s);
-// The framework modules' name for heap block id (hd_fw_name: "dict",
+// After analyze: the modules' name for heap block id (hd_fw_name: "dict",
 // "std::_Rb_tree_node<…>", "double[12]"), or NULL when none named it; the
-// index of that name in s->fw->labels, or UINT32_MAX.
-const char *hd_semantic_block_name(const struct hd_semantic *s, size_t id);
-uint32_t hd_semantic_block_label(const struct hd_semantic *s, size_t id);
+// index of that name in fw->labels, or UINT32_MAX.
+const char *hd_fw_block_name(const struct hd_fw *fw, size_t id);
+uint32_t hd_fw_block_label(const struct hd_fw *fw, size_t id);
 // A vertex's own allocated, used and framework bytes.
 void hd_semantic_own(const struct hd_semantic *s, uint32_t v, uint64_t *alloc,
 		     uint64_t *used, uint64_t *fwb);

@@ -12,4 +12,12 @@ struct hd_error *hd_session_semantic(struct hd_session *s,
 				     const char *const *names, size_t n,
 				     const struct hd_semantic **ret);
 
+// The default framework modules (the built-in ones and
+// HEAPDOM_FRAMEWORK_PATH's) after analyze, for their block names in every
+// report (hd_fw_block_name): the default semantic tree's when it was
+// computed, else an analysis of their own, computed once.
+struct hd_fw;
+struct hd_error *hd_session_framework_names(struct hd_session *s,
+					    const struct hd_fw **ret);
+
 #endif
