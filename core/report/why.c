@@ -198,8 +198,10 @@ static void step_member(const struct hd_analysis *a, uint32_t u,
 		type[0] = '\0';
 	// A framework's name comes first; the DWARF members, when DWARF
 	// typed the block too, still say which word it is.
-	if (name)
+	if (name) {
 		snprintf(type, tlen, "%s", name);
+		hd_fw_block_member(a->fw, id, offset, member, mlen);
+	}
 }
 
 struct hd_error *hd_chain_refs(const struct hd_analysis *a,

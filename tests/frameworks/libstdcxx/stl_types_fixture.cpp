@@ -36,8 +36,10 @@
  *   block ADDR SIZE MANGLED [N]   the block's type: MANGLED, an array of
  *        N of them when N is given (SIZE: the size operator new was asked)
  *   member ADDR NAME              the block at ADDR is held by the member
- *        NAME of an object inside another block (a Session's user string,
- *        whose Session lives in a make_shared control block)
+ *        NAME of an object inside another block: a Session's user string
+ *        (the Session lives in a make_shared control block), a session
+ *        key's body (first, in a map node), a series' buffer (second, in a
+ *        hash node)
  *   end N                         N records before this line
  */
 #include <stdint.h>
@@ -284,6 +286,15 @@ __attribute__((noinline)) static void explain_all() {
 static char obuf_mem[1 << 18];
 static struct obuf out = {obuf_mem, 0, sizeof obuf_mem, -1, 0};
 
+static void r_member(const void *p, const char *name) {
+  ostr(&out, "member ");
+  ohex(&out, (uintptr_t)p);
+  ostr(&out, " ");
+  ostr(&out, name);
+  ostr(&out, "\n");
+  out.nrec++;
+}
+
 __attribute__((noinline)) static void write_truth(const char *path) {
   otruth_open(&out, path);
   ostr(&out, "stl_types-truth 1\npid ");
@@ -307,12 +318,10 @@ __attribute__((noinline)) static void write_truth(const char *path) {
     out.nrec++;
   }
   for (auto &kv : g_sessions) {
-    if (kv.second->user.capacity() <= 15) continue;
-    ostr(&out, "member ");
-    ohex(&out, (uintptr_t)kv.second->user.data());
-    ostr(&out, " user\n");
-    out.nrec++;
+    if (kv.second->user.capacity() > 15) r_member(kv.second->user.data(), "user");
+    if (kv.first.capacity() > 15) r_member(kv.first.data(), "first");
   }
+  for (auto &kv : g_series) r_member(kv.second.data(), "second");
   otruth_close(&out);
 }
 

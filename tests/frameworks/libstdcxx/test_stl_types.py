@@ -20,8 +20,10 @@ Checks on a core of the fixture (one PASS/FAIL line each):
   - types: `heapdom types --all --json` counts each recorded type (arrays
     as T[]) at least as often as the fixture made it
   - why: `heapdom why --json` of a Session's user string (the Session
-    lives in a make_shared control block) names the member user in the
-    step that refers to it: the object inside the control block is typed
+    lives in a make_shared control block), of a map key's body (in an
+    rb-tree node) and of a vector in a hash node names the member (user,
+    first, second) in the step that refers to it: the object inside the
+    control block and the nodes' values are typed
   - leaks: `heapdom leaks --json` finds none (every block is reachable from
     the program's globals), typed and --untyped
 
