@@ -315,6 +315,7 @@ struct propagation {
 	struct memory mem;
 	uint32_t *queue;
 	size_t head, tail, cap;
+	size_t conflicts; // blocks whose typings contradicted each other
 };
 
 // A block is pushed when its typing changes, which is rare after the
@@ -343,7 +344,67 @@ static struct hd_error *push(struct propagation *p, uint32_t id)
 	return NULL;
 }
 
+// Whether type small lies at offset 0 of type big: big itself, its first
+// member or base class, an array's first element, repeatedly.
+static bool at_start(const struct hd_type_index *ix, uint32_t small, uint32_t big)
+{
+	uint32_t t = hd_type_strip(ix, big);
+	for (int depth = 0; depth < 64 && t != HD_TYPE_NONE; depth++) {
+		if (t == small)
+			return true;
+		const struct hd_type *ty = &ix->types[t];
+		if (ty->kind == HD_TYPE_ARRAY) {
+			t = hd_type_strip(ix, ty->target);
+		} else if ((ty->kind == HD_TYPE_STRUCT || ty->kind == HD_TYPE_UNION) &&
+			   ty->num_members && ix->members[ty->first_member].offset == 0) {
+			t = hd_type_strip(ix, ix->members[ty->first_member].type);
+		} else {
+			return false;
+		}
+	}
+	return false;
+}
+
+// Whether two typings of one block can both be true: one type, or arrays
+// of it of two lengths, or one type at the start of the other (a pointer
+// to a struct's first member).
+static bool consistent(const struct hd_typing *ty, uint32_t a, uint32_t b)
+{
+	const struct hd_type_entry *x = &ty->entries[a], *y = &ty->entries[b];
+	if (x->module == NO_MODULE || y->module == NO_MODULE)
+		return false;
+	// Two modules' DWARF: the same type when its name and size agree
+	// ("struct point" and "struct point[4]").
+	if (x->module != y->module) {
+		size_t nx = strcspn(x->name, "["), ny = strcspn(y->name, "[");
+		return x->size / x->count == y->size / y->count && nx == ny &&
+		       !strncmp(x->name, y->name, nx);
+	}
+	const struct hd_type_index *ix = ty->mods[x->module].ix;
+	return x->type == y->type || at_start(ix, x->type, y->type) ||
+	       at_start(ix, y->type, x->type);
+}
+
+// Of two consistent typings, the one that says more: the type that holds
+// the other at its start (a struct framed, not the array of its first
+// member's type that the block's size allowed), else the longer array.
+static uint32_t better(const struct hd_typing *ty, uint32_t a, uint32_t b)
+{
+	const struct hd_type_entry *x = &ty->entries[a], *y = &ty->entries[b];
+	if (x->module == y->module && x->type != y->type) {
+		const struct hd_type_index *ix = ty->mods[x->module].ix;
+		return at_start(ix, y->type, x->type) ? a : b;
+	}
+	return y->size > x->size ? b : a;
+}
+
+// Strength of a block whose typings contradict each other: it stays
+// untyped whatever else propagation finds (only a vtable is stronger
+// evidence, and vtables come first).
+#define CONFLICT 3
+
 // Gives block id the entry, unless a stronger or larger typing holds it.
+// Two typings that cannot both be true leave the block untyped.
 static struct hd_error *assign(struct propagation *p, uint32_t id,
 			       uint32_t entry, uint8_t strength)
 {
@@ -351,17 +412,24 @@ static struct hd_error *assign(struct propagation *p, uint32_t id,
 	uint32_t old = ty->block_entry[id];
 	if (old == entry)
 		return NULL;
+	if ((ty->strength[id] & 0x7f) == CONFLICT)
+		return NULL;
 	if (old != HD_ENTRY_NONE) {
 		uint8_t have = ty->strength[id] & 0x7f;
 		if (have > strength)
 			return NULL;
 		if (have == strength) {
-			// Conflicting typings: the larger consistent one wins.
 			if (!(ty->strength[id] & 0x80)) {
 				ty->strength[id] |= 0x80;
 				ty->info.ambiguous_blocks++;
 			}
-			if (ty->entries[entry].size <= ty->entries[old].size)
+			if (!consistent(ty, old, entry)) {
+				ty->block_entry[id] = HD_ENTRY_NONE;
+				ty->strength[id] = 0x80 | CONFLICT;
+				p->conflicts++;
+				return NULL;
+			}
+			if (better(ty, old, entry) == old)
 				return NULL;
 		}
 	}
@@ -575,7 +643,8 @@ static struct hd_error *follow_block(struct propagation *p, uint32_t id)
 	struct hd_typing *ty = p->ty;
 	const struct hd_heap *h = p->h;
 	uint32_t ei = ty->block_entry[id];
-	if (ty->entries[ei].module == NO_MODULE)
+	// Untyped again since it was queued: its typings contradicted.
+	if (ei == HD_ENTRY_NONE || ty->entries[ei].module == NO_MODULE)
 		return NULL;
 	struct hd_error *err = entry_slots(ty, ei);
 	if (err)
@@ -912,15 +981,31 @@ struct hd_error *hd_typing_compute(struct hd_target *t, struct hd_debuginfo *di,
 	double t0 = now();
 	if (!err)
 		err = memory_init(&p.mem, t, h);
-	if (!err)
+	// A block found contradictory was followed while it had a type:
+	// what it typed had no consistent evidence either. Then once more,
+	// from the roots, with such blocks untyped from the start.
+	for (int round = 0; !err && round < 2; round++) {
+		if (round) {
+			if (!p.conflicts)
+				break;
+			ty->info.ambiguous_blocks = 0;
+			for (size_t id = 0; id < h->num_blocks; id++) {
+				bool bad = (ty->strength[id] & 0x7f) == CONFLICT;
+				ty->block_entry[id] = HD_ENTRY_NONE;
+				ty->strength[id] = bad ? 0x80 | CONFLICT : 0;
+				ty->info.ambiguous_blocks += bad;
+			}
+			p.head = p.tail = 0;
+		}
 		err = vtable_types(&p, t, di);
-	if (!err)
-		err = typed_globals(&p);
-	if (!err)
-		err = typed_locals(&p, t);
-	while (!err && p.head < p.tail) {
-		uint32_t id = p.queue[p.head++];
-		err = follow_block(&p, id);
+		if (!err)
+			err = typed_globals(&p);
+		if (!err)
+			err = typed_locals(&p, t);
+		while (!err && p.head < p.tail) {
+			uint32_t id = p.queue[p.head++];
+			err = follow_block(&p, id);
+		}
 	}
 	memory_deinit(&p.mem);
 	free(p.queue);
