@@ -3,8 +3,9 @@
 // pointer get their dynamic class; then types flow from typed roots (global
 // variables, typed locals) through pointer-typed members to a fixpoint. A
 // pointer at the start of a block types it (as an array when the usable
-// size holds several); a conflicting type keeps the larger typing and marks
-// the block ambiguous.
+// size holds several), unless it points to a base class; typings of one
+// block must agree (one type, or one at the start of the other), else the
+// block stays untyped.
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
