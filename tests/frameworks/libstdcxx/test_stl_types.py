@@ -159,7 +159,12 @@ def main():
                           for k, n in sorted(want_rows.items()) if rows.get(k, 0) < n])
 
         problems = []
+        # The first 8 of each member (one heapdom run each).
+        asked = {}
         for addr, member in sorted(meta["member"].items()):
+            asked[member] = asked.get(member, 0) + 1
+            if asked[member] > 8:
+                continue
             w = heaptest.heapdom_json(a.heapdom, ["why", core, "0x%x" % addr, "--json"])
             path = w.get("path") or []
             step = path[-2] if len(path) >= 2 else {}
@@ -168,7 +173,8 @@ def main():
                                 % (addr, step.get("member"), step.get("type"), member))
         if not meta["member"]:
             problems.append("the truth has no member records")
-        c.check("why (%d members)" % len(meta["member"]), problems)
+        c.check("why (%s)" % ", ".join("%d %s" % (min(n, 8), m) for m, n in sorted(asked.items())),
+                problems)
 
         problems = []
         for mode in ([], ["--untyped"]):
