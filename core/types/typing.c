@@ -734,13 +734,7 @@ static bool ident_char(char c)
 	return isalnum((unsigned char)c) || c == '_';
 }
 
-// The type a front-end wrote for a local ("struct node *volatile",
-// "const Session *", "std::map<int, S> const") as its base type's name and
-// how many pointers lead to it: qualifiers (const, volatile, restrict,
-// _Atomic) say nothing about what the bytes are and are dropped wherever
-// they stand. -1 for what is not understood (arrays, functions,
-// references).
-static int local_type(const char *type_name, char *base, size_t len)
+int hd_typing_local_type(const char *type_name, char *base, size_t len)
 {
 	static const char *const quals[] = {"const", "volatile", "restrict",
 					    "__restrict", "__restrict__", "_Atomic"};
@@ -801,7 +795,7 @@ static struct hd_error *typed_locals(struct propagation *p, struct hd_target *t)
 		if (!f->local || !f->type_name)
 			continue;
 		char base[512];
-		int depth = local_type(f->type_name, base, sizeof(base));
+		int depth = hd_typing_local_type(f->type_name, base, sizeof(base));
 		if (depth < 0 || depth > 1)
 			continue;
 		for (size_t m = 0; m < p->ty->num_mods; m++) {
