@@ -181,6 +181,25 @@ static struct hd_error *nest(struct ctx *c, const struct pending *p,
 	return err;
 }
 
+// The DWARF name of the container's node type, spelled as gcc spells the
+// value type in the container's own name ("> >" between closing brackets),
+// or false when its blocks are not nodes.
+static bool node_dwarf_name(enum kind k, const char *vt, bool cached,
+			    char *buf, size_t len)
+{
+	const char *tmpl = k == K_LIST ? "std::_List_node"
+			 : k == K_FLIST ? "std::_Fwd_list_node"
+			 : k == K_TREE ? "std::_Rb_tree_node"
+			 : k == K_HASH ? "std::__detail::_Hash_node" : NULL;
+	if (!tmpl || !*vt)
+		return false;
+	const char *suffix = k != K_HASH ? "" : cached ? ", true" : ", false";
+	size_t n = strlen(vt);
+	bool space = !*suffix && vt[n - 1] == '>';
+	snprintf(buf, len, "%s<%s%s%s>", tmpl, vt, suffix, space ? " " : "");
+	return true;
+}
+
 // from_block: p was found in a typed heap block, not through a global or
 // a container's element.
 static struct hd_error *container(struct ctx *c, const struct pending *p,
@@ -201,7 +220,7 @@ static struct hd_error *container(struct ctx *c, const struct pending *p,
 	free(c->elem_type);
 	free(c->short_elem);
 	c->elem_type = c->short_elem = NULL;
-	c->node_name[0] = c->buffer_name[0] = '\0';
+	c->node_name[0] = c->buffer_name[0] = c->chunk_name[0] = '\0';
 
 	struct walk w = { .p = p };
 	char vt[1024];
@@ -212,6 +231,7 @@ static struct hd_error *container(struct ctx *c, const struct pending *p,
 		struct hd_error *e = hd_fw_type_size(c->fw, vt, &esize);
 		if (e) {
 			hd_error_destroy(e); // a scalar: nothing nested
+			esize = stl_scalar_size(vt);
 		} else if (!(c->elem_type = strdup(vt))) {
 			return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
 		}
@@ -259,6 +279,11 @@ static struct hd_error *container(struct ctx *c, const struct pending *p,
 	if (err)
 		return err;
 	c->containers++;
+	// The nodes' DWARF type, for why's member names; none when DWARF
+	// lacks it (the name stays).
+	char dwarf[1280];
+	bool typed = node_dwarf_name(k, k != K_STRING && c->short_elem ? vt : "",
+				     w.hash_cached, dwarf, sizeof(dwarf));
 	for (size_t i = 0; i < c->num_blocks && !err; i++) {
 		const struct owned *b = &c->blocks[i];
 		if (b->name == NAME_BUFFER && (k == K_VECTOR || k == K_DEQUE))
@@ -266,17 +291,26 @@ static struct hd_error *container(struct ctx *c, const struct pending *p,
 		if (err)
 			break;
 		const char *name = b->name == NAME_NODE ? c->node_name
-				 : b->name == NAME_BUFFER ? c->buffer_name : "";
+				 : b->name == NAME_BUFFER ? c->buffer_name
+				 : b->name == NAME_CHUNK ? c->chunk_name : "";
 		err = hd_fw_assign(c->fw, node, b->v);
 		if (!err && b->fw)
 			err = hd_fw_mark(c->fw, b->v, b->fw);
 		if (!err && *name)
 			err = hd_fw_name(c->fw, b->v, name);
+		if (!err && typed && b->name == NAME_NODE &&
+		    (err = hd_fw_type(c->fw, b->v, dwarf)) &&
+		    err->code == HD_ERROR_NOT_FOUND) {
+			hd_error_destroy(err);
+			err = NULL;
+			typed = false;
+		}
 	}
 	if (!err && c->elem_type)
 		err = nest(c, p, k);
 	return err;
 }
+
 
 static struct hd_error *analyze(struct hd_fw *fw)
 {

@@ -37,7 +37,7 @@ struct pending {
 };
 
 // Names given to a container's blocks (hd_fw_name).
-enum { NAME_NONE, NAME_NODE, NAME_BUFFER };
+enum { NAME_NONE, NAME_NODE, NAME_BUFFER, NAME_CHUNK };
 
 // One block of a container, with its framework bytes and which name.
 struct owned {
@@ -80,7 +80,8 @@ struct ctx {
 	char *short_elem; // the element type as stl_short_type() writes it
 	// The type of the container's node blocks ("std::_Rb_tree_node<
 	// std::pair<int const, Session>>") and of its buffer ("Item*[10]").
-	char node_name[512], buffer_name[512];
+	// A deque's element buffers: chunk_name ("int[128]").
+	char node_name[512], buffer_name[512], chunk_name[512];
 	uint64_t *stack;
 	size_t num_stack, cap_stack;
 	size_t containers;
@@ -113,6 +114,9 @@ enum kind stl_kind_of(const char *type);
 bool stl_template_arg(const char *name, int k, char *buf, size_t len);
 // The element type of a container named type.
 bool stl_value_type(const char *type, enum kind k, char *buf, size_t len);
+// sizeof a scalar element type as DWARF names it ("int", "long int",
+// "double", "Item *") on x86-64, 0 for anything else.
+uint64_t stl_scalar_size(const char *type);
 // The name a C++ programmer writes for type (malloc'd, or NULL).
 char *stl_short_type(const char *type);
 

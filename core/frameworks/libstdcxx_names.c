@@ -94,6 +94,30 @@ bool stl_value_type(const char *type, enum kind k, char *buf, size_t len)
 	return stl_template_arg(type, 0, buf, len);
 }
 
+uint64_t stl_scalar_size(const char *type)
+{
+	static const struct {
+		const char *name;
+		uint64_t size;
+	} scalars[] = {
+		{"bool", 1}, {"char", 1}, {"signed char", 1}, {"unsigned char", 1},
+		{"char8_t", 1}, {"short", 2}, {"short int", 2},
+		{"unsigned short", 2}, {"short unsigned int", 2}, {"char16_t", 2},
+		{"int", 4}, {"unsigned int", 4}, {"float", 4}, {"char32_t", 4},
+		{"wchar_t", 4}, {"long", 8}, {"long int", 8}, {"unsigned long", 8},
+		{"long unsigned int", 8}, {"long long", 8}, {"long long int", 8},
+		{"long long unsigned int", 8}, {"double", 8}, {"long double", 16},
+	};
+	size_t n = strlen(type);
+	if (n && type[n - 1] == '*')
+		return 8;
+	for (size_t i = 0; i < sizeof(scalars) / sizeof(scalars[0]); i++) {
+		if (!strcmp(type, scalars[i].name))
+			return scalars[i].size;
+	}
+	return 0;
+}
+
 static const char *const defaults[] = {
 	"std::less<", "std::allocator<", "std::hash<", "std::equal_to<",
 	"std::char_traits<",

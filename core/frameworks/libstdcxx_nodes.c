@@ -178,14 +178,18 @@ struct hd_error *stl_walk_hash(struct ctx *c, struct walk *w)
 		if (!nbuckets || nbuckets > UINT64_MAX / 8 ||
 		    !stl_block_at(c->fw, buckets, nbuckets * 8, &v, &b))
 			return stl_fail(w, buckets, "std::_Hashtable bucket array is not a used heap block of bucket_count pointers"), NULL;
-		stl_name_buffer(c, "std::__detail::_Hash_node_base*", nbuckets);
+		stl_name_buffer(c, "std::__detail::_Hash_node_base *", nbuckets);
 		if ((err = stl_own(c, v, UINT64_MAX, NAME_BUFFER)))
 			return err;
 	} else if (nbuckets != 1) {
 		return stl_fail(w, p->addr, "std::_Hashtable: the single bucket with bucket_count != 1"), NULL;
 	}
 	uint64_t n = 0, node_fw = w->hash_cached ? 16 : 8;
-	stl_name_node(c, "std::__detail::_Hash_node");
+	// _Hash_node<value, whether the hash code is cached>
+	if (c->short_elem)
+		snprintf(c->node_name, sizeof(c->node_name),
+			 "std::__detail::_Hash_node<%s, %s>", c->short_elem,
+			 w->hash_cached ? "true" : "false");
 	while (cur) {
 		uint64_t next;
 		if (n++ >= count)
@@ -220,8 +224,17 @@ struct hd_error *stl_walk_shared(struct ctx *c, struct walk *w)
 		return stl_fail(w, pi, "std::shared_ptr control block is not a used heap block"), NULL;
 	// make_shared: the object lives in the control block after its
 	// vtable pointer and counts.
+	// Its class, by its vtable (which allocator and lock policy made it
+	// is libstdc++'s business), as the typing found it; else what the
+	// pointer says.
 	bool inplace = ptr >= pi + 16 && ptr < pi + b.usable;
-	if (inplace)
+	const struct hd_typing *ty = hd_fw_typing(c->fw);
+	int64_t id = hd_graph_vertex_block(hd_fw_graph(c->fw), v);
+	char name[512];
+	if (ty && id >= 0 && hd_typing_block_name(ty, (size_t)id, name, sizeof(name)) &&
+	    stl_starts(name, inplace ? "std::_Sp_counted_ptr_inplace<" : "std::_Sp_counted_"))
+		snprintf(c->node_name, sizeof(c->node_name), "%s", name);
+	else if (inplace)
 		stl_name_node(c, "std::_Sp_counted_ptr_inplace");
 	else
 		snprintf(c->node_name, sizeof(c->node_name), "std::_Sp_counted_base");

@@ -35,11 +35,27 @@ void stl_name_node(struct ctx *c, const char *tmpl)
 			 c->short_elem);
 }
 
+// A pointer type as the DWARF typing writes it: "Item *", "char **"
+// (template arguments spell it "Item*").
+static void pointer_spelling(const char *type, char *buf, size_t len)
+{
+	size_t n = strlen(type), stars = 0;
+	while (stars < n && type[n - 1 - stars] == '*')
+		stars++;
+	if (stars && stars < n && type[n - 1 - stars] != ' ')
+		snprintf(buf, len, "%.*s %s", (int)(n - stars), type, type + n - stars);
+	else
+		snprintf(buf, len, "%s", type);
+}
+
 void stl_name_buffer(struct ctx *c, const char *elem, uint64_t n)
 {
-	if (elem)
-		snprintf(c->buffer_name, sizeof(c->buffer_name), "%s[%llu]",
-			 elem, (unsigned long long)n);
+	char e[480];
+	if (!elem)
+		return;
+	pointer_spelling(elem, e, sizeof(e));
+	snprintf(c->buffer_name, sizeof(c->buffer_name), "%s[%llu]", e,
+		 (unsigned long long)n);
 }
 
 struct hd_error *stl_elem(struct ctx *c, uint64_t addr, uint32_t holder)
@@ -173,15 +189,26 @@ struct hd_error *stl_walk_deque(struct ctx *c, struct walk *w)
 	    first_node < map || last_node < first_node ||
 	    last_node >= map + map_size * 8 || (last_node - first_node) % 8)
 		return stl_fail(w, map, "std::deque map is not a used heap block holding its nodes"), NULL;
-	if (c->short_elem)
-		snprintf(c->buffer_name, sizeof(c->buffer_name), "%s*[%llu]",
-			 c->short_elem, (unsigned long long)map_size);
+	// Each chunk holds 512 bytes of elements, or one larger element
+	// (libstdc++'s __deque_buf_size).
+	if (c->short_elem) {
+		char ptr[512];
+		snprintf(ptr, sizeof(ptr), "%s*", c->short_elem);
+		stl_name_buffer(c, ptr, map_size);
+		if (w->elem_size) {
+			char e[480];
+			pointer_spelling(c->short_elem, e, sizeof(e));
+			snprintf(c->chunk_name, sizeof(c->chunk_name), "%s[%llu]", e,
+				 (unsigned long long)(w->elem_size < 512
+				 ? 512 / w->elem_size : 1));
+		}
+	}
 	struct hd_error *err = stl_own(c, v, UINT64_MAX, NAME_BUFFER);
 	for (uint64_t n = first_node; !err && n <= last_node; n += 8) {
 		uint64_t chunk;
 		if (!stl_rd(c->fw, n, &chunk) || !stl_block_at(c->fw, chunk, 1, &v, &b))
 			return stl_fail(w, n, "std::deque chunk is not a used heap block"), NULL;
-		err = stl_own(c, v, 0, NAME_NONE);
+		err = stl_own(c, v, 0, NAME_CHUNK);
 	}
 	return err;
 }

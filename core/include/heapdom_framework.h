@@ -223,8 +223,17 @@ HD_EXPORT struct hd_error *hd_fw_assign(struct hd_fw *fw, uint32_t node,
 HD_EXPORT struct hd_error *hd_fw_mark(struct hd_fw *fw, uint32_t v,
 				      uint64_t framework_bytes);
 // Names a block's type as the framework knows it ("dict", "Widget"); the
-// semantic tree shows it instead of the DWARF type.
+// semantic tree, and every report of the default modules (types, blocks,
+// why, leaks), shows it instead of the DWARF type.
 HD_EXPORT struct hd_error *hd_fw_name(struct hd_fw *fw, uint32_t v,
+				      const char *type);
+// Gives a block the DWARF type named type (qualified, as hd_fw_object.type
+// spells it: "std::_Rb_tree_node<std::pair<int const, Session> >"), which
+// DWARF typing could not (a node reached through a base-class pointer):
+// `why` then names the members of the block (hd_fw_name still names it).
+// HD_ERROR_NOT_FOUND when no module's DWARF has a complete struct, class
+// or union of that name.
+HD_EXPORT struct hd_error *hd_fw_type(struct hd_fw *fw, uint32_t v,
 				      const char *type);
 
 #ifdef __cplusplus

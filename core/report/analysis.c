@@ -4,6 +4,8 @@
 #include <stdio.h>
 
 #include "report/report_internal.h"
+#include "semantic/semantic_internal.h"
+#include "session/session_internal.h"
 
 struct hd_error *hd_analysis_get(struct hd_session *s, struct hd_analysis *a)
 {
@@ -16,6 +18,7 @@ struct hd_error *hd_analysis_get(struct hd_session *s, struct hd_analysis *a)
 		return err;
 	a->t = hd_session_target(s);
 	a->ty = hd_analysis_typing(s);
+	a->fw = hd_analysis_names(s);
 	a->used_bytes = a->used_blocks = 0;
 	for (size_t i = 0; i < hd_heap_num_blocks(a->h); i++) {
 		struct hd_block b;
@@ -61,6 +64,19 @@ const struct hd_typing *hd_analysis_typing(struct hd_session *s)
 	return ty;
 }
 
+const struct hd_fw *hd_analysis_names(struct hd_session *s)
+{
+	if (!hd_analysis_typing(s))
+		return NULL;
+	const struct hd_fw *fw = NULL;
+	struct hd_error *err = hd_session_framework_names(s, &fw);
+	if (err) {
+		hd_error_destroy(err);
+		return NULL;
+	}
+	return fw;
+}
+
 bool hd_block_label(const struct hd_heap *h, const struct hd_typing *ty,
 		    size_t id, char *buf, size_t len)
 {
@@ -75,6 +91,11 @@ bool hd_block_label(const struct hd_heap *h, const struct hd_typing *ty,
 bool hd_block_type(const struct hd_analysis *a, size_t id, char *buf,
 		   size_t len)
 {
+	const char *name = a->fw ? hd_fw_block_name(a->fw, id) : NULL;
+	if (name) {
+		snprintf(buf, len, "%s", name);
+		return true;
+	}
 	return hd_block_label(a->h, a->ty, id, buf, len);
 }
 

@@ -21,7 +21,8 @@ struct hd_error *hd_render_blocks(FILE *out, struct hd_session *session,
 	if (err)
 		return err;
 	struct hd_target *t = hd_session_target(session);
-	struct hd_analysis a = {.t = t, .h = h, .ty = hd_analysis_typing(session)};
+	struct hd_analysis a = {.t = t, .h = h, .ty = hd_analysis_typing(session),
+				 .fw = hd_analysis_names(session)};
 	struct hd_alloc_sites as;
 	err = hd_alloc_sites_init(&as, session);
 	if (err)

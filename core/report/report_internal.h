@@ -45,6 +45,10 @@ struct hd_analysis {
 	struct hd_target *t;
 	const struct hd_heap *h;
 	const struct hd_typing *ty; // NULL when typing is off
+	// The default framework modules, for their names of blocks; NULL
+	// when typing is off or they failed: the names come before the DWARF
+	// types, so every report names a block as `dominators --semantic`.
+	const struct hd_fw *fw;
 	const struct hd_graph *g;
 	const struct hd_dom *d;
 	uint64_t used_bytes;  // chunk bytes of used blocks
@@ -65,6 +69,9 @@ bool hd_block_type(const struct hd_analysis *a, size_t id, char *buf,
 		   size_t len);
 // Typing of a session, NULL when --untyped (or no typing could be done).
 const struct hd_typing *hd_analysis_typing(struct hd_session *s);
+// The session's default framework modules after analyze, for their block
+// names (hd_fw_block_name); NULL when --untyped or they failed.
+const struct hd_fw *hd_analysis_names(struct hd_session *s);
 // Sorts vertices by retained size, largest first (ties by vertex).
 void hd_sort_by_retained(const struct hd_dom *d, uint32_t *v, size_t n);
 // Percentage of the used heap.

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "report/report_internal.h"
+#include "semantic/semantic_internal.h"
 #include "types/typing.h"
 
 struct size_map { // untyped usable size -> row
@@ -32,6 +33,39 @@ static int row_cmp(const void *x, const void *y)
 	return a->bytes > b->bytes ? -1 : a->bytes < b->bytes;
 }
 
+// The row of the type called name ("T[]" for an array "T[n]" when array),
+// added if it is new.
+static struct hd_error *named_row(struct hd_type_row **rows, size_t *nrows,
+				  size_t *cap, const char *type, bool array,
+				  uint32_t *ret)
+{
+	char name[512];
+	snprintf(name, sizeof(name), "%s", type);
+	size_t len = strlen(name);
+	char *bracket = strrchr(name, '[');
+	if (array && bracket && len && name[len - 1] == ']' &&
+	    strspn(bracket + 1, "0123456789") == (size_t)(name + len - 1 - bracket - 1))
+		snprintf(bracket, sizeof(name) - (size_t)(bracket - name), "[]");
+	size_t r = 0;
+	while (r < *nrows && (!(*rows)[r].name || strcmp((*rows)[r].name, name) != 0))
+		r++;
+	if (r == *nrows) {
+		if (*nrows == *cap) {
+			struct hd_type_row *p = realloc(*rows, *cap * 2 * sizeof(*p));
+			if (!p)
+				return &hd_error_no_memory;
+			*rows = p;
+			*cap *= 2;
+		}
+		(*rows)[r] = (struct hd_type_row){.name = strdup(name)};
+		if (!(*rows)[r].name)
+			return &hd_error_no_memory;
+		(*nrows)++;
+	}
+	*ret = (uint32_t)r;
+	return NULL;
+}
+
 struct hd_error *hd_type_rows(const struct hd_analysis *ap,
 			      struct hd_type_row **ret, size_t *ret_n)
 {
@@ -44,7 +78,8 @@ struct hd_error *hd_type_rows(const struct hd_analysis *ap,
 	uint32_t *entry_row = calloc(nentries + 1, sizeof(*entry_row));
 	uint32_t *block_row = malloc((n ? n : 1) * sizeof(*block_row));
 	struct size_map sm = {0};
-	size_t nrows = 0, cap = nentries + 1, nuntyped = 0;
+	size_t nrows = 0, cap = nentries + 1, nuntyped = 0, nlabels = 0;
+	uint32_t *label_row = NULL; // framework name's label -> row
 	if (!rows || !entry_row || !block_row) {
 		err = &hd_error_no_memory;
 		goto out;
@@ -53,22 +88,10 @@ struct hd_error *hd_type_rows(const struct hd_analysis *ap,
 		// Arrays of a type share one row "T[]" whatever their length;
 		// entries with the same name (from two modules) share a row.
 		const struct hd_type_entry *te = &a.ty->entries[e];
-		char name[512];
-		snprintf(name, sizeof(name), "%s", te->name);
-		char *bracket = strrchr(name, '[');
-		if (te->count > 1 && bracket)
-			snprintf(bracket, sizeof(name) - (size_t)(bracket - name), "[]");
-		size_t r = 0;
-		while (r < nrows && strcmp(rows[r].name, name) != 0)
-			r++;
-		if (r == nrows) {
-			rows[nrows].name = strdup(name);
-			if (!rows[nrows++].name) {
-				err = &hd_error_no_memory;
-				goto out;
-			}
-		}
-		entry_row[e] = (uint32_t)r;
+		uint32_t r;
+		if ((err = named_row(&rows, &nrows, &cap, te->name, te->count > 1, &r)))
+			goto out;
+		entry_row[e] = r;
 	}
 	for (size_t id = 0; id < n; id++) {
 		struct hd_block b;
@@ -77,8 +100,28 @@ struct hd_error *hd_type_rows(const struct hd_analysis *ap,
 		if (b.state != HD_STATE_USED)
 			continue;
 		uint32_t e = a.ty ? a.ty->block_entry[id] : HD_ENTRY_NONE;
-		uint32_t r;
-		if (e != HD_ENTRY_NONE) {
+		uint32_t r, l = a.fw ? hd_fw_block_label(a.fw, id) : UINT32_MAX;
+		if (l != UINT32_MAX) {
+			// The framework's name, as `dominators --semantic`
+			// shows it.
+			if (l >= nlabels) {
+				size_t nl = l + 1024;
+				uint32_t *p = realloc(label_row, nl * sizeof(*p));
+				if (!p) {
+					err = &hd_error_no_memory;
+					goto out;
+				}
+				memset(p + nlabels, 0xff, (nl - nlabels) * sizeof(*p));
+				label_row = p;
+				nlabels = nl;
+			}
+			if (label_row[l] == UINT32_MAX &&
+			    (err = named_row(&rows, &nrows, &cap,
+					     hd_fw_block_name(a.fw, id), true,
+					     &label_row[l])))
+				goto out;
+			r = label_row[l];
+		} else if (e != HD_ENTRY_NONE) {
 			r = entry_row[e];
 		} else {
 			if (!sm.cap || (nuntyped + 1) * 2 > sm.cap) {
@@ -180,6 +223,7 @@ struct hd_error *hd_type_rows(const struct hd_analysis *ap,
 out:
 	hd_type_rows_free(rows, nrows);
 	free(entry_row);
+	free(label_row);
 	free(block_row);
 	free(sm.keys);
 	free(sm.rows);

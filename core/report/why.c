@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "report/trace_tables.h"
+#include "semantic/semantic_internal.h"
 
 static const char *const reg_names[] = {
 	"r15", "r14", "r13", "r12", "rbp", "rbx", "r11", "r10", "r9", "r8",
@@ -190,10 +191,17 @@ static void step_member(const struct hd_analysis *a, uint32_t u,
 		return;
 	}
 	size_t id = (size_t)hd_graph_vertex_block(a->g, u);
+	const char *name = a->fw ? hd_fw_block_name(a->fw, id) : NULL;
 	if (hd_typing_block_name(a->ty, id, type, tlen))
 		hd_typing_block_member(a->ty, id, offset, member, mlen);
 	else
 		type[0] = '\0';
+	// A framework's name comes first; the DWARF members, when DWARF
+	// typed the block too, still say which word it is.
+	if (name) {
+		snprintf(type, tlen, "%s", name);
+		hd_fw_block_member(a->fw, id, offset, member, mlen);
+	}
 }
 
 struct hd_error *hd_chain_refs(const struct hd_analysis *a,

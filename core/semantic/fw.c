@@ -630,6 +630,33 @@ struct hd_error *hd_fw_name(struct hd_fw *fw, uint32_t v, const char *type)
 	return err;
 }
 
+struct hd_error *hd_fw_type(struct hd_fw *fw, uint32_t v, const char *type)
+{
+	struct hd_error *err = analyze_only(fw, "hd_fw_type");
+	if (err)
+		return err;
+	if (!is_block_vertex(fw, v) || !type)
+		return hd_error_create(HD_ERROR_INVALID,
+				       "framework %s: only blocks can be typed (vertex %u)",
+				       fw->mods[fw->cur].ops->name, v);
+	size_t mi;
+	uint32_t t;
+	if (!hd_fw_find_type(fw, type, &mi, &t))
+		return hd_error_create(HD_ERROR_NOT_FOUND,
+				       "no complete type named %s", type);
+	if (!fw->dwarf) {
+		size_t n = fw->g->num_vertices;
+		fw->dwarf = malloc(n * sizeof(*fw->dwarf));
+		if (!fw->dwarf)
+			return &hd_error_no_memory;
+		memset(fw->dwarf, 0xff, n * sizeof(*fw->dwarf));
+	}
+	err = journal(fw, HD_UNDO_TYPE, v, fw->dwarf[v]);
+	if (!err)
+		fw->dwarf[v] = (uint64_t)mi << 32 | t;
+	return err;
+}
+
 void hd_fw_undo_module(struct hd_fw *fw)
 {
 	while (fw->num_undo) {
@@ -638,6 +665,7 @@ void hd_fw_undo_module(struct hd_fw *fw)
 		case HD_UNDO_ASSIGN: fw->assigned[u->v] = (uint32_t)u->old; break;
 		case HD_UNDO_MARK: fw->fw_bytes[u->v] = u->old; break;
 		case HD_UNDO_NAME: fw->names[u->v] = (uint32_t)u->old; break;
+		case HD_UNDO_TYPE: fw->dwarf[u->v] = u->old; break;
 		}
 	}
 }

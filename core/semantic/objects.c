@@ -529,9 +529,8 @@ struct hd_error *hd_fw_objects(struct hd_fw *fw, const char *const *prefixes,
 	return err;
 }
 
-// The module and stripped type of the complete struct named name.
-static bool find_type(struct hd_fw *fw, const char *name, size_t *mi,
-		      uint32_t *type)
+bool hd_fw_find_type(const struct hd_fw *fw, const char *name, size_t *mi,
+		     uint32_t *type)
 {
 	if (!fw->ty || !name)
 		return false;
@@ -557,7 +556,7 @@ struct hd_error *hd_fw_objects_in(struct hd_fw *fw, const char *type,
 {
 	size_t mi;
 	uint32_t t;
-	if (!find_type(fw, type, &mi, &t))
+	if (!hd_fw_find_type(fw, type, &mi, &t))
 		return hd_error_create(HD_ERROR_NOT_FOUND,
 				       "no complete type named %s", type);
 	if (!n)
@@ -576,7 +575,7 @@ struct hd_error *hd_fw_type_size(struct hd_fw *fw, const char *type,
 {
 	size_t mi;
 	uint32_t t;
-	if (!find_type(fw, type, &mi, &t))
+	if (!hd_fw_find_type(fw, type, &mi, &t))
 		return hd_error_create(HD_ERROR_NOT_FOUND,
 				       "no complete type named %s", type);
 	*size = fw->ty->mods[mi].ix->types[t].size;

@@ -426,6 +426,7 @@ void hd_fw_destroy(struct hd_fw *fw)
 	free(fw->assigned);
 	free(fw->fw_bytes);
 	free(fw->names);
+	free(fw->dwarf);
 	free(fw->undo);
 	free(fw->conflicts);
 	free(fw->marks);

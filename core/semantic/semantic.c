@@ -255,3 +255,38 @@ void hd_semantic_destroy(struct hd_semantic *s)
 	hd_fw_destroy(s->fw);
 	free(s);
 }
+
+uint32_t hd_fw_block_label(const struct hd_fw *fw, size_t id)
+{
+	const struct hd_graph *g = fw->g;
+	if (!fw->names || !g)
+		return UINT32_MAX;
+	uint32_t first_block = 1 + (uint32_t)g->num_roots;
+	uint32_t first_sub = g->num_vertices - (uint32_t)g->num_sub;
+	if (id >= (size_t)(first_sub - first_block))
+		return UINT32_MAX;
+	return fw->names[first_block + id];
+}
+
+const char *hd_fw_block_name(const struct hd_fw *fw, size_t id)
+{
+	uint32_t l = hd_fw_block_label(fw, id);
+	return l == UINT32_MAX ? NULL : fw->labels[l];
+}
+
+bool hd_fw_block_member(const struct hd_fw *fw, size_t id, uint64_t offset,
+			char *buf, size_t len)
+{
+	const struct hd_graph *g = fw->g;
+	if (!fw->dwarf || !g || !fw->ty)
+		return false;
+	uint32_t first_block = 1 + (uint32_t)g->num_roots;
+	uint32_t first_sub = g->num_vertices - (uint32_t)g->num_sub;
+	if (id >= (size_t)(first_sub - first_block))
+		return false;
+	uint64_t d = fw->dwarf[first_block + id];
+	if (d == UINT64_MAX || (d >> 32) >= fw->ty->num_mods)
+		return false;
+	hd_type_member_path(fw->ty->mods[d >> 32].ix, (uint32_t)d, offset, buf, len);
+	return true;
+}

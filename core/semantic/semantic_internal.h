@@ -49,7 +49,7 @@ struct hd_fw_undo {
 	uint32_t v;
 	uint64_t old;
 };
-enum { HD_UNDO_ASSIGN, HD_UNDO_MARK, HD_UNDO_NAME };
+enum { HD_UNDO_ASSIGN, HD_UNDO_MARK, HD_UNDO_NAME, HD_UNDO_TYPE };
 
 // The context given to call-backs: everything the analysis has, and what
 // the modules add to it.
@@ -75,6 +75,9 @@ struct hd_fw {
 	uint64_t *fw_bytes;      // per vertex: framework bytes, UINT64_MAX-1:
 				 // unmarked (lazy)
 	uint32_t *names;         // per vertex: label index or UINT32_MAX (lazy)
+	uint64_t *dwarf;         // per vertex: module << 32 | type id of the
+				 // DWARF type hd_fw_type gave, UINT64_MAX:
+				 // none (lazy)
 	struct hd_fw_undo *undo; // of the module running analyze
 	size_t num_undo, cap_undo;
 	// Blocks assigned to a second node: resolved after analyze.
@@ -134,6 +137,19 @@ struct hd_semantic {
 struct hd_error *hd_semantic_compute(struct hd_fw *fw, struct hd_graph *g,
 				     struct hd_semantic **ret);
 void hd_semantic_destroy(struct hd_semantic *s);
+// After analyze: the modules' name for heap block id (hd_fw_name: "dict",
+// "std::_Rb_tree_node<…>", "double[12]"), or NULL when none named it; the
+// index of that name in fw->labels, or UINT32_MAX.
+const char *hd_fw_block_name(const struct hd_fw *fw, size_t id);
+uint32_t hd_fw_block_label(const struct hd_fw *fw, size_t id);
+// The member path at offset of heap block id in the DWARF type a module
+// gave it (hd_fw_type); false when none did.
+bool hd_fw_block_member(const struct hd_fw *fw, size_t id, uint64_t offset,
+			char *buf, size_t len);
+// The typing module and stripped type of the complete struct, class or
+// union named name (objects.c).
+bool hd_fw_find_type(const struct hd_fw *fw, const char *name, size_t *mi,
+		     uint32_t *type);
 // A vertex's own allocated, used and framework bytes.
 void hd_semantic_own(const struct hd_semantic *s, uint32_t v, uint64_t *alloc,
 		     uint64_t *used, uint64_t *fwb);

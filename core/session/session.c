@@ -24,6 +24,10 @@ struct hd_session {
 	struct hd_dom *d;
 	struct hd_semantic *sem;
 	char *sem_key; // the framework list sem was made with
+	// The default modules' analysis for block names, when sem is not
+	// theirs; names_g is its graph, without its edges.
+	struct hd_fw *names_fw;
+	struct hd_graph *names_g;
 	double t_walk, t_types, t_graph, t_dom, t_semantic;
 };
 
@@ -89,6 +93,8 @@ void hd_session_destroy(struct hd_session *s)
 	hd_session_join_prefetch(s);
 	hd_semantic_destroy(s->sem);
 	free(s->sem_key);
+	hd_fw_destroy(s->names_fw);
+	hd_graph_destroy(s->names_g);
 	hd_dom_destroy(s->d);
 	hd_graph_destroy(s->g);
 	hd_typing_destroy(s->ty);
@@ -226,6 +232,11 @@ static char *framework_key(const char *const *names, size_t n)
 	return key;
 }
 
+static struct hd_error *framework_run(struct hd_session *s,
+				      const char *const *names, size_t n,
+				      struct hd_fw **ret_fw,
+				      struct hd_graph **ret_g);
+
 struct hd_error *hd_session_semantic(struct hd_session *s,
 				     const char *const *names, size_t n,
 				     const struct hd_semantic **ret)
@@ -242,6 +253,52 @@ struct hd_error *hd_session_semantic(struct hd_session *s,
 	s->sem = NULL;
 	free(s->sem_key);
 	s->sem_key = key;
+	double t0 = now();
+	struct hd_fw *fw;
+	struct hd_graph *g;
+	struct hd_error *err = framework_run(s, names, n, &fw, &g);
+	if (err)
+		return err;
+	err = hd_semantic_compute(fw, g, &s->sem);
+	if (err)
+		return err;
+	s->t_semantic = now() - t0;
+	*ret = s->sem;
+	return NULL;
+}
+
+struct hd_error *hd_session_framework_names(struct hd_session *s,
+					    const struct hd_fw **ret)
+{
+	if (s->sem && !s->sem_key[0]) {
+		*ret = s->sem->fw;
+		return NULL;
+	}
+	if (!s->names_fw) {
+		struct hd_error *err = framework_run(s, NULL, 0, &s->names_fw,
+						     &s->names_g);
+		if (err)
+			return err;
+		// Only the names are asked for: the modules have run,
+		// nothing reads this graph's edges again.
+		struct hd_graph *g = s->names_g;
+		free((void *)g->fwd.offsets);
+		free((void *)g->fwd.targets);
+		hd_csr_free_owned(&g->rev);
+		g->fwd = g->rev = (struct hd_csr){0};
+	}
+	*ret = s->names_fw;
+	return NULL;
+}
+
+// The framework modules named (n == 0: the default ones) after analyze,
+// over a graph of their own: the sub-allocators' blocks are vertices of it,
+// and the plain graph of this stop stays as it was.
+static struct hd_error *framework_run(struct hd_session *s,
+				      const char *const *names, size_t n,
+				      struct hd_fw **ret_fw,
+				      struct hd_graph **ret_g)
+{
 	const struct hd_heap *h;
 	const struct hd_typing *ty = NULL;
 	struct hd_error *err = hd_session_heap(s, &h);
@@ -249,13 +306,10 @@ struct hd_error *hd_session_semantic(struct hd_session *s,
 		err = hd_session_typing(s, &ty);
 	if (err)
 		return err;
-	double t0 = now();
 	struct hd_fw *fw;
 	err = hd_fw_create(s->t, s->di, h, ty, names, n, &fw);
 	if (err)
 		return err;
-	// Its own graph: the sub-allocators' blocks are vertices of it, and
-	// the plain graph of this stop stays as it was.
 	bool had_ix = s->have_ix;
 	err = session_index(s);
 	struct hd_graph *g = NULL;
@@ -277,11 +331,8 @@ struct hd_error *hd_session_semantic(struct hd_session *s,
 		hd_graph_destroy(g);
 		return err;
 	}
-	err = hd_semantic_compute(fw, g, &s->sem);
-	if (err)
-		return err;
-	s->t_semantic = now() - t0;
-	*ret = s->sem;
+	*ret_fw = fw;
+	*ret_g = g;
 	return NULL;
 }
 

@@ -17,5 +17,12 @@ struct hd_error *hd_session_semantic(struct hd_session *s,
 // front-end keeps its session between commands, and no thread of ours may
 // run while the debugger goes on (or quits and unloads us).
 void hd_session_join_prefetch(struct hd_session *s);
+// The default framework modules (the built-in ones and
+// HEAPDOM_FRAMEWORK_PATH's) after analyze, for their block names in every
+// report (hd_fw_block_name): the default semantic tree's when it was
+// computed, else an analysis of their own, computed once.
+struct hd_fw;
+struct hd_error *hd_session_framework_names(struct hd_session *s,
+					    const struct hd_fw **ret);
 
 #endif

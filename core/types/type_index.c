@@ -1957,6 +1957,49 @@ static void propagate_vptr(struct hd_type_index *ix)
 	}
 }
 
+// libstdc++ keeps a node's value, a make_shared object, in raw storage:
+// __gnu_cxx::__aligned_membuf<T> and __aligned_buffer<T> hold one member,
+// _M_storage, an array of sizeof(T) bytes. Typed as the T it holds, the
+// value's members are named and its pointers typed (the std::string in a
+// map node, the object in a shared_ptr's control block).
+static void see_through_storage(struct hd_type_index *ix)
+{
+	static const char *const holders[] = {"__gnu_cxx::__aligned_membuf<",
+					      "__gnu_cxx::__aligned_buffer<"};
+	for (size_t i = 0; i < ix->num_types; i++) {
+		struct hd_type *t = &ix->types[i];
+		if (t->kind != HD_TYPE_STRUCT || !t->name)
+			continue;
+		size_t pre = 0;
+		for (size_t h = 0; h < sizeof(holders) / sizeof(holders[0]); h++)
+			if (!strncmp(t->name, holders[h], strlen(holders[h])))
+				pre = strlen(holders[h]);
+		size_t len = t->name ? strlen(t->name) : 0;
+		if (!pre || len < pre + 2 || t->name[len - 1] != '>')
+			continue;
+		char arg[1024];
+		size_t n = len - 1 - pre;
+		while (n && t->name[pre + n - 1] == ' ')
+			n--;
+		if (n >= sizeof(arg))
+			continue;
+		memcpy(arg, t->name + pre, n);
+		arg[n] = '\0';
+		// __aligned_buffer also derives from an empty aligned_storage.
+		struct hd_member *m = NULL;
+		for (uint32_t k = 0; k < t->num_members; k++) {
+			struct hd_member *c = &ix->members[t->first_member + k];
+			if (!c->is_base && c->name && !strcmp(c->name, "_M_storage"))
+				m = c;
+		}
+		uint32_t inner = hd_type_find_struct(ix, arg);
+		if (!m || inner == HD_TYPE_NONE || m->offset != 0 ||
+		    ix->types[inner].size != t->size)
+			continue;
+		m->type = inner;
+	}
+}
+
 static int cmp_variable(const void *a, const void *b)
 {
 	const struct hd_variable *x = a, *y = b;
@@ -2040,6 +2083,7 @@ static struct hd_error *index_file(struct build *b)
 		return err;
 	compute_sizes(b->ix);
 	propagate_vptr(b->ix);
+	see_through_storage(b->ix);
 	sort_variables(b->ix);
 
 	struct hd_type_index *ix = b->ix;

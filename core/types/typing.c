@@ -3,8 +3,9 @@
 // pointer get their dynamic class; then types flow from typed roots (global
 // variables, typed locals) through pointer-typed members to a fixpoint. A
 // pointer at the start of a block types it (as an array when the usable
-// size holds several); a conflicting type keeps the larger typing and marks
-// the block ambiguous.
+// size holds several), unless it points to a base class; typings of one
+// block must agree (one type, or one at the start of the other), else the
+// block stays untyped.
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +53,17 @@ static struct hd_error *build_indexes(struct hd_typing *ty, struct hd_target *t,
 		tm->ix = path ? (struct hd_type_index *)hd_index_cache_get(path, &tm->seconds)
 			      : NULL;
 		if (tm->ix) {
+			const struct hd_type_index *ix = tm->ix;
+			tm->based = calloc(ix->num_types / 8 + 1, 1);
+			if (!tm->based)
+				return &hd_error_no_memory;
+			for (size_t k = 0; k < ix->num_members; k++) {
+				if (!ix->members[k].is_base)
+					continue;
+				uint32_t b = hd_type_strip(ix, ix->members[k].type);
+				if (b != HD_TYPE_NONE)
+					tm->based[b / 8] |= (uint8_t)(1u << (b % 8));
+			}
 			ty->info.modules_indexed++;
 			ty->info.types_indexed += tm->ix->num_types;
 		}
@@ -304,6 +316,7 @@ struct propagation {
 	struct memory mem;
 	uint32_t *queue;
 	size_t head, tail, cap;
+	size_t conflicts; // blocks whose typings contradicted each other
 };
 
 // A block is pushed when its typing changes, which is rare after the
@@ -332,7 +345,67 @@ static struct hd_error *push(struct propagation *p, uint32_t id)
 	return NULL;
 }
 
+// Whether type small lies at offset 0 of type big: big itself, its first
+// member or base class, an array's first element, repeatedly.
+static bool at_start(const struct hd_type_index *ix, uint32_t small, uint32_t big)
+{
+	uint32_t t = hd_type_strip(ix, big);
+	for (int depth = 0; depth < 64 && t != HD_TYPE_NONE; depth++) {
+		if (t == small)
+			return true;
+		const struct hd_type *ty = &ix->types[t];
+		if (ty->kind == HD_TYPE_ARRAY) {
+			t = hd_type_strip(ix, ty->target);
+		} else if ((ty->kind == HD_TYPE_STRUCT || ty->kind == HD_TYPE_UNION) &&
+			   ty->num_members && ix->members[ty->first_member].offset == 0) {
+			t = hd_type_strip(ix, ix->members[ty->first_member].type);
+		} else {
+			return false;
+		}
+	}
+	return false;
+}
+
+// Whether two typings of one block can both be true: one type, or arrays
+// of it of two lengths, or one type at the start of the other (a pointer
+// to a struct's first member).
+static bool consistent(const struct hd_typing *ty, uint32_t a, uint32_t b)
+{
+	const struct hd_type_entry *x = &ty->entries[a], *y = &ty->entries[b];
+	if (x->module == NO_MODULE || y->module == NO_MODULE)
+		return false;
+	// Two modules' DWARF: the same type when its name and size agree
+	// ("struct point" and "struct point[4]").
+	if (x->module != y->module) {
+		size_t nx = strcspn(x->name, "["), ny = strcspn(y->name, "[");
+		return x->size / x->count == y->size / y->count && nx == ny &&
+		       !strncmp(x->name, y->name, nx);
+	}
+	const struct hd_type_index *ix = ty->mods[x->module].ix;
+	return x->type == y->type || at_start(ix, x->type, y->type) ||
+	       at_start(ix, y->type, x->type);
+}
+
+// Of two consistent typings, the one that says more: the type that holds
+// the other at its start (a struct framed, not the array of its first
+// member's type that the block's size allowed), else the longer array.
+static uint32_t better(const struct hd_typing *ty, uint32_t a, uint32_t b)
+{
+	const struct hd_type_entry *x = &ty->entries[a], *y = &ty->entries[b];
+	if (x->module == y->module && x->type != y->type) {
+		const struct hd_type_index *ix = ty->mods[x->module].ix;
+		return at_start(ix, y->type, x->type) ? a : b;
+	}
+	return y->size > x->size ? b : a;
+}
+
+// Strength of a block whose typings contradict each other: it stays
+// untyped whatever else propagation finds (only a vtable is stronger
+// evidence, and vtables come first).
+#define CONFLICT 3
+
 // Gives block id the entry, unless a stronger or larger typing holds it.
+// Two typings that cannot both be true leave the block untyped.
 static struct hd_error *assign(struct propagation *p, uint32_t id,
 			       uint32_t entry, uint8_t strength)
 {
@@ -340,17 +413,24 @@ static struct hd_error *assign(struct propagation *p, uint32_t id,
 	uint32_t old = ty->block_entry[id];
 	if (old == entry)
 		return NULL;
+	if ((ty->strength[id] & 0x7f) == CONFLICT)
+		return NULL;
 	if (old != HD_ENTRY_NONE) {
 		uint8_t have = ty->strength[id] & 0x7f;
 		if (have > strength)
 			return NULL;
 		if (have == strength) {
-			// Conflicting typings: the larger consistent one wins.
 			if (!(ty->strength[id] & 0x80)) {
 				ty->strength[id] |= 0x80;
 				ty->info.ambiguous_blocks++;
 			}
-			if (ty->entries[entry].size <= ty->entries[old].size)
+			if (!consistent(ty, old, entry)) {
+				ty->block_entry[id] = HD_ENTRY_NONE;
+				ty->strength[id] = 0x80 | CONFLICT;
+				p->conflicts++;
+				return NULL;
+			}
+			if (better(ty, old, entry) == old)
 				return NULL;
 		}
 	}
@@ -414,11 +494,15 @@ static bool single_object(const struct hd_type_index *ix, uint32_t pointee,
 	       enclosing_struct(ix, from_type, from_offset) == pointee;
 }
 
-// Whether a pointee type can say what a block is.
-static bool can_type_blocks(const struct hd_type *t)
+// Whether a pointee type can say what a block is: not an incomplete or
+// opaque type, and not a base class, whose pointer may point at any class
+// derived from it (a vtable names a polymorphic one).
+static bool can_type_blocks(const struct hd_typing_module *tm, uint32_t st)
 {
+	const struct hd_type *t = &tm->ix->types[st];
 	return t->size && !t->declaration && t->kind != HD_TYPE_VOID &&
-	       t->kind != HD_TYPE_FUNCTION && t->kind != HD_TYPE_OTHER;
+	       t->kind != HD_TYPE_FUNCTION && t->kind != HD_TYPE_OTHER &&
+	       !(tm->based[st / 8] & (1u << (st % 8)));
 }
 
 // How many objects of size bytes a pointer says a block of usable bytes
@@ -448,7 +532,7 @@ static struct hd_error *entry_for_block(struct propagation *p, uint16_t module,
 	if (st == HD_TYPE_NONE)
 		return NULL;
 	const struct hd_type *t = &ix->types[st];
-	if (!can_type_blocks(t))
+	if (!can_type_blocks(&p->ty->mods[module], st))
 		return NULL;
 	uint32_t count = element_count(hd_heap_usable(p->h, id), t->size,
 				       t->kind == HD_TYPE_BASE && t->size == 1, one);
@@ -543,7 +627,7 @@ static struct hd_error *entry_slots(struct hd_typing *ty, uint32_t ei)
 			.psize = t ? t->size : 0,
 			.chars = t && t->kind == HD_TYPE_BASE && t->size == 1,
 			.one = t && single_object(ix, st, e->type, slots[i].offset),
-			.usable = t && can_type_blocks(t),
+			.usable = t && can_type_blocks(&ty->mods[e->module], st),
 		};
 	}
 	// Another entry may have been added meanwhile: e may have moved.
@@ -560,7 +644,8 @@ static struct hd_error *follow_block(struct propagation *p, uint32_t id)
 	struct hd_typing *ty = p->ty;
 	const struct hd_heap *h = p->h;
 	uint32_t ei = ty->block_entry[id];
-	if (ty->entries[ei].module == NO_MODULE)
+	// Untyped again since it was queued: its typings contradicted.
+	if (ei == HD_ENTRY_NONE || ty->entries[ei].module == NO_MODULE)
 		return NULL;
 	struct hd_error *err = entry_slots(ty, ei);
 	if (err)
@@ -644,27 +729,75 @@ static struct hd_error *typed_globals(struct propagation *p)
 	return NULL;
 }
 
+static bool ident_char(char c)
+{
+	return isalnum((unsigned char)c) || c == '_';
+}
+
+int hd_typing_local_type(const char *type_name, char *base, size_t len)
+{
+	static const char *const quals[] = {"const", "volatile", "restrict",
+					    "__restrict", "__restrict__", "_Atomic"};
+	size_t o = 0;
+	int depth = 0, tmpl = 0;
+	for (const char *s = type_name; *s;) {
+		if (ident_char(*s)) {
+			const char *e = s;
+			while (ident_char(*e))
+				e++;
+			// Inside template arguments a qualifier is part of
+			// the name ("std::pair<const int, S>").
+			bool qual = false;
+			for (size_t q = 0; !tmpl && q < sizeof(quals) / sizeof(quals[0]) && !qual; q++)
+				qual = (size_t)(e - s) == strlen(quals[q]) &&
+				       !strncmp(s, quals[q], (size_t)(e - s));
+			if (!qual && !tmpl && depth)
+				return -1; // a name after a '*': not a plain type
+			if (!qual) {
+				if (o + (size_t)(e - s) + 2 > len)
+					return -1;
+				if (o && ident_char(base[o - 1]))
+					base[o++] = ' ';
+				memcpy(base + o, s, (size_t)(e - s));
+				o += (size_t)(e - s);
+			}
+			s = e;
+			continue;
+		}
+		if (*s == '<')
+			tmpl++;
+		else if (*s == '>')
+			tmpl--;
+		if (!tmpl && *s == '*') {
+			depth++;
+		} else if (!tmpl && (*s == '[' || *s == '(' || *s == '&')) {
+			return -1;
+		} else if (*s != ' ' || (tmpl && o && base[o - 1] != ' ')) {
+			if (o + 2 > len)
+				return -1;
+			base[o++] = *s;
+		}
+		s++;
+	}
+	while (o && base[o - 1] == ' ')
+		o--;
+	base[o] = '\0';
+	return o ? depth : -1;
+}
+
 // Locals a front-end gave with a type name: "struct cache *", "Session *",
-// "struct entry". Only plain and pointer-to types are understood.
+// "struct entry", qualified or not. Only plain and pointer-to types are
+// understood.
 static struct hd_error *typed_locals(struct propagation *p, struct hd_target *t)
 {
 	for (size_t i = 0; i < hd_target_num_frames(t); i++) {
 		const struct hd_frame *f = hd_target_frame(t, i);
 		if (!f->local || !f->type_name)
 			continue;
-		char name[512];
-		snprintf(name, sizeof(name), "%s", f->type_name);
-		size_t len = strlen(name);
-		int depth = 0;
-		while (len && (name[len - 1] == '*' || name[len - 1] == ' ')) {
-			depth += name[len - 1] == '*';
-			name[--len] = '\0';
-		}
-		if (depth > 1)
+		char base[512];
+		int depth = hd_typing_local_type(f->type_name, base, sizeof(base));
+		if (depth < 0 || depth > 1)
 			continue;
-		const char *base = name;
-		for (const char *pre = "const "; strncmp(base, pre, strlen(pre)) == 0;)
-			base += strlen(pre);
 		for (size_t m = 0; m < p->ty->num_mods; m++) {
 			const struct hd_type_index *ix = p->ty->mods[m].ix;
 			if (!ix)
@@ -843,15 +976,31 @@ struct hd_error *hd_typing_compute(struct hd_target *t, struct hd_debuginfo *di,
 	double t0 = now();
 	if (!err)
 		err = memory_init(&p.mem, t, h);
-	if (!err)
+	// A block found contradictory was followed while it had a type:
+	// what it typed had no consistent evidence either. Then once more,
+	// from the roots, with such blocks untyped from the start.
+	for (int round = 0; !err && round < 2; round++) {
+		if (round) {
+			if (!p.conflicts)
+				break;
+			ty->info.ambiguous_blocks = 0;
+			for (size_t id = 0; id < h->num_blocks; id++) {
+				bool bad = (ty->strength[id] & 0x7f) == CONFLICT;
+				ty->block_entry[id] = HD_ENTRY_NONE;
+				ty->strength[id] = bad ? 0x80 | CONFLICT : 0;
+				ty->info.ambiguous_blocks += bad;
+			}
+			p.head = p.tail = 0;
+		}
 		err = vtable_types(&p, t, di);
-	if (!err)
-		err = typed_globals(&p);
-	if (!err)
-		err = typed_locals(&p, t);
-	while (!err && p.head < p.tail) {
-		uint32_t id = p.queue[p.head++];
-		err = follow_block(&p, id);
+		if (!err)
+			err = typed_globals(&p);
+		if (!err)
+			err = typed_locals(&p, t);
+		while (!err && p.head < p.tail) {
+			uint32_t id = p.queue[p.head++];
+			err = follow_block(&p, id);
+		}
 	}
 	memory_deinit(&p.mem);
 	free(p.queue);
@@ -882,6 +1031,8 @@ void hd_typing_destroy(struct hd_typing *ty)
 	if (!ty)
 		return;
 	// The indexes belong to the process-wide cache.
+	for (size_t i = 0; ty->mods && i < ty->num_mods; i++)
+		free(ty->mods[i].based);
 	free(ty->mods);
 	for (size_t i = 0; i < ty->num_entries; i++) {
 		free(ty->entries[i].name);

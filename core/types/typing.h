@@ -42,6 +42,10 @@ struct hd_type_entry {
 struct hd_typing_module {
 	const struct hd_module *m;
 	struct hd_type_index *ix;
+	// Per type (bit): some class derives from it. A pointer to such a
+	// class says the block starts with one, not what the block is (a
+	// std::map's _Rb_tree_node_base * points at _Rb_tree_node<pair<…>>).
+	uint8_t *based;
 	double seconds;
 };
 
@@ -67,6 +71,14 @@ struct hd_error *hd_typing_compute(struct hd_target *t, struct hd_debuginfo *di,
 				   const struct hd_index *ix,
 				   struct hd_typing **ret);
 void hd_typing_destroy(struct hd_typing *ty);
+
+// The type a front-end wrote for a local ("struct node *volatile",
+// "const Session *", "std::map<int, S> const") as its base type's name in
+// base and how many pointers lead to it: qualifiers (const, volatile,
+// restrict, _Atomic) say nothing about what the bytes are and are dropped
+// wherever they stand, except inside template arguments. -1 for what is
+// not understood (arrays, functions, references).
+int hd_typing_local_type(const char *type_name, char *base, size_t len);
 
 // The scanner's hook (hd_pointer_map_fn): arg is the typing.
 const uint8_t *hd_typing_pointer_map(void *arg, size_t block, size_t nwords,

@@ -400,10 +400,14 @@ class Runner(heaptest.CaseRunner):
             if x is None or y is None:
                 diff.append("%s: only in %s" % (a, "the CLI" if x is None else "gdb"))
                 continue
-            kx = tuple(x.get(k) for k in NODE_CMP_KEYS)
-            ky = tuple(y.get(k) for k in NODE_CMP_KEYS)
-            if kx != ky:
-                diff.append("%s: gdb %s, CLI %s (%s)" % (a, kx, ky, ",".join(NODE_CMP_KEYS)))
+            kx = tuple(x.get(k) for k in NODE_CMP_KEYS if k != "type")
+            ky = tuple(y.get(k) for k in NODE_CMP_KEYS if k != "type")
+            # gdb also knows the types of locals (a core gives the CLI
+            # none): a block only a typed local reaches may be typed in
+            # gdb alone, never typed differently.
+            if kx != ky or (x.get("type") != y.get("type") and y.get("type") is not None):
+                diff.append("%s: gdb %s, CLI %s (%s)" % (
+                    a, kx + (x.get("type"),), ky + (y.get("type"),), ",".join(NODE_CMP_KEYS)))
             gi, ci = x.get("idom"), y.get("idom")
             m = re.match(r"^root:thread (\d+) (stack|registers)$", ci or "")
             if m:
@@ -618,6 +622,14 @@ class Runner(heaptest.CaseRunner):
                            % (hx(tail), len(path), path[-1].get("addr"), TLIST_NODES + 1))
             if doc.get("reachable") is not True:
                 out.append("heap-why %s: reachable %r" % (hx(tail), doc.get("reachable")))
+            # The list's only typed root is the local `struct lnode
+            # *volatile head`: a qualified pointer types like a plain one.
+            untyped = [e.get("addr") for e in path[1:]
+                       if not re.match(r"^struct lnode(\[\d+\])?$", e.get("type") or "")]
+            if untyped:
+                out.append("heap-why %s: %d list nodes not typed struct lnode through the "
+                           "volatile local (first %s: %r)" % (hx(tail), len(untyped), untyped[0],
+                                                               [e.get("type") for e in path[1:2]]))
             text = res.results["why_tail_text"]["out"] or ""
             lines = [l for l in text.splitlines() if " \u2192 " not in l]
             if (len(lines) < 2 or not lines[0].startswith(hx(tail) + " is in ")

@@ -22,6 +22,7 @@
 
 #include "heapdom.h"
 #include "types/type_index.h"
+#include "types/typing.h"
 #include "type_sample.h"
 #include "check_util.h"
 
@@ -946,6 +947,41 @@ START_TEST(test_glibc)
 }
 END_TEST
 
+// Locals' types as gdb and lldb write them, qualified or not.
+START_TEST(test_local_types)
+{
+	static const struct {
+		const char *type, *base;
+		int depth;
+	} cases[] = {
+		{"struct node *", "struct node", 1},
+		{"struct node *volatile", "struct node", 1},
+		{"struct node * volatile", "struct node", 1},
+		{"const struct node * const", "struct node", 1},
+		{"volatile struct cache", "struct cache", 0},
+		{"node *volatile", "node", 1},
+		{"struct node * restrict", "struct node", 1},
+		{"_Atomic struct node *", "struct node", 1},
+		{"struct node **", "struct node", 2},
+		{"unsigned long", "unsigned long", 0},
+		{"ns::Session const *", "ns::Session", 1},
+		{"std::pair<const int, S> *", "std::pair<const int, S>", 1},
+		{"int (*)(void)", NULL, -1},
+		{"struct entry [4]", NULL, -1},
+		{"Session &", NULL, -1},
+		{"const", NULL, -1},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char base[128];
+		int d = hd_typing_local_type(cases[i].type, base, sizeof(base));
+		ck_assert_msg(d == cases[i].depth, "%s: depth %d, expected %d",
+			      cases[i].type, d, cases[i].depth);
+		if (d >= 0)
+			ck_assert_str_eq(base, cases[i].base);
+	}
+}
+END_TEST
+
 static Suite *type_index_suite(void)
 {
 	Suite *s = suite_create("type_index");
@@ -959,6 +995,7 @@ static Suite *type_index_suite(void)
 	tcase_add_test(tc, test_type_names);
 	tcase_add_test(tc, test_variables);
 	tcase_add_test(tc, test_errors);
+	tcase_add_test(tc, test_local_types);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("cpp");

@@ -35,6 +35,11 @@ Checks for each (one PASS/FAIL line each):
     with its size and its type (tp_name, or "list items", "dict keys",
     "set table", "instance values"); per global, the count of each type in
     the subtree equals the truth's
+  - agreement: `blocks --json` names every heap block the default
+    `dominators --semantic --json` names (Python objects malloc'd whole,
+    item arrays, key tables) exactly as the tree does, the truth's malloc'd
+    blocks by their Python type, and `types --all --json` counts those
+    names as `blocks` does (arrays as T[])
 
 Exit status 0 when every check passed, 1 otherwise, 77 (skipped) when the
 target Python is not 3.11 (after checking the module says so); the last
@@ -279,6 +284,44 @@ def check_types(doc, truth):
     return pb
 
 
+def check_agreement(sem, blocks, types, truth):
+    """`types`, `blocks` and `dominators --semantic` (default modules) name
+    every heap block alike, and the truth's malloc'd blocks by their
+    Python type."""
+    pb = []
+    used = {int(b["addr"], 16): b for b in blocks.get("blocks", []) if b["state"] == "used"}
+    stack, named = list(sem.get("tree", [])), 0
+    while stack:
+        e = stack.pop()
+        stack.extend(e.get("children", []))
+        a = int(e["address"], 16) if e.get("kind") == "block" else None
+        if a in used and e.get("type") is not None:
+            named += 1
+            if used[a]["type"] != e["type"]:
+                pb.append("block 0x%x: %r in `blocks`, %r in `dominators --semantic`"
+                          % (a, used[a]["type"], e["type"]))
+    if not named:
+        pb.append("no heap block named in `dominators --semantic`")
+    for name in truth.blocks:
+        for addr, size, t in truth.blocks[name]:
+            if addr in used and used[addr]["type"] != t:
+                pb.append("%s: heap block 0x%x is %r in `blocks`, truth %s"
+                          % (name, addr, used[addr]["type"], t))
+
+    def row(t):
+        return re.sub(r"\[\d+\]$", "[]", t)
+    want = collections.Counter(row(b["type"]) for b in used.values() if b["type"] is not None)
+    got = collections.Counter()
+    for r in types.get("types", []):
+        if r["type"] is not None:
+            got[r["type"]] += r["count"]
+    if got != want:
+        bad = sorted(k for k in set(got) | set(want) if got[k] != want[k])
+        pb.append("`types` rows differ from the blocks' types: %s"
+                  % ", ".join("%s %d vs %d" % (k, got[k], want[k]) for k in bad[:10]))
+    return pb
+
+
 class Run:
     def __init__(self):
         self.passed = self.failed = 0
@@ -318,6 +361,13 @@ def analyse(run, case, heapdom, target, truth):
                 leaks.get("leaked_blocks", 0))
     run.guarded(case, "globals' bound memory", check_globals, doc, truth)
     run.guarded(case, "object types", check_types, doc, truth)
+    # One naming for every view: the default modules' names.
+    sem = heaptest.heapdom_json(heapdom, ["dominators", "--semantic", "--json", "--depth", "64",
+                                          "--top", "10000000"] + target)
+    blocks = heaptest.heapdom_json(heapdom, ["blocks", "--json"] + target)
+    types = heaptest.heapdom_json(heapdom, ["types", "--all", "--json"] + target)
+    run.guarded(case, "types, blocks and dominators --semantic agree", check_agreement,
+                sem, blocks, types, truth)
 
 
 def main():
