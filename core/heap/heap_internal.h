@@ -69,6 +69,18 @@ static inline uint64_t hd_heap_usable(const struct hd_heap *h, size_t id)
 	uint64_t header = (h->flags[id] & HD_FLAG_MMAPPED) ? 16 : 8;
 	return chunk < header ? 0 : chunk - header;
 }
+// The smallest malloc request that could have made block id: the block
+// says how much room malloc gave, not how much was asked, so a request
+// between this and hd_heap_usable() made it. glibc rounds a request r up
+// to the chunk (r + 8 + 15) & ~15 (at least 32), and an mmapped chunk
+// further up to a page (nb + 8 rounded to 4096).
+static inline uint64_t hd_heap_min_request(const struct hd_heap *h, size_t id)
+{
+	uint64_t chunk = (uint64_t)h->chunk16[id] << 4;
+	if (h->flags[id] & HD_FLAG_MMAPPED)
+		return chunk > 4096 + 32 ? chunk - 4096 - 32 : 0;
+	return chunk <= 32 ? 0 : chunk - 23;
+}
 // Records a problem (message formatted); the walk goes on.
 void hd_heap_problem_add(struct hd_heap *h, uint64_t address,
 			 const char *fmt, ...)

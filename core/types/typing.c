@@ -521,6 +521,20 @@ static uint32_t element_count(uint64_t usable, uint64_t size, bool chars,
 	return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
 }
 
+// How many elements of an array entry block id surely holds: the block
+// says how much room malloc gave, so an array typed by its usable size
+// (count elements) may have been asked for with fewer, down to the
+// smallest request that gives this block (hd_heap_min_request).
+static uint32_t sure_count(const struct hd_heap *h, const struct hd_type_entry *e,
+			   size_t id)
+{
+	if (e->count <= 1 || !e->size)
+		return e->count;
+	uint64_t esize = e->size / e->count;
+	uint64_t lo = (hd_heap_min_request(h, id) + esize - 1) / esize;
+	return lo < 1 ? 1 : lo < e->count ? (uint32_t)lo : e->count;
+}
+
 // The entry for a block that a T-typed pointer points at, or NONE.
 static struct hd_error *entry_for_block(struct propagation *p, uint16_t module,
 					uint32_t pointee, uint32_t id, bool one,
@@ -654,6 +668,9 @@ static struct hd_error *follow_block(struct propagation *p, uint32_t id)
 	uint64_t limit = h->addr[id] + usable_src;
 	uint32_t count = ty->entries[ei].count;
 	uint64_t esize = count ? ty->entries[ei].size / count : 0;
+	// Elements past the ones the request surely held may be malloc's
+	// rounding, with stale bytes in it: they type nothing.
+	count = sure_count(h, &ty->entries[ei], id);
 	uint16_t module = ty->entries[ei].module;
 	const uint8_t *data = view_of(&p->mem, h->addr[id], usable_src);
 	for (uint32_t k = 0; k < count; k++) {
@@ -1147,7 +1164,18 @@ bool hd_typing_block_name(const struct hd_typing *ty, size_t id, char *buf,
 			  size_t len)
 {
 	if (id < ty->num_blocks && ty->block_entry[id] != HD_ENTRY_NONE) {
-		snprintf(buf, len, "%s", ty->entries[ty->block_entry[id]].name);
+		const struct hd_type_entry *e = &ty->entries[ty->block_entry[id]];
+		uint32_t lo = sure_count(ty->heap, e, id);
+		if (e->module == NO_MODULE || lo == e->count) {
+			snprintf(buf, len, "%s", e->name);
+			return true;
+		}
+		// A length the block cannot tell: every one malloc could have
+		// been asked for ("long int[4096..4097]"). Not even a string's
+		// NUL bounds it: the bytes after a fresh block's request may
+		// be an older string's.
+		int base = (int)(strrchr(e->name, '[') - e->name);
+		snprintf(buf, len, "%.*s[%u..%u]", base, e->name, lo, e->count);
 		return true;
 	}
 	if (id < ty->num_blocks && text_label(ty, id, buf, len))

@@ -625,7 +625,7 @@ class Runner(heaptest.CaseRunner):
             # The list's only typed root is the local `struct lnode
             # *volatile head`: a qualified pointer types like a plain one.
             untyped = [e.get("addr") for e in path[1:]
-                       if not re.match(r"^struct lnode(\[\d+\])?$", e.get("type") or "")]
+                       if not re.match(r"^struct lnode(\[\d+(\.\.\d+)?\])?$", e.get("type") or "")]
             if untyped:
                 out.append("heap-why %s: %d list nodes not typed struct lnode through the "
                            "volatile local (first %s: %r)" % (hx(tail), len(untyped), untyped[0],

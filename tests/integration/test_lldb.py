@@ -471,7 +471,7 @@ class Runner(heaptest.CaseRunner):
         # *volatile head`: a qualified pointer types like a plain one.
         tl = [a for k, a in dtruth.by_name.items() if k.startswith("tlist.")]
         typed = {int(nd["addr"], 16): nd.get("type") for nd in ddoc.get("nodes", [])}
-        bad = [a for a in tl if not re.match(r"^struct lnode(\[\d+\])?$", typed.get(a) or "")]
+        bad = [a for a in tl if not re.match(r"^struct lnode(\[\d+(\.\.\d+)?\])?$", typed.get(a) or "")]
         if not tl or bad:
             pb.add("types", "%d of %d tlist nodes not typed struct lnode through the volatile "
                    "local (first: %r)" % (len(bad), len(tl), bad and typed.get(bad[0])))

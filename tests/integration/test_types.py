@@ -63,7 +63,28 @@ from heaptest import HarnessError  # noqa: E402
 
 LIMIT = 10
 EDGES_RE = re.compile(r"\((\d+) words, (\d+) edges: (\d+) typed, (\d+) conservative\)")
-ARRAY_RE = re.compile(r"\[\d+\]$")
+ARRAY_RE = re.compile(r"\[\d+(\.\.\d+)?\]$")
+
+
+class ArrayOf:
+    """The truth's type_array: N elements asked for. heapdom names the block
+    ELEM[N], or ELEM[LO..HI] around N when its size allows several lengths
+    (glibc's rounding: a chunk holds requests 16 bytes apart, the smallest
+    any request up to 24 bytes)."""
+
+    def __init__(self, elem, n):
+        self.elem, self.n = elem, n
+
+    def matches(self, got):
+        m = re.match(r"^(.*)\[(\d+)(?:\.\.(\d+))?\]$", got or "")
+        if not m or m.group(1) != self.elem:
+            return False
+        lo = int(m.group(2))
+        hi = int(m.group(3) or lo)
+        return lo <= self.n <= hi and hi - lo <= 24
+
+    def __str__(self):
+        return "%s[%d] (or a range around it)" % (self.elem, self.n)
 
 
 def hx(a):
@@ -98,6 +119,9 @@ def parse_truth(path):
             if not name:
                 raise ValueError("empty type name")
             t.types[int(w[1], 16)] = name
+        elif k == "type_array":
+            elem = line.split(" ", 3)[3]
+            t.types[int(w[1], 16)] = ArrayOf(elem, int(w[2]))
         elif k == "untyped":
             t.types[int(w[1], 16)] = None
         elif k == "count":
@@ -264,6 +288,9 @@ class Target:
                     pb.append("%s is not a block" % tr.name(a))
                 elif b.get("state") != "used":
                     pb.append("%s is %s" % (tr.name(a), b.get("state")))
+                elif isinstance(exp, ArrayOf):
+                    if not exp.matches(b.get("type")):
+                        pb.append("%s: type %r, expected %s" % (tr.name(a), b.get("type"), exp))
                 elif b.get("type") != exp:
                     pb.append("%s: type %r, expected %r" % (tr.name(a), b.get("type"), exp))
             for a, (role, chunk) in tr.blocks.items():

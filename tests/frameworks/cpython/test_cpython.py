@@ -309,7 +309,7 @@ def check_agreement(sem, blocks, types, truth):
                           % (name, addr, used[addr]["type"], t))
 
     def row(t):
-        return re.sub(r"\[\d+\]$", "[]", t)
+        return re.sub(r"\[\d+(\.\.\d+)?\]$", "[]", t)
     want = collections.Counter(row(b["type"]) for b in used.values() if b["type"] is not None)
     got = collections.Counter()
     for r in types.get("types", []):

@@ -153,7 +153,7 @@ def main():
                 rows[canonical(r["type"])] = rows.get(canonical(r["type"]), 0) + r["count"]
         want_rows = {}
         for t in truth.values():
-            k = canonical(re.sub(r"\[\d+\]$", "[]", t))
+            k = canonical(re.sub(r"\[\d+(\.\.\d+)?\]$", "[]", t))
             want_rows[k] = want_rows.get(k, 0) + 1
         c.check("types", ["%s: %d in `types`, the program made %d" % (k, rows.get(k, 0), n)
                           for k, n in sorted(want_rows.items()) if rows.get(k, 0) < n])
