@@ -40,6 +40,8 @@ void hd_heading(FILE *out, bool color, const char *fmt, ...)
 
 
 
+struct hd_semantic;
+
 // The graph and dominators of a session, with the heap they stand on.
 struct hd_analysis {
 	struct hd_target *t;
@@ -49,6 +51,10 @@ struct hd_analysis {
 	// when typing is off or they failed: the names come before the DWARF
 	// types, so every report names a block as `dominators --semantic`.
 	const struct hd_fw *fw;
+	// The default modules' semantic tree when they found sub-allocator
+	// blocks the program uses (pymalloc's objects), else NULL: those
+	// blocks are vertices of it alone (types, why). Its fw is fw.
+	const struct hd_semantic *sem;
 	const struct hd_graph *g;
 	const struct hd_dom *d;
 	uint64_t used_bytes;  // chunk bytes of used blocks
@@ -111,10 +117,13 @@ struct hd_type_row {
 	char *name;
 	uint64_t usable;
 	uint64_t count, bytes, retained;
+	// Of count and bytes: the instances that are sub-allocator blocks.
+	uint64_t sub_count, sub_bytes;
 	int32_t active; // instances on the current dominator-tree path
 };
 // Every row with at least one used block, in no particular order; free
-// with hd_type_rows_free.
+// with hd_type_rows_free. With a->sem, the sub-allocator blocks the
+// program uses are instances too, and retained comes from a->sem's tree.
 struct hd_error *hd_type_rows(const struct hd_analysis *a,
 			      struct hd_type_row **rows, size_t *n);
 void hd_type_rows_free(struct hd_type_row *rows, size_t n);
