@@ -106,6 +106,21 @@ void hd_chain_line(FILE *out, const struct hd_analysis *a, const uint32_t *path,
 		   size_t len, const struct hd_chain_ref *refs, const char *sep,
 		   bool stable);
 
+// The name of register k of a thread's registers ("rax").
+const char *hd_reg_name(int k);
+// why for an address in a used sub-allocator block (a->sem's block sub):
+// the chain through the semantic graph (why_semantic.c).
+struct hd_error *hd_render_why_subblock(FILE *out, const struct hd_analysis *a,
+					size_t sub,
+					const struct hd_render_options *o);
+// The answer for an address in a free or internal sub-allocator block
+// (an error saying so), NULL for any other address.
+struct hd_error *hd_why_not_subblock(const struct hd_analysis *a,
+				     uint64_t addr);
+// For an address in no heap block: an error naming the framework region
+// it lies in (the module found no block there), NULL when in none.
+struct hd_error *hd_why_in_region(const struct hd_analysis *a, uint64_t addr);
+
 // Power-of-two size classes of used blocks (stats.c): class k holds usable
 // sizes in (2^(k-1), 2^k], class 0 holds 0 and 1.
 #define HD_SIZE_CLASSES 48
