@@ -39,7 +39,19 @@ Checks for each (one PASS/FAIL line each):
     `dominators --semantic --json` names (Python objects malloc'd whole,
     item arrays, key tables) exactly as the tree does, the truth's malloc'd
     blocks by their Python type, and `types --all --json` counts those
-    names as `blocks` does (arrays as T[])
+    names as `blocks` does (arrays as T[]) for its malloc'd instances
+  - types on pymalloc: `types --all --json` counts at least every object
+    the truth recorded per type, exactly for the fixture's own classes
+    (Record, Slotted); the sum of its bytes is `blocks`' used chunks plus
+    the used sub-allocator blocks of `dominators --semantic --all` (and its
+    header says both); each truth type's retained is the union of its
+    instances' subtrees in that semantic tree
+  - why on pymalloc: `why --json` inside a recorded object in a pool gives
+    a reachable chain from a root or node ending at that object, with its
+    address, size and Python type; the text names it; a free pymalloc
+    block is an error saying "free block"
+  - --untyped: `types` counts malloc'd blocks only, none named, retained
+    from the plain tree; `why` on a pymalloc object: in no heap block
 
 Exit status 0 when every check passed, 1 otherwise, 77 (skipped) when the
 target Python is not 3.11 (after checking the module says so); the last
@@ -449,6 +461,29 @@ def check_why_subblocks(heapdom, target, sem, truth):
     return pb
 
 
+def check_untyped(heapdom, target, sem, blocks, truth):
+    """--untyped keeps the framework modules out: `types` counts malloc'd
+    blocks only, and a pymalloc object's address is in no heap block."""
+    pb = []
+    types = heaptest.heapdom_json(heapdom, ["types", "--untyped", "--all", "--json"] + target)
+    malloc_bytes = sum(b["chunk"] for b in blocks.get("blocks", []) if b["state"] == "used")
+    total = sum(r["bytes"] for r in types.get("types", []))
+    named = [r["type"] for r in types.get("types", []) if r["type"] is not None]
+    if (total != malloc_bytes or types.get("subblocks") != 0
+            or types.get("retained_tree") != "dominators" or named):
+        pb.append("types --untyped: bytes %d (malloc'd used %d), subblocks %r, tree %r, named %r"
+                  % (total, malloc_bytes, types.get("subblocks"), types.get("retained_tree"),
+                     named[:5]))
+    subs = used_subblocks(sem)
+    rec = [(a, t) for name in sorted(truth.blocks) for a, _, t in truth.blocks[name] if a in subs]
+    if rec:
+        a, t = rec[0]
+        r = heaptest.run_heapdom(heapdom, ["why", "--untyped"] + target + ["0x%x" % a])
+        if r.rc == 0 or "not inside any heap block" not in r.err:
+            pb.append("why --untyped on %s at 0x%x: rc %r, %r" % (t, a, r.rc, (r.out + r.err)[:300]))
+    return pb
+
+
 class Run:
     def __init__(self):
         self.passed = self.failed = 0
@@ -498,6 +533,8 @@ def analyse(run, case, heapdom, target, truth):
     run.guarded(case, "types counts pymalloc's objects, bytes and retained as the semantic tree",
                 check_types_subblocks, sem, blocks, types, truth)
     run.guarded(case, "why on pymalloc objects", check_why_subblocks, heapdom, target, sem, truth)
+    run.guarded(case, "--untyped: malloc'd blocks only", check_untyped, heapdom, target, sem,
+                blocks, truth)
 
 
 def main():
