@@ -108,10 +108,12 @@ void hd_chain_line(FILE *out, const struct hd_analysis *a, const uint32_t *path,
 
 // The name of register k of a thread's registers ("rax").
 const char *hd_reg_name(int k);
-// why for an address in a used sub-allocator block (a->sem's block sub):
-// the chain through the semantic graph (why_semantic.c).
-struct hd_error *hd_render_why_subblock(FILE *out, const struct hd_analysis *a,
-					size_t sub,
+// why with a->sem (the default modules found sub-allocator blocks): the
+// chain to a used sub-block (sub >= 0) or used heap block heap_id through
+// the semantic graph (why_semantic.c).
+struct hd_error *hd_render_why_semantic(FILE *out, struct hd_session *ses,
+					const struct hd_analysis *a,
+					int64_t heap_id, int64_t sub,
 					const struct hd_render_options *o);
 // The answer for an address in a free or internal sub-allocator block
 // (an error saying so), NULL for any other address.

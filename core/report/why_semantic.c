@@ -1,14 +1,17 @@
-// Why is a sub-allocator block alive (a pymalloc object): the shortest
-// chain through the default modules' semantic graph, the only graph in
-// which such blocks are vertices. A block a module assigned to a node (a
-// global of __main__, an allocator) is reached from that node alone there,
-// so its chain names the node that owns it.
+// Why is a block alive when the default modules found sub-allocator blocks
+// (pymalloc's objects): the shortest chain through their semantic graph,
+// the only graph in which such blocks are vertices (in the plain graph a
+// malloc'd block a Python object refers to hangs off an anonymous "region"
+// root: the arena). A block a module assigned to a node (a global of
+// __main__, an allocator) is reached from that node alone there, so its
+// chain names the node that owns it.
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "heap/heap_internal.h"
 #include "report/report_internal.h"
+#include "report/trace_tables.h"
 #include "semantic/semantic_internal.h"
 
 struct sview {
@@ -285,8 +288,10 @@ static void sshort(FILE *out, const struct sview *w, uint32_t v)
 	}
 }
 
-struct hd_error *hd_render_why_subblock(FILE *out, const struct hd_analysis *a,
-					size_t sub, const struct hd_render_options *o)
+struct hd_error *hd_render_why_semantic(FILE *out, struct hd_session *ses,
+					const struct hd_analysis *a,
+					int64_t heap_id, int64_t sub,
+					const struct hd_render_options *o)
 {
 	const struct hd_semantic *s = a->sem;
 	struct sview w = {
@@ -294,24 +299,52 @@ struct hd_error *hd_render_why_subblock(FILE *out, const struct hd_analysis *a,
 		.first_block = 1 + (uint32_t)s->g->num_roots,
 		.first_sub = s->nv - (uint32_t)s->g->num_sub,
 	};
-	uint32_t v = w.first_sub + (uint32_t)sub;
+	uint32_t v = sub >= 0 ? w.first_sub + (uint32_t)sub
+			      : w.first_block + (uint32_t)heap_id;
 	bool reachable = s->tree.idom[v] != HD_NO_VERTEX;
-	uint32_t *path;
-	size_t len;
-	struct hd_error *err = schain(&w, v, reachable, &path, &len);
+	// The tracer's allocation site, for a malloc'd block.
+	struct hd_alloc_sites as = {0};
+	struct hd_error *err = sub < 0 ? hd_alloc_sites_init(&as, ses) : NULL;
 	if (err)
 		return err;
+	uint64_t lo, hi;
+	srange(&w, v, &lo, &hi);
+	const struct traced_block *tb = sub < 0 ? hd_alloc_sites_find(&as, lo) : NULL;
+	char site_line[700] = "";
+	if (tb) {
+		char site[600];
+		hd_alloc_site_text(&as, tb, site, sizeof(site));
+		snprintf(site_line, sizeof(site_line), "0x%" PRIx64 " was allocated at %s (now %" PRIu32 ")\n",
+			 lo, site, as.tr.head.epoch);
+	} else if (sub < 0 && as.present && !as.error) {
+		snprintf(site_line, sizeof(site_line),
+			 "0x%" PRIx64 " was allocated while the tracer was off\n", lo);
+	}
+	uint32_t *path;
+	size_t len;
+	err = schain(&w, v, reachable, &path, &len);
+	if (err) {
+		if (sub < 0)
+			hd_alloc_sites_deinit(&as);
+		return err;
+	}
 	bool json = o->format == HD_FORMAT_JSON;
 	if (json) {
 		fputc('{', out);
 		hd_json_truncation(out, a->t);
 		fputs("\"target\": ", out);
 		hd_json_string(out, hd_target_name(a->t));
+		if (sub < 0)
+			hd_alloc_sites_json_note(out, &as);
 		fprintf(out, ", \"query\": \"0x%" PRIx64 "\", \"graph\": \"semantic\", \"block\": {",
 			o->address);
 		sdescribe(out, &w, v, true);
+		if (sub < 0 && as.present)
+			hd_alloc_site_json(out, &as, tb);
 		fprintf(out, "}, \"reachable\": %s, \"path\": [", reachable ? "true" : "false");
 	} else {
+		if (sub < 0)
+			hd_alloc_sites_text_note(out, &as, o->color);
 		fprintf(out, "0x%" PRIx64 " is in ", o->address);
 		sdescribe(out, &w, v, false);
 		if (reachable)
@@ -397,6 +430,10 @@ struct hd_error *hd_render_why_subblock(FILE *out, const struct hd_analysis *a,
 	}
 	if (json)
 		fputs("]}\n", out);
+	else
+		fputs(site_line, out);
+	if (sub < 0)
+		hd_alloc_sites_deinit(&as);
 	free(path);
 	if (ferror(out))
 		return hd_error_create(HD_ERROR_OS, "cannot write output");

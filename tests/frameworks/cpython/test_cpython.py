@@ -49,7 +49,9 @@ Checks for each (one PASS/FAIL line each):
   - why on pymalloc: `why --json` inside a recorded object in a pool gives
     a reachable chain from a root or node ending at that object, with its
     address, size and Python type; the text names it; a free pymalloc
-    block is an error saying "free block"
+    block is an error saying "free block"; a recorded malloc'd block is
+    answered through the same semantic graph (no "region" root: the arena
+    of the object referring to it)
   - --untyped: `types` counts malloc'd blocks only, none named, retained
     from the plain tree; `why` on a pymalloc object: in no heap block
 
@@ -443,6 +445,23 @@ def check_why_subblocks(heapdom, target, sem, truth):
                 or not ("root" in first or "node" in first)):
             pb.append("why 0x%x (%s at 0x%x, %d bytes): reachable %r, path %r"
                       % (q, t, addr, size, doc.get("reachable"), path[:1] + path[-1:]))
+    # A malloc'd block a Python object holds (a large bytes, a key table):
+    # the same graph answers, not the plain graph's "region" root that the
+    # arena holding its referrer is there.
+    malloced = [(a, sz, t) for name in sorted(truth.blocks) for a, sz, t in truth.blocks[name]
+                if a not in subs]
+    if not malloced:
+        pb.append("the fixture recorded no malloc'd block")
+    for addr, size, t in malloced[:2]:
+        doc = heaptest.heapdom_json(heapdom, ["why"] + target + ["0x%x" % (addr + 8), "--json"])
+        path = doc.get("path") or []
+        last = path[-1] if path else {}
+        if (doc.get("graph") != "semantic" or doc.get("reachable") is not True
+                or last.get("addr") != "0x%x" % addr or last.get("type") != t
+                or last.get("kind") != "block" or last.get("chunk") != size
+                or any("root" in e and e.get("kind") == "region" for e in path)):
+            pb.append("why on malloc'd %s at 0x%x: graph %r, reachable %r, path %r"
+                      % (t, addr, doc.get("graph"), doc.get("reachable"), path[:2] + path[-1:]))
     t = sorted(picked)[0] if picked else None
     if t:
         addr, size = picked[t]
