@@ -449,14 +449,17 @@ struct hd_error *hd_why_not_subblock(const struct hd_analysis *a,
 	int64_t i = hd_suballoc_find(&fw->sa, addr);
 	if (i >= 0) {
 		const struct hd_subblock *b = &fw->sa.blocks[i];
-		if (b->state == HD_STATE_USED)
-			return NULL; // hd_render_why_subblock's (a->sem is set)
+		// A used one is hd_render_why_semantic's (a->sem is set); a pool
+		// header inside a malloc'd block lives as long as that block.
+		if (b->state == HD_STATE_USED ||
+		    (b->state == HD_STATE_INTERNAL && b->container >= 0))
+			return NULL;
 		char type[300] = "";
 		if (b->type != UINT32_MAX)
 			snprintf(type, sizeof(type), " (%s)", fw->labels[b->type]);
 		return hd_error_at(HD_ERROR_NOT_FOUND, addr,
-				   "0x%" PRIx64 " is in the %s block 0x%" PRIx64 "%s of %s's "
-				   "sub-allocator: %s, nothing keeps it alive",
+				   "0x%" PRIx64 " is in the %s block 0x%" PRIx64 "%s found by "
+				   "the %s framework module: %s, nothing keeps it alive",
 				   addr, hd_block_state_name((enum hd_block_state)b->state),
 				   b->addr, type, module_name(fw, b->module),
 				   b->state == HD_STATE_FREE ? "the allocator holds it"
