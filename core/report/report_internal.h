@@ -40,6 +40,8 @@ void hd_heading(FILE *out, bool color, const char *fmt, ...)
 
 
 
+struct hd_semantic;
+
 // The graph and dominators of a session, with the heap they stand on.
 struct hd_analysis {
 	struct hd_target *t;
@@ -49,6 +51,10 @@ struct hd_analysis {
 	// when typing is off or they failed: the names come before the DWARF
 	// types, so every report names a block as `dominators --semantic`.
 	const struct hd_fw *fw;
+	// The default modules' semantic tree when they found sub-allocator
+	// blocks the program uses (pymalloc's objects), else NULL: those
+	// blocks are vertices of it alone (types, why). Its fw is fw.
+	const struct hd_semantic *sem;
 	const struct hd_graph *g;
 	const struct hd_dom *d;
 	uint64_t used_bytes;  // chunk bytes of used blocks
@@ -100,6 +106,23 @@ void hd_chain_line(FILE *out, const struct hd_analysis *a, const uint32_t *path,
 		   size_t len, const struct hd_chain_ref *refs, const char *sep,
 		   bool stable);
 
+// The name of register k of a thread's registers ("rax").
+const char *hd_reg_name(int k);
+// why with a->sem (the default modules found sub-allocator blocks): the
+// chain to a used sub-block (sub >= 0) or used heap block heap_id through
+// the semantic graph (why_semantic.c).
+struct hd_error *hd_render_why_semantic(FILE *out, struct hd_session *ses,
+					const struct hd_analysis *a,
+					int64_t heap_id, int64_t sub,
+					const struct hd_render_options *o);
+// The answer for an address in a free or internal sub-allocator block
+// (an error saying so), NULL for any other address.
+struct hd_error *hd_why_not_subblock(const struct hd_analysis *a,
+				     uint64_t addr);
+// For an address in no heap block: an error naming the framework region
+// it lies in (the module found no block there), NULL when in none.
+struct hd_error *hd_why_in_region(const struct hd_analysis *a, uint64_t addr);
+
 // Power-of-two size classes of used blocks (stats.c): class k holds usable
 // sizes in (2^(k-1), 2^k], class 0 holds 0 and 1.
 #define HD_SIZE_CLASSES 48
@@ -111,10 +134,13 @@ struct hd_type_row {
 	char *name;
 	uint64_t usable;
 	uint64_t count, bytes, retained;
+	// Of count and bytes: the instances that are sub-allocator blocks.
+	uint64_t sub_count, sub_bytes;
 	int32_t active; // instances on the current dominator-tree path
 };
 // Every row with at least one used block, in no particular order; free
-// with hd_type_rows_free.
+// with hd_type_rows_free. With a->sem, the sub-allocator blocks the
+// program uses are instances too, and retained comes from a->sem's tree.
 struct hd_error *hd_type_rows(const struct hd_analysis *a,
 			      struct hd_type_row **rows, size_t *n);
 void hd_type_rows_free(struct hd_type_row *rows, size_t n);

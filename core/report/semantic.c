@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "heap/heap_internal.h"
 #include "report/report_internal.h"
 #include "semantic/semantic_internal.h"
 #include "session/session_internal.h"
@@ -45,6 +46,13 @@ static uint64_t vertex_addr(const struct sem_view *w, uint32_t v)
 		return b.addr;
 	}
 	return w->fw->sa.blocks[v - w->first_sub].addr;
+}
+
+static enum hd_block_state vertex_state(const struct sem_view *w, uint32_t v)
+{
+	if (kind_of(w, v) == V_BLOCK)
+		return hd_heap_state(w->h, v - w->first_block);
+	return (enum hd_block_state)w->fw->sa.blocks[v - w->first_sub].state;
 }
 
 // A block's type: the framework's name for it, its sub-allocator type, its
@@ -211,6 +219,7 @@ static void json_blocks(FILE *out, const struct sem_view *w)
 			hd_json_string(out, buf);
 		else
 			fputs("null", out);
+		fprintf(out, ", \"state\": \"%s\"", hd_block_state_name(vertex_state(w, v)));
 		vertex_ref(w, d, buf, sizeof(buf));
 		fputs(", \"idom\": ", out);
 		hd_json_string(out, buf);

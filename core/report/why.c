@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "heap/heap_internal.h"
 #include "report/trace_tables.h"
 #include "semantic/semantic_internal.h"
 
@@ -12,6 +13,12 @@ static const char *const reg_names[] = {
 	"rax", "rcx", "rdx", "rsi", "rdi", "orig_rax", "rip", "cs", "eflags",
 	"rsp", "ss", "fs_base", "gs_base", "ds", "es", "fs", "gs",
 };
+
+const char *hd_reg_name(int k)
+{
+	return k >= 0 && k < (int)(sizeof(reg_names) / sizeof(reg_names[0]))
+		       ? reg_names[k] : "?";
+}
 
 // Memory of a vertex: a root's range or a used block's usable bytes.
 static void vertex_range(const struct hd_analysis *a, uint32_t v,
@@ -286,7 +293,21 @@ struct hd_error *hd_render_why(FILE *out, struct hd_session *s,
 	struct hd_error *err = hd_analysis_get(s, &a);
 	if (err)
 		return err;
+	// A sub-allocator's block (a pymalloc object) is a vertex of the
+	// default modules' semantic graph only: its chain is found there, and
+	// so is a malloc'd block's, which such objects may hold.
+	if (a.sem) {
+		int64_t sub = hd_suballoc_find(&a.sem->fw->sa, o->address);
+		if (sub >= 0 && a.sem->fw->sa.blocks[sub].state == HD_STATE_USED)
+			return hd_render_why_semantic(out, s, &a, -1, sub, o);
+	}
+	if ((err = hd_why_not_subblock(&a, o->address)))
+		return err;
 	int64_t id = hd_heap_find(a.h, o->address);
+	if (a.sem && id >= 0 && hd_heap_state(a.h, (size_t)id) == HD_STATE_USED)
+		return hd_render_why_semantic(out, s, &a, id, -1, o);
+	if (id < 0 && (err = hd_why_in_region(&a, o->address)))
+		return err;
 	if (id < 0)
 		return hd_error_at(HD_ERROR_NOT_FOUND, o->address,
 				   "0x%" PRIx64 " is not inside any heap block", o->address);

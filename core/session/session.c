@@ -28,6 +28,10 @@ struct hd_session {
 	// theirs; names_g is its graph, without its edges.
 	struct hd_fw *names_fw;
 	struct hd_graph *names_g;
+	// Instead of names_fw, when the default modules found used
+	// sub-allocator blocks: their whole semantic tree, the only one in
+	// which those blocks are vertices (types, why).
+	struct hd_semantic *names_sem;
 	double t_walk, t_types, t_graph, t_dom, t_semantic;
 };
 
@@ -95,6 +99,7 @@ void hd_session_destroy(struct hd_session *s)
 	free(s->sem_key);
 	hd_fw_destroy(s->names_fw);
 	hd_graph_destroy(s->names_g);
+	hd_semantic_destroy(s->names_sem);
 	hd_dom_destroy(s->d);
 	hd_graph_destroy(s->g);
 	hd_typing_destroy(s->ty);
@@ -241,6 +246,10 @@ struct hd_error *hd_session_semantic(struct hd_session *s,
 				     const char *const *names, size_t n,
 				     const struct hd_semantic **ret)
 {
+	if (n == 0 && s->names_sem) {
+		*ret = s->names_sem;
+		return NULL;
+	}
 	char *key = framework_key(names, n);
 	if (!key)
 		return &hd_error_no_memory;
@@ -267,27 +276,64 @@ struct hd_error *hd_session_semantic(struct hd_session *s,
 	return NULL;
 }
 
+// Whether a module added a block the program uses (not the allocator's
+// own bookkeeping, not a free slot).
+static bool has_used_subblocks(const struct hd_fw *fw)
+{
+	for (size_t i = 0; i < fw->sa.num_blocks; i++)
+		if (fw->sa.blocks[i].state == HD_STATE_USED)
+			return true;
+	return false;
+}
+
+static struct hd_error *default_names(struct hd_session *s)
+{
+	if ((s->sem && !s->sem_key[0]) || s->names_fw || s->names_sem)
+		return NULL;
+	struct hd_fw *fw;
+	struct hd_graph *g;
+	struct hd_error *err = framework_run(s, NULL, 0, &fw, &g);
+	if (err)
+		return err;
+	if (has_used_subblocks(fw)) {
+		// Their blocks are vertices of the semantic graph alone: keep
+		// its tree for the reports that count or explain them.
+		double t0 = now();
+		err = hd_semantic_compute(fw, g, &s->names_sem);
+		s->t_semantic = now() - t0;
+		return err;
+	}
+	// Only the names are asked for: the modules have run, nothing reads
+	// this graph's edges again.
+	free((void *)g->fwd.offsets);
+	free((void *)g->fwd.targets);
+	hd_csr_free_owned(&g->rev);
+	g->fwd = g->rev = (struct hd_csr){0};
+	s->names_fw = fw;
+	s->names_g = g;
+	return NULL;
+}
+
 struct hd_error *hd_session_framework_names(struct hd_session *s,
 					    const struct hd_fw **ret)
 {
-	if (s->sem && !s->sem_key[0]) {
-		*ret = s->sem->fw;
-		return NULL;
-	}
-	if (!s->names_fw) {
-		struct hd_error *err = framework_run(s, NULL, 0, &s->names_fw,
-						     &s->names_g);
-		if (err)
-			return err;
-		// Only the names are asked for: the modules have run,
-		// nothing reads this graph's edges again.
-		struct hd_graph *g = s->names_g;
-		free((void *)g->fwd.offsets);
-		free((void *)g->fwd.targets);
-		hd_csr_free_owned(&g->rev);
-		g->fwd = g->rev = (struct hd_csr){0};
-	}
-	*ret = s->names_fw;
+	struct hd_error *err = default_names(s);
+	if (err)
+		return err;
+	*ret = s->sem && !s->sem_key[0] ? s->sem->fw
+	     : s->names_sem ? s->names_sem->fw : s->names_fw;
+	return NULL;
+}
+
+struct hd_error *hd_session_subblock_semantic(struct hd_session *s,
+					      const struct hd_semantic **ret)
+{
+	struct hd_error *err = default_names(s);
+	if (err)
+		return err;
+	const struct hd_semantic *sem = s->sem && !s->sem_key[0] ? s->sem
+				      : s->names_sem;
+	*ret = sem && has_used_subblocks(sem->fw) ? sem : NULL;
 	return NULL;
 }
 

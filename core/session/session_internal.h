@@ -24,5 +24,11 @@ void hd_session_join_prefetch(struct hd_session *s);
 struct hd_fw;
 struct hd_error *hd_session_framework_names(struct hd_session *s,
 					    const struct hd_fw **ret);
+// The default modules' semantic tree when they found sub-allocator blocks
+// the program uses (pymalloc's objects): those blocks are vertices of that
+// tree alone, so `types` counts and `why` explains them there. NULL
+// (success) when they found none: the plain graph has every used block.
+struct hd_error *hd_session_subblock_semantic(struct hd_session *s,
+					      const struct hd_semantic **ret);
 
 #endif

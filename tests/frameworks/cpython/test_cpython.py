@@ -39,7 +39,21 @@ Checks for each (one PASS/FAIL line each):
     `dominators --semantic --json` names (Python objects malloc'd whole,
     item arrays, key tables) exactly as the tree does, the truth's malloc'd
     blocks by their Python type, and `types --all --json` counts those
-    names as `blocks` does (arrays as T[])
+    names as `blocks` does (arrays as T[]) for its malloc'd instances
+  - types on pymalloc: `types --all --json` counts at least every object
+    the truth recorded per type, exactly for the fixture's own classes
+    (Record, Slotted); the sum of its bytes is `blocks`' used chunks plus
+    the used sub-allocator blocks of `dominators --semantic --all` (and its
+    header says both); each truth type's retained is the union of its
+    instances' subtrees in that semantic tree
+  - why on pymalloc: `why --json` inside a recorded object in a pool gives
+    a reachable chain from a root or node ending at that object, with its
+    address, size and Python type; the text names it; a free pymalloc
+    block is an error saying "free block"; a recorded malloc'd block is
+    answered through the same semantic graph (no "region" root: the arena
+    of the object referring to it)
+  - --untyped: `types` counts malloc'd blocks only, none named, retained
+    from the plain tree; `why` on a pymalloc object: in no heap block
 
 Exit status 0 when every check passed, 1 otherwise, 77 (skipped) when the
 target Python is not 3.11 (after checking the module says so); the last
@@ -310,15 +324,182 @@ def check_agreement(sem, blocks, types, truth):
 
     def row(t):
         return re.sub(r"\[\d+(\.\.\d+)?\]$", "[]", t)
+    # The malloc'd instances of each row (its sub-allocator blocks apart).
     want = collections.Counter(row(b["type"]) for b in used.values() if b["type"] is not None)
     got = collections.Counter()
     for r in types.get("types", []):
-        if r["type"] is not None:
-            got[r["type"]] += r["count"]
+        if r["type"] is not None and r["count"] - r["subblocks"]:
+            got[r["type"]] += r["count"] - r["subblocks"]
     if got != want:
         bad = sorted(k for k in set(got) | set(want) if got[k] != want[k])
         pb.append("`types` rows differ from the blocks' types: %s"
                   % ", ".join("%s %d vs %d" % (k, got[k], want[k]) for k in bad[:10]))
+    return pb
+
+
+# Types the fixture alone creates: every instance is one it recorded.
+OWN_TYPES = ("Record", "Slotted")
+
+
+def used_subblocks(sem):
+    """Address -> entry of every used sub-allocator block the default
+    semantic tree (--all) lists."""
+    return {int(b["address"], 16): b for b in sem.get("blocks", [])
+            if b.get("kind") == "subblock" and b.get("state") == "used"}
+
+
+def check_types_subblocks(sem, blocks, types, truth):
+    """`types` counts pymalloc's objects as instances of their Python
+    types, its bytes are the malloc'd used bytes plus the used sub-blocks'
+    bytes, and its retained is the union of the instances' subtrees in the
+    semantic dominator tree."""
+    pb = []
+    if sem.get("totals", {}).get("unreachable_blocks") != 0:
+        raise HarnessError("semantic tree: %r unreachable blocks (the sums below need 0)"
+                           % sem.get("totals", {}).get("unreachable_blocks"))
+    subs = used_subblocks(sem)
+    rows = {r["type"]: r for r in types.get("types", []) if r["type"] is not None}
+    # Counts: at least the recorded instances; exactly for the fixture's
+    # own classes.
+    want = collections.Counter(t for name in truth.blocks for _, _, t in truth.blocks[name])
+    in_pools = collections.Counter(t for name in truth.blocks
+                                   for a, _, t in truth.blocks[name] if a in subs)
+    if not in_pools:
+        pb.append("no truth block is a used sub-allocator block of the semantic tree")
+    for t, n in sorted(want.items()):
+        r = rows.get(t)
+        got = r["count"] if r else 0
+        if got < n or (t in OWN_TYPES and got != n):
+            pb.append("`types` counts %d %s, the fixture recorded %d%s"
+                      % (got, t, n, " (all of them)" if t in OWN_TYPES else ""))
+        if in_pools[t] and (r is None or r["subblocks"] < in_pools[t]):
+            pb.append("`types` counts %s sub-allocator blocks of %s, %d recorded in pools"
+                      % (r and r["subblocks"], t, in_pools[t]))
+    for t in OWN_TYPES:
+        if t not in want:
+            pb.append("the fixture recorded no %s" % t)
+    # Bytes: malloc'd used chunks (`blocks`) + used sub-blocks' sizes
+    # (`dominators --semantic --all`); CPython's arenas are mmapped, so no
+    # malloc'd block holds a pool.
+    malloc_bytes = sum(b["chunk"] for b in blocks.get("blocks", []) if b["state"] == "used")
+    sub_bytes = sum(b["object"]["alloc"] for b in subs.values())
+    total = sum(r["bytes"] for r in types.get("types", []))
+    if total != malloc_bytes + sub_bytes:
+        pb.append("`types` bytes sum to %d, malloc'd used %d + used sub-blocks %d = %d"
+                  % (total, malloc_bytes, sub_bytes, malloc_bytes + sub_bytes))
+    head = (types.get("malloc_bytes"), types.get("subblock_bytes"), types.get("subblocks"),
+            types.get("retained_tree"))
+    if head != (malloc_bytes, sub_bytes, len(subs), "semantic"):
+        pb.append("`types` header malloc_bytes/subblock_bytes/subblocks/retained_tree %r, "
+                  "expected %r" % (head, (malloc_bytes, sub_bytes, len(subs), "semantic")))
+    # Retained: the bytes below an instance of the row in the semantic
+    # tree (nodes' idoms link the blocks' subtrees), each counted once.
+    parent = {}
+    for n in sem.get("nodes", []):
+        parent["node:%d" % n["id"]] = n.get("idom")
+    rowof = {}
+    for b in sem.get("blocks", []):
+        parent[b["address"]] = b.get("idom")
+        if b.get("state") == "used" and b.get("type") in want:
+            rowof[b["address"]] = b["type"]
+    retained = collections.Counter()
+    for b in sem.get("blocks", []):
+        seen, v, hops = set(), b["address"], 0
+        while v is not None and hops <= len(parent):
+            if v in rowof:
+                seen.add(rowof[v])
+            v = parent.get(v)
+            hops += 1
+        for t in seen:
+            retained[t] += b["object"]["alloc"]
+    for t in sorted(want):
+        if t in rows and rows[t]["retained"] != retained[t]:
+            pb.append("%s: retained %d, the semantic tree gives %d"
+                      % (t, rows[t]["retained"], retained[t]))
+    return pb
+
+
+def check_why_subblocks(heapdom, target, sem, truth):
+    """`why` inside a recorded pymalloc object: a reachable chain through
+    the semantic graph ending at that object, named by its Python type; in
+    a free pymalloc block: says so, and fails."""
+    pb = []
+    subs = used_subblocks(sem)
+    picked = {}
+    for name in sorted(truth.blocks):
+        for addr, size, t in truth.blocks[name]:
+            if addr in subs and t not in picked:
+                picked[t] = (addr, size)
+    if len(picked) < 4:
+        pb.append("only %d recorded types in pymalloc's pools: %r" % (len(picked), sorted(picked)))
+    for t in sorted(picked)[:8]:
+        addr, size = picked[t]
+        q = addr + size // 2  # inside, not at its start
+        doc = heaptest.heapdom_json(heapdom, ["why"] + target + ["0x%x" % q, "--json"])
+        path = doc.get("path") or []
+        last = path[-1] if path else {}
+        first = path[0] if path else {}
+        if (doc.get("reachable") is not True or len(path) < 2
+                or last.get("addr") != "0x%x" % addr or last.get("type") != t
+                or last.get("kind") != "subblock" or last.get("size") != size
+                or not ("root" in first or "node" in first)):
+            pb.append("why 0x%x (%s at 0x%x, %d bytes): reachable %r, path %r"
+                      % (q, t, addr, size, doc.get("reachable"), path[:1] + path[-1:]))
+    # A malloc'd block a Python object holds (a large bytes, a key table):
+    # the same graph answers, not the plain graph's "region" root that the
+    # arena holding its referrer is there.
+    malloced = [(a, sz, t) for name in sorted(truth.blocks) for a, sz, t in truth.blocks[name]
+                if a not in subs]
+    if not malloced:
+        pb.append("the fixture recorded no malloc'd block")
+    for addr, size, t in malloced[:2]:
+        doc = heaptest.heapdom_json(heapdom, ["why"] + target + ["0x%x" % (addr + 8), "--json"])
+        path = doc.get("path") or []
+        last = path[-1] if path else {}
+        if (doc.get("graph") != "semantic" or doc.get("reachable") is not True
+                or last.get("addr") != "0x%x" % addr or last.get("type") != t
+                or last.get("kind") != "block" or last.get("chunk") != size
+                or any("root" in e and e.get("kind") == "region" for e in path)):
+            pb.append("why on malloc'd %s at 0x%x: graph %r, reachable %r, path %r"
+                      % (t, addr, doc.get("graph"), doc.get("reachable"), path[:2] + path[-1:]))
+    t = sorted(picked)[0] if picked else None
+    if t:
+        addr, size = picked[t]
+        r = heaptest.run_heapdom(heapdom, ["why"] + target + ["0x%x" % (addr + 1)])
+        if r.rc != 0 or ("0x%x (%s, " % (addr, t)) not in r.out or "kept alive" not in r.out:
+            pb.append("why 0x%x as text: rc %r, %r" % (addr + 1, r.rc, r.out[:300]))
+    free = [int(b["address"], 16) for b in sem.get("blocks", [])
+            if b.get("kind") == "subblock" and b.get("state") == "free"]
+    if free:
+        r = heaptest.run_heapdom(heapdom, ["why"] + target + ["0x%x" % free[0]])
+        if r.rc == 0 or "free block 0x%x" % free[0] not in r.err:
+            pb.append("why on free pymalloc block 0x%x: rc %r, %r"
+                      % (free[0], r.rc, (r.out + r.err)[:300]))
+    else:
+        pb.append("no free pymalloc block in the semantic tree to ask about")
+    return pb
+
+
+def check_untyped(heapdom, target, sem, blocks, truth):
+    """--untyped keeps the framework modules out: `types` counts malloc'd
+    blocks only, and a pymalloc object's address is in no heap block."""
+    pb = []
+    types = heaptest.heapdom_json(heapdom, ["types", "--untyped", "--all", "--json"] + target)
+    malloc_bytes = sum(b["chunk"] for b in blocks.get("blocks", []) if b["state"] == "used")
+    total = sum(r["bytes"] for r in types.get("types", []))
+    named = [r["type"] for r in types.get("types", []) if r["type"] is not None]
+    if (total != malloc_bytes or types.get("subblocks") != 0
+            or types.get("retained_tree") != "dominators" or named):
+        pb.append("types --untyped: bytes %d (malloc'd used %d), subblocks %r, tree %r, named %r"
+                  % (total, malloc_bytes, types.get("subblocks"), types.get("retained_tree"),
+                     named[:5]))
+    subs = used_subblocks(sem)
+    rec = [(a, t) for name in sorted(truth.blocks) for a, _, t in truth.blocks[name] if a in subs]
+    if rec:
+        a, t = rec[0]
+        r = heaptest.run_heapdom(heapdom, ["why", "--untyped"] + target + ["0x%x" % a])
+        if r.rc == 0 or "not inside any heap block" not in r.err:
+            pb.append("why --untyped on %s at 0x%x: rc %r, %r" % (t, a, r.rc, (r.out + r.err)[:300]))
     return pb
 
 
@@ -363,11 +544,16 @@ def analyse(run, case, heapdom, target, truth):
     run.guarded(case, "object types", check_types, doc, truth)
     # One naming for every view: the default modules' names.
     sem = heaptest.heapdom_json(heapdom, ["dominators", "--semantic", "--json", "--depth", "64",
-                                          "--top", "10000000"] + target)
+                                          "--top", "10000000", "--all"] + target)
     blocks = heaptest.heapdom_json(heapdom, ["blocks", "--json"] + target)
     types = heaptest.heapdom_json(heapdom, ["types", "--all", "--json"] + target)
     run.guarded(case, "types, blocks and dominators --semantic agree", check_agreement,
                 sem, blocks, types, truth)
+    run.guarded(case, "types counts pymalloc's objects, bytes and retained as the semantic tree",
+                check_types_subblocks, sem, blocks, types, truth)
+    run.guarded(case, "why on pymalloc objects", check_why_subblocks, heapdom, target, sem, truth)
+    run.guarded(case, "--untyped: malloc'd blocks only", check_untyped, heapdom, target, sem,
+                blocks, truth)
 
 
 def main():

@@ -11,7 +11,10 @@ Cases:
   path      the same core, the module found through HEAPDOM_FRAMEWORK_PATH
             (no --framework: the built-in modules run too; and with
             --framework uikit: it alone); `frameworks --json` lists it as
-            detected and no module of the path as failed
+            detected and no module of the path as failed; `types` counts
+            every used pool slot as an instance of its kind and each pool
+            (a malloc'd block) without its slots: bytes are the malloc'd
+            used chunks minus the slots plus the used slots
   live      `dominators --pid PID --semantic --framework MODULE` on a running
             notes_app (--wait); afterwards none of its threads is stopped
   damaged   the core with a view's magic broken, a pool slot's header
@@ -44,6 +47,7 @@ Exit status 0 when every case passed, 1 otherwise; the last line is
 "N passed, N failed".
 """
 import argparse
+import collections
 import json
 import os
 import shutil
@@ -183,6 +187,31 @@ class FrameworkPath:
 
 
 # ------------------------------------------------------------ the checks
+def types_checks(types, blocks, truth, problems):
+    """`types` with the module on the default path: every used pool slot is
+    an instance of its kind, and a pool (a malloc'd block) counts without
+    its slots, so no byte is counted twice: malloc'd used chunks minus the
+    slots, plus the used slots."""
+    used = [s for s in truth.slots if s[2] == "used"]
+    chunks = sum(b["chunk"] for b in blocks.get("blocks", []) if b.get("state") == "used")
+    inner = sum(s[1] for s in truth.slots)
+    want = (chunks - inner, sum(s[1] for s in used), len(used), "semantic")
+    got = (types.get("malloc_bytes"), types.get("subblock_bytes"), types.get("subblocks"),
+           types.get("retained_tree"))
+    if got != want:
+        problems.append("types: malloc_bytes/subblock_bytes/subblocks/retained_tree %r, "
+                        "truth %r" % (got, want))
+    total = sum(r["bytes"] for r in types.get("types", []))
+    if total != want[0] + want[1]:
+        problems.append("types: bytes sum to %d, expected %d" % (total, want[0] + want[1]))
+    kinds = collections.Counter(s[3] for s in used)
+    rows = {r["type"]: r["subblocks"] for r in types.get("types", []) if r["type"]}
+    for k, n in sorted(kinds.items()):
+        if rows.get(k) != n:
+            problems.append("types: %r sub-allocator instances of %s, truth %d"
+                            % (rows.get(k), k, n))
+
+
 def uikit_entry(doc, problems):
     fws = doc.get("frameworks")
     if not isinstance(fws, list):
@@ -417,6 +446,9 @@ class Test:
                 problems.append("--framework uikit ran %r, expected ['uikit']" % names)
             semantic_checks(ndoc, truth, self.module, problems, "--framework uikit")
             fdoc = heaptest.heapdom_json(self.a.heapdom, ["frameworks", "--json", core])
+            types = heaptest.heapdom_json(self.a.heapdom, ["types", core, "--all", "--json"])
+            blocks = heaptest.heapdom_json(self.a.heapdom, ["blocks", core, "--json"])
+        types_checks(types, blocks, truth, problems)
         for other in fdoc.get("frameworks") or []:
             if isinstance(other, dict) and other.get("error") is not None:
                 problems.append("frameworks --json: module %r from %r failed: %s"
