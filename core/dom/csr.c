@@ -1,6 +1,7 @@
 // Reverse of a CSR graph by counting sort on the edge targets.
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "heapdom.h"
 #include "dom/dom.h"
@@ -96,4 +97,61 @@ void hd_csr_free_owned(struct hd_csr *g)
 	g->offsets = NULL;
 	g->targets = NULL;
 	g->n = 0;
+}
+
+struct hd_error *hd_csr_chain(const struct hd_csr *rev, uint32_t v,
+			      bool to_root, uint32_t **path, size_t *len)
+{
+	uint32_t n = rev->n;
+	uint32_t *next = malloc((size_t)n * sizeof(*next));
+	uint32_t *queue = malloc((size_t)n * sizeof(*queue));
+	if (!next || !queue) {
+		free(next);
+		free(queue);
+		return &hd_error_no_memory;
+	}
+	memset(next, 0xff, (size_t)n * sizeof(*next));
+	size_t head = 0, tail = 0;
+	queue[tail++] = v;
+	next[v] = v;
+	uint32_t found = UINT32_MAX, last = v;
+	while (head < tail && found == UINT32_MAX) {
+		uint32_t u = queue[head++];
+		last = u;
+		uint64_t b = rev->offsets[u], e = rev->offsets[u + 1];
+		if (!to_root && b == e) {
+			found = u;
+			break;
+		}
+		for (uint64_t i = b; i < e; i++) {
+			uint32_t x = HD_EDGE_TARGET(rev->targets[i]);
+			if (x == 0 && to_root) {
+				found = u;
+				break;
+			}
+			if (x == 0 || next[x] != UINT32_MAX)
+				continue;
+			next[x] = u;
+			queue[tail++] = x;
+		}
+	}
+	// A leaked cycle: start at the last vertex reached.
+	if (found == UINT32_MAX)
+		found = last;
+	size_t cnt = 1;
+	for (uint32_t u = found; u != v; u = next[u])
+		cnt++;
+	*path = malloc(cnt * sizeof(**path));
+	if (*path) {
+		size_t i = 0;
+		for (uint32_t u = found;; u = next[u]) {
+			(*path)[i++] = u;
+			if (u == v)
+				break;
+		}
+		*len = cnt;
+	}
+	free(next);
+	free(queue);
+	return *path ? NULL : &hd_error_no_memory;
 }

@@ -25,6 +25,14 @@ struct hd_csr {
 struct hd_error *hd_csr_reverse(const struct hd_csr *g, struct hd_csr *rev);
 void hd_csr_free_owned(struct hd_csr *g);
 
+// The shortest chain of references ending at v, found backwards over rev
+// (hd_csr_reverse of a graph whose vertex 0 is the super-root): with
+// to_root, from a vertex the super-root points at (a root); without, from
+// a vertex nothing points at, or from the last vertex reached (a cycle).
+// *path (malloc'd, *len vertices) runs from that vertex to v.
+struct hd_error *hd_csr_chain(const struct hd_csr *rev, uint32_t v,
+			      bool to_root, uint32_t **path, size_t *len);
+
 // Result of hd_dominators.
 struct hd_domtree {
 	uint32_t n;

@@ -95,63 +95,7 @@ static bool find_reference(const struct hd_analysis *a, uint32_t src,
 struct hd_error *hd_shortest_chain(const struct hd_analysis *a, uint32_t v,
 				   bool to_root, uint32_t **path, size_t *len)
 {
-	uint32_t n = hd_graph_num_vertices(a->g);
-	uint32_t *next = malloc((size_t)n * sizeof(*next));
-	uint32_t *queue = malloc((size_t)n * sizeof(*queue));
-	if (!next || !queue) {
-		free(next);
-		free(queue);
-		return &hd_error_no_memory;
-	}
-	memset(next, 0xff, (size_t)n * sizeof(*next));
-	size_t head = 0, tail = 0;
-	queue[tail++] = v;
-	next[v] = v;
-	uint32_t found = UINT32_MAX, last = v;
-	while (head < tail && found == UINT32_MAX) {
-		uint32_t u = queue[head++];
-		last = u;
-		const uint32_t *p;
-		size_t k;
-		hd_graph_predecessors(a->g, u, &p, &k);
-		if (!to_root && k == 0) {
-			found = u;
-			break;
-		}
-		for (size_t i = 0; i < k; i++) {
-			uint32_t w = p[i];
-			if (w == 0 || next[w] != UINT32_MAX)
-				continue;
-			next[w] = u;
-			if (to_root && hd_graph_vertex_root(a->g, w) >= 0) {
-				found = w;
-				break;
-			}
-			queue[tail++] = w;
-		}
-	}
-	// A leaked cycle: start at the last vertex reached.
-	if (found == UINT32_MAX)
-		found = last;
-	size_t cnt = 1;
-	for (uint32_t u = found; u != v; u = next[u])
-		cnt++;
-	*path = malloc(cnt * sizeof(**path));
-	if (!*path) {
-		free(next);
-		free(queue);
-		return &hd_error_no_memory;
-	}
-	size_t i = 0;
-	for (uint32_t u = found;; u = next[u]) {
-		(*path)[i++] = u;
-		if (u == v)
-			break;
-	}
-	*len = cnt;
-	free(next);
-	free(queue);
-	return NULL;
+	return hd_csr_chain(&a->g->rev, v, to_root, path, len);
 }
 
 static void describe_block(FILE *out, const struct hd_analysis *a, uint32_t v,

@@ -102,65 +102,6 @@ static bool sreference(const struct sview *w, uint32_t u, uint32_t v,
 	return found;
 }
 
-// BFS backwards from v: to a vertex the super-root points at (a root, or a
-// node no block holds) when reachable, else to a vertex nothing points at.
-static struct hd_error *schain(const struct sview *w, uint32_t v,
-			       bool reachable, uint32_t **path, size_t *len)
-{
-	const struct hd_csr *rev = &w->s->rev;
-	uint32_t n = w->s->n;
-	uint32_t *next = malloc((size_t)n * sizeof(*next));
-	uint32_t *queue = malloc((size_t)n * sizeof(*queue));
-	if (!next || !queue) {
-		free(next);
-		free(queue);
-		return &hd_error_no_memory;
-	}
-	memset(next, 0xff, (size_t)n * sizeof(*next));
-	size_t head = 0, tail = 0;
-	queue[tail++] = v;
-	next[v] = v;
-	uint32_t found = UINT32_MAX, last = v;
-	while (head < tail && found == UINT32_MAX) {
-		uint32_t u = queue[head++];
-		last = u;
-		uint64_t b = rev->offsets[u], e = rev->offsets[u + 1];
-		if (!reachable && b == e) {
-			found = u;
-			break;
-		}
-		for (uint64_t i = b; i < e; i++) {
-			uint32_t x = HD_EDGE_TARGET(rev->targets[i]);
-			if (x == 0 && reachable) {
-				found = u;
-				break;
-			}
-			if (x == 0 || next[x] != UINT32_MAX)
-				continue;
-			next[x] = u;
-			queue[tail++] = x;
-		}
-	}
-	if (found == UINT32_MAX) // a leaked cycle
-		found = last;
-	size_t cnt = 1;
-	for (uint32_t u = found; u != v; u = next[u])
-		cnt++;
-	*path = malloc(cnt * sizeof(**path));
-	if (*path) {
-		size_t i = 0;
-		for (uint32_t u = found;; u = next[u]) {
-			(*path)[i++] = u;
-			if (u == v)
-				break;
-		}
-		*len = cnt;
-	}
-	free(next);
-	free(queue);
-	return *path ? NULL : &hd_error_no_memory;
-}
-
 // A block's name: the framework's, its sub-allocator type, its DWARF type;
 // false when none of them knows (buf then says "unk<SIZE>").
 static bool stype(const struct sview *w, uint32_t v, char *buf, size_t len)
@@ -322,7 +263,7 @@ struct hd_error *hd_render_why_semantic(FILE *out, struct hd_session *ses,
 	}
 	uint32_t *path;
 	size_t len;
-	err = schain(&w, v, reachable, &path, &len);
+	err = hd_csr_chain(&w.s->rev, v, reachable, &path, &len);
 	if (err) {
 		if (sub < 0)
 			hd_alloc_sites_deinit(&as);
