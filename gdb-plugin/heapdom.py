@@ -590,7 +590,7 @@ overhead, and a size-class table.
 
 Usage: heap-stats [--json] [--output FILE]"""
     report = "stats"
-    options = ("--json", "--output")
+    options = ("--json", "--output", "--partial")
 
 
 class HeapBlocks(_HeapCommand):
@@ -599,7 +599,7 @@ which list, internal) and arena.
 
 Usage: heap-blocks [--state used|free|internal] [--json] [--output FILE]"""
     report = "blocks"
-    options = ("--state", "--json", "--output")
+    options = ("--state", "--json", "--output", "--partial")
 
 
 class HeapDominators(_HeapCommand):
@@ -617,7 +617,7 @@ Usage: heap-dominators [--top N] [--depth D] [--min-size SIZE] [--json] [--all]
 Defaults for --top and --depth: `set heapdom top N`, `set heapdom depth D`."""
     report = "dominators"
     options = ("--top", "--depth", "--min-size", "--json", "--all", "--semantic",
-               "--framework", "--output")
+               "--framework", "--output", "--partial")
 
     def defaults(self, words):
         extra = []
@@ -636,7 +636,7 @@ Usage: heap-why EXPRESSION [--json]
 EXPRESSION is any gdb expression: a pointer (cache->buckets[3]), an integer
 address, or an object (its address is used)."""
     report = "why"
-    options = ("--json", "--output")
+    options = ("--json", "--output", "--partial")
 
     def words(self, arg):
         words = gdb.string_to_argv(arg)
@@ -660,7 +660,7 @@ leak starts) first, each with the memory it retains.
 
 Usage: heap-leaks [--json] [--output FILE]"""
     report = "leaks"
-    options = ("--json", "--output")
+    options = ("--json", "--output", "--partial")
 
 
 class HeapGraph(_HeapCommand):
@@ -688,7 +688,7 @@ untyped blocks are grouped by size.
 Usage: heap-types [--sort bytes|count|retained] [--top N] [--all] [--json]
                   [--output FILE]"""
     report = "types"
-    options = ("--sort", "--top", "--all", "--json", "--output")
+    options = ("--sort", "--top", "--all", "--json", "--output", "--partial")
 
 
 class HeapSnapshot(_HeapCommand):
@@ -796,7 +796,7 @@ what it could not understand.
 
 Usage: heap-frameworks [--framework NAME|PATH]... [--json] [--output FILE]"""
     report = "frameworks"
-    options = ("--framework", "--json", "--output")
+    options = ("--framework", "--json", "--output", "--partial")
 
 
 # ----------------------------------------------------------------- tracing
