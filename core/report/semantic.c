@@ -60,20 +60,9 @@ static enum hd_block_state vertex_state(const struct sem_view *w, uint32_t v)
 static bool vertex_type(const struct sem_view *w, uint32_t v, char *buf,
 			size_t len)
 {
-	const struct hd_fw *fw = w->fw;
-	if (fw->names && fw->names[v] != UINT32_MAX) {
-		snprintf(buf, len, "%s", fw->labels[fw->names[v]]);
-		return true;
-	}
-	if (kind_of(w, v) == V_SUB) {
-		const struct hd_subblock *b = &fw->sa.blocks[v - w->first_sub];
-		if (b->type != UINT32_MAX) {
-			snprintf(buf, len, "%s", fw->labels[b->type]);
-			return true;
-		}
-		snprintf(buf, len, "unk<%" PRIu64 ">", b->size);
-		return false;
-	}
+	int named = hd_fw_vertex_name(w->fw, v, buf, len);
+	if (named >= 0)
+		return named;
 	return hd_block_label(w->h, w->ty, v - w->first_block, buf, len);
 }
 

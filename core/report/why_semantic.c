@@ -106,20 +106,9 @@ static bool sreference(const struct sview *w, uint32_t u, uint32_t v,
 // false when none of them knows (buf then says "unk<SIZE>").
 static bool stype(const struct sview *w, uint32_t v, char *buf, size_t len)
 {
-	const struct hd_fw *fw = w->fw;
-	if (fw->names && fw->names[v] != UINT32_MAX) {
-		snprintf(buf, len, "%s", fw->labels[fw->names[v]]);
-		return true;
-	}
-	if (skind_of(w, v) == S_SUB) {
-		const struct hd_subblock *b = &fw->sa.blocks[v - w->first_sub];
-		if (b->type != UINT32_MAX) {
-			snprintf(buf, len, "%s", fw->labels[b->type]);
-			return true;
-		}
-		snprintf(buf, len, "unk<%" PRIu64 ">", b->size);
-		return false;
-	}
+	int named = hd_fw_vertex_name(w->fw, v, buf, len);
+	if (named >= 0)
+		return named;
 	return hd_block_type(w->a, v - w->first_block, buf, len);
 }
 

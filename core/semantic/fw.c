@@ -3,6 +3,7 @@
 // semantic nodes, assignments, marks, names).
 #include <stdarg.h>
 #include <stdio.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -291,6 +292,23 @@ int64_t hd_fw_vertex_subblock(struct hd_fw *fw, uint32_t v)
 	if (!fw->g || v < first_sub_vertex(fw) || v >= fw->g->num_vertices)
 		return -1;
 	return (int64_t)(v - first_sub_vertex(fw));
+}
+
+int hd_fw_vertex_name(const struct hd_fw *fw, uint32_t v, char *buf, size_t len)
+{
+	if (fw->names && fw->names[v] != UINT32_MAX) {
+		snprintf(buf, len, "%s", fw->labels[fw->names[v]]);
+		return 1;
+	}
+	if (!fw->g || v < first_sub_vertex(fw) || v >= fw->g->num_vertices)
+		return -1;
+	const struct hd_subblock *b = &fw->sa.blocks[v - first_sub_vertex(fw)];
+	if (b->type != UINT32_MAX) {
+		snprintf(buf, len, "%s", fw->labels[b->type]);
+		return 1;
+	}
+	snprintf(buf, len, "unk<%" PRIu64 ">", b->size);
+	return 0;
 }
 
 size_t hd_fw_num_subblocks(struct hd_fw *fw)

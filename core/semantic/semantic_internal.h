@@ -92,6 +92,11 @@ struct hd_fw {
 	size_t num_root_order;
 };
 
+// What the frameworks call vertex v of fw's graph, into buf: 1 when a
+// module named it or it is a sub-allocator block of a known type; 0 for an
+// unnamed sub-allocator block (buf says "unk<SIZE>"); -1, buf untouched,
+// for a heap block no module named (its DWARF type is the caller's to ask).
+int hd_fw_vertex_name(const struct hd_fw *fw, uint32_t v, char *buf, size_t len);
 // Interned strings of fw->labels; UINT32_MAX when out of memory.
 uint32_t hd_fw_intern(struct hd_fw *fw, const char *name);
 void hd_fw_labels_free(struct hd_fw *fw);
