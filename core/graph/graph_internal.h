@@ -66,14 +66,12 @@ static inline int64_t hd_index_lookup(const struct hd_index *ix, uint64_t p)
 	return p - ix->addr[id] < hd_heap_usable(ix->h, id) ? (int64_t)id : -1;
 }
 
-// What the typing knows of a typed block's words: *typed marks the words
-// typed as pointers (NULL: none), so the graph can count typed edges. The
-// scanner reads every word whatever the map says: reachability stays
-// conservative, typed or not. Returns the map of words that may hold
-// pointers (unused by the scanner).
+// The words of a block the typing calls pointers (bit i for word i), or
+// NULL for none, so the graph can count typed edges. The scanner reads
+// every word whatever the map says: reachability stays conservative,
+// typed or not.
 typedef const uint8_t *(*hd_pointer_map_fn)(void *arg, size_t block_id,
-					    size_t nwords,
-					    const uint8_t **typed);
+					    size_t nwords);
 
 struct hd_suballoc;
 

@@ -311,10 +311,10 @@ static struct hd_error *scan_blocks(struct builder *b, struct hd_target *t)
 				}
 				continue;
 			}
-			const uint8_t *typed = NULL;
-			if (b->g->pointer_map)
-				b->g->pointer_map(b->g->pointer_map_arg, id,
-						  blk.usable / 8, &typed);
+			const uint8_t *typed = b->g->pointer_map
+				? b->g->pointer_map(b->g->pointer_map_arg, id,
+						    blk.usable / 8)
+				: NULL;
 			if (!scan_words(b, v.data + (blk.addr - seg->start),
 					blk.usable, (int64_t)id, typed)) {
 				hd_view_deinit(&v);

@@ -133,7 +133,7 @@ static struct hd_error *dedupe_grow(struct dedupe *d, struct hd_typing *ty)
 	return NULL;
 }
 
-// Sets the words of one instance's pointer slots in the entry's maps.
+// Sets the words of one instance's typed pointer slots in the entry's map.
 static void fill_maps(struct hd_typing *ty, struct hd_type_entry *e)
 {
 	const struct hd_type_index *ix = ty->mods[e->module].ix;
@@ -144,21 +144,8 @@ static void fill_maps(struct hd_typing *ty, struct hd_type_entry *e)
 	for (uint32_t k = 0; k < e->count; k++) {
 		for (size_t i = 0; i < n; i++) {
 			uint64_t w = (k * tsize + slots[i].offset) / 8;
-			if (w >= e->nwords)
-				continue;
-			e->map[w / 8] |= (uint8_t)(1u << (w % 8));
-			if (!slots[i].conservative)
+			if (w < e->nwords && !slots[i].conservative)
 				e->typed[w / 8] |= (uint8_t)(1u << (w % 8));
-		}
-		// A type with more slots than we expanded: scan the rest of
-		// this element conservatively rather than miss pointers.
-		if (total > n) {
-			uint64_t from = slots[n - 1].offset + 8;
-			for (uint64_t o = from; o + 8 <= tsize; o += 8) {
-				uint64_t w = (k * tsize + o) / 8;
-				if (w < e->nwords)
-					e->map[w / 8] |= (uint8_t)(1u << (w % 8));
-			}
 		}
 	}
 }
@@ -209,18 +196,13 @@ static struct hd_error *get_entry(struct hd_typing *ty, uint16_t module,
 			snprintf(name + l, sizeof(name) - l, "[%u]", count);
 		}
 		e.nwords = e.size / 8;
-		e.map = calloc(e.nwords / 8 + 1, 1);
 		e.typed = calloc(e.nwords / 8 + 1, 1);
-		if (!e.map || !e.typed) {
-			free(e.map);
-			free(e.typed);
+		if (!e.typed)
 			return &hd_error_no_memory;
-		}
 	}
 	e.name = strdup(name);
 	if (!e.name || !HD_VEC_PUSH(ty->entries, ty->num_entries, ty->cap_entries, e)) {
 		free(e.name);
-		free(e.map);
 		free(e.typed);
 		return &hd_error_no_memory;
 	}
@@ -1053,7 +1035,6 @@ void hd_typing_destroy(struct hd_typing *ty)
 	free(ty->mods);
 	for (size_t i = 0; i < ty->num_entries; i++) {
 		free(ty->entries[i].name);
-		free(ty->entries[i].map);
 		free(ty->entries[i].typed);
 		free(ty->entries[i].slots);
 	}
@@ -1066,66 +1047,44 @@ void hd_typing_destroy(struct hd_typing *ty)
 	}
 	free(ty->block_entry);
 	free(ty->strength);
-	free(ty->scratch_map);
 	free(ty->scratch_typed);
 	free(ty);
 }
 
-const uint8_t *hd_typing_pointer_map(void *arg, size_t block, size_t nwords,
-				     const uint8_t **typed)
+const uint8_t *hd_typing_pointer_map(void *arg, size_t block, size_t nwords)
 {
 	struct hd_typing *ty = arg;
-	*typed = NULL;
 	uint32_t ei = ty->block_entry[block];
 	if (ei == HD_ENTRY_NONE)
 		return NULL;
 	const struct hd_type_entry *e = &ty->entries[ei];
 	if (e->module == NO_MODULE)
-		return NULL; // a class name without a layout: scan it all
-	size_t bytes = nwords / 8 + 1;
-	// Small blocks, the common case: build the maps as one word each.
+		return NULL; // a class name without a layout: nothing typed
+	size_t covered = e->nwords < nwords ? e->nwords : nwords;
+	// Small blocks, the common case: the map as one word.
 	if (nwords <= 56 && e->nwords <= 56 && ty->scratch_words >= 64) {
-		uint64_t m = 0, t = 0, all = (1ULL << nwords) - 1;
-		size_t covered = e->nwords < nwords ? e->nwords : nwords;
-		uint64_t mask = (1ULL << covered) - 1;
-		memcpy(&m, e->map, (e->nwords + 7) / 8);
+		uint64_t t = 0;
 		memcpy(&t, e->typed, (e->nwords + 7) / 8);
-		m = (m & mask) | (all & ~mask);
-		t &= mask;
-		memcpy(ty->scratch_map, &m, 8);
+		t &= (1ULL << covered) - 1;
 		memcpy(ty->scratch_typed, &t, 8);
-		*typed = ty->scratch_typed;
-		return ty->scratch_map;
+		return ty->scratch_typed;
 	}
 	if (nwords > ty->scratch_words || ty->scratch_words < 64) {
 		size_t want = nwords < 64 ? 64 : nwords;
-		uint8_t *m = realloc(ty->scratch_map, want / 8 + 1);
-		uint8_t *t = m ? realloc(ty->scratch_typed, want / 8 + 1) : NULL;
-		if (m)
-			ty->scratch_map = m;
-		if (t)
-			ty->scratch_typed = t;
-		if (!m || !t)
+		uint8_t *t = realloc(ty->scratch_typed, want / 8 + 1);
+		if (!t)
 			return NULL;
+		ty->scratch_typed = t;
 		ty->scratch_words = want;
 	}
-	size_t covered = e->nwords < nwords ? e->nwords : nwords;
-	memset(ty->scratch_map, 0, bytes);
-	memset(ty->scratch_typed, 0, bytes);
-	memcpy(ty->scratch_map, e->map, covered / 8);
+	// Words past the type (a flexible array member, malloc's slack) are
+	// typed as nothing.
+	memset(ty->scratch_typed, 0, nwords / 8 + 1);
 	memcpy(ty->scratch_typed, e->typed, covered / 8);
-	for (size_t w = covered / 8 * 8; w < covered; w++) {
-		if (e->map[w / 8] & (1u << (w % 8)))
-			ty->scratch_map[w / 8] |= (uint8_t)(1u << (w % 8));
+	for (size_t w = covered / 8 * 8; w < covered; w++)
 		if (e->typed[w / 8] & (1u << (w % 8)))
 			ty->scratch_typed[w / 8] |= (uint8_t)(1u << (w % 8));
-	}
-	// Bytes past the type (a flexible array member, malloc's slack) are
-	// scanned conservatively.
-	for (size_t w = covered; w < nwords; w++)
-		ty->scratch_map[w / 8] |= (uint8_t)(1u << (w % 8));
-	*typed = ty->scratch_typed;
-	return ty->scratch_map;
+	return ty->scratch_typed;
 }
 
 void hd_typing_get_info(const struct hd_typing *ty, struct hd_typing_info *ret)

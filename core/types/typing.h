@@ -31,8 +31,7 @@ struct hd_type_entry {
 	uint64_t size;        // bytes covered: count * sizeof(type)
 	bool from_vtable;
 	char *name;           // display name: "struct entry", "Session[4]"
-	uint8_t *map;         // words that may hold pointers (bit per word)
-	uint8_t *typed;       // of those, words typed as pointers
+	uint8_t *typed;       // words typed as pointers (bit per word)
 	size_t nwords;        // words covered by map (size / 8)
 	struct hd_typed_slot *slots; // typed pointer members of one element
 	size_t nslots;
@@ -60,8 +59,8 @@ struct hd_typing {
 	uint8_t *strength;     // per block: 0 none, 1 propagated, 2 vtable
 	size_t num_blocks;
 	void *dedupe;          // entry lookup
-	// Scratch for the scanner's pointer maps.
-	uint8_t *scratch_map, *scratch_typed;
+	// Scratch for the scanner's maps of typed words.
+	uint8_t *scratch_typed;
 	size_t scratch_words;
 	struct hd_typing_info info;
 };
@@ -81,7 +80,6 @@ void hd_typing_destroy(struct hd_typing *ty);
 int hd_typing_local_type(const char *type_name, char *base, size_t len);
 
 // The scanner's hook (hd_pointer_map_fn): arg is the typing.
-const uint8_t *hd_typing_pointer_map(void *arg, size_t block, size_t nwords,
-				     const uint8_t **typed);
+const uint8_t *hd_typing_pointer_map(void *arg, size_t block, size_t nwords);
 
 #endif

@@ -568,25 +568,21 @@ static void scan_world(struct world *w)
 // buffers, unions...), or only some of them: every word is scanned all the
 // same, so the edges are those of the untyped graph, and only the words
 // typed as pointers count as typed edges.
-static const uint8_t *no_pointers(void *arg, size_t block, size_t nwords,
-				  const uint8_t **typed)
+static const uint8_t *no_pointers(void *arg, size_t block, size_t nwords)
 {
 	static uint8_t zeros[64];
 	(void)arg;
 	(void)block;
 	(void)nwords;
-	*typed = zeros;
 	return zeros;
 }
 
-static const uint8_t *first_word_typed(void *arg, size_t block, size_t nwords,
-				       const uint8_t **typed)
+static const uint8_t *first_word_typed(void *arg, size_t block, size_t nwords)
 {
 	static const uint8_t first[64] = {1};
 	(void)arg;
 	(void)block;
 	(void)nwords;
-	*typed = first;
 	return first;
 }
 
