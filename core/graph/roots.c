@@ -422,3 +422,29 @@ const char *hd_root_kind_name(enum hd_root_kind k)
 	}
 	return "?";
 }
+
+unsigned hd_root_rank(enum hd_root_kind k)
+{
+	switch (k) {
+	case HD_ROOT_GLOBAL:
+	case HD_ROOT_REGION:
+		return 0;
+	case HD_ROOT_TLS:
+		return 1;
+	case HD_ROOT_LOCAL:
+		return 2;
+	case HD_ROOT_FRAME:
+	case HD_ROOT_STACK:
+		return 3;
+	case HD_ROOT_REGISTERS:
+		return 4;
+	}
+	return 0;
+}
+
+const char *hd_root_rank_name(unsigned rank)
+{
+	static const char *const names[HD_ROOT_RANKS] = {
+		"globals", "tls", "locals", "stack", "registers"};
+	return rank < HD_ROOT_RANKS ? names[rank] : "?";
+}

@@ -482,6 +482,16 @@ enum hd_root_kind {
 };
 HD_EXPORT const char *hd_root_kind_name(enum hd_root_kind k);
 
+// Root precedence (docs/ownership.md): how strongly a root owns what it
+// points at, 0 strongest. 0 static data (globals, a module's unnamed data,
+// other writable mappings), 1 TLS, 2 local variables a debugger or the
+// unwinder typed, 3 untyped stack words (frames, "thread N stack"),
+// 4 registers. A root that points into memory a stronger root reaches
+// only borrows it: a register copy of g_cache is not an owner.
+#define HD_ROOT_RANKS 5
+HD_EXPORT unsigned hd_root_rank(enum hd_root_kind k);
+HD_EXPORT const char *hd_root_rank_name(unsigned rank);
+
 struct hd_root {
 	char *name;
 	enum hd_root_kind kind;
