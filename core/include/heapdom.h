@@ -719,6 +719,9 @@ struct hd_render_options {
 	int trace_by;       // trace: an enum hd_trace_by
 	int what;           // diff text: 0 all, 1 stats, 2 types, 3 dominators
 	bool semantic;      // dominators: the semantic tree of the frameworks
+	// dominators: the exact dominator tree of the graph, without root
+	// precedence (docs/ownership.md).
+	bool plain;
 	// Report what a truncated core holds, labelled partial, instead of
 	// failing (--partial).
 	bool partial;
