@@ -603,9 +603,14 @@ Usage: heap-blocks [--state used|free|internal] [--json] [--output FILE]"""
 
 
 class HeapDominators(_HeapCommand):
-    """What keeps memory alive: the blocks that hold the most (retained size: the
-bytes that would be freed with them), what holds them (a global, a stack frame,
-a local variable, a register), and with --depth what they hold.
+    """What keeps memory alive: who holds the heap (roots, and joint holders:
+blocks several roots reach, grouped by those roots; together a partition of
+the used heap), where memory accumulates, the blocks that hold the most
+(retained size: the bytes that would be freed with them), what holds them (a
+global, a stack frame, a local variable, a register), and with --depth what
+they hold. Roots are ranked (globals, TLS, locals, stack, registers): a
+register's copy of a global's pointer borrows, it does not own; --plain shows
+the exact dominator tree instead.
 
 With --semantic (or --framework NAME|PATH, repeatable) the tree is the
 semantic one: the framework modules' nodes (an allocator, a container, a
@@ -613,10 +618,10 @@ window, a Python global) with the memory each keeps alive, its framework and
 application share, and used vs allocated bytes.
 
 Usage: heap-dominators [--top N] [--depth D] [--min-size SIZE] [--json] [--all]
-                       [--semantic] [--framework NAME|PATH]... [--output FILE]
+                       [--plain] [--semantic] [--framework NAME|PATH]... [--output FILE]
 Defaults for --top and --depth: `set heapdom top N`, `set heapdom depth D`."""
     report = "dominators"
-    options = ("--top", "--depth", "--min-size", "--json", "--all", "--semantic",
+    options = ("--top", "--depth", "--min-size", "--json", "--all", "--plain", "--semantic",
                "--framework", "--output", "--partial")
 
     def defaults(self, words):

@@ -817,7 +817,7 @@ const subcommand kCommands[] = {
 	{"blocks", "Every heap block: address, usable size, chunk size, state (used, free on which list, internal), arena.",
 	 "heapdom blocks [--state used|free|internal] [--json] [--output FILE]"},
 	{"dominators", "What keeps memory alive: the blocks that hold the most (retained size), what holds them, and with --depth what they hold.",
-	 "heapdom dominators [--top N] [--depth D] [--min-size SIZE] [--json] [--all] [--semantic] [--framework NAME|PATH]... [--output FILE]"},
+	 "heapdom dominators [--top N] [--depth D] [--min-size SIZE] [--json] [--all] [--plain] [--semantic] [--framework NAME|PATH]... [--output FILE]"},
 	{"why", "The shortest chain of references from a root (global, frame, local, register) to the block holding an address; takes any expression.",
 	 "heapdom why EXPRESSION [--json] [--output FILE]"},
 	{"leaks", "Used blocks that no root reaches, grouped by size, unreferenced ones first, each with the memory it retains.",
