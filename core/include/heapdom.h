@@ -637,8 +637,10 @@ struct hd_holder {
 	// per member name, strongest class first, then by name.
 	const uint32_t *roots;
 	size_t num_roots;
-	// ROOT: its root vertices; JOINT: the blocks held jointly, largest
-	// retained first; BLOCK: the leaked block.
+	// ROOT: its num_roots root vertices, then the blocks that only roots
+	// of its name reach and none alone dominates (a global split in
+	// parts); JOINT: the blocks held jointly, largest retained first;
+	// BLOCK: the leaked block.
 	const uint32_t *vertices;
 	size_t num_vertices;
 	uint64_t retained;        // chunk bytes

@@ -65,7 +65,15 @@ static size_t holder_children(const struct hd_analysis *a,
 	for (size_t i = 0; i < x->num_vertices; i++) {
 		const uint32_t *c;
 		size_t k;
-		hd_dom_children(a->d, x->vertices[i], &c, &k);
+		uint32_t v = x->vertices[i];
+		// Past its root vertices, a root holder's blocks are its
+		// children themselves.
+		if (i >= x->num_roots) {
+			c = &x->vertices[i];
+			k = 1;
+		} else {
+			hd_dom_children(a->d, v, &c, &k);
+		}
 		n += k;
 		if (k && hd_dom_retained(a->d, c[0]) > best) {
 			best = hd_dom_retained(a->d, c[0]);
@@ -160,14 +168,17 @@ struct hd_error *hd_holders_model_init(struct hd_holders_model *m,
 			m->named_bytes += x->retained;
 		if (x->kind == HD_HOLDER_JOINT)
 			nj += x->num_vertices;
+		else if (x->kind == HD_HOLDER_ROOT)
+			nj += x->num_vertices - x->num_roots;
 	}
 	m->joint = malloc((nj ? nj : 1) * sizeof(*m->joint));
 	if (!m->joint)
 		return &hd_error_no_memory;
 	for (size_t i = 0; i < n; i++) {
 		const struct hd_holder *x = hd_dom_holder(a->d, i);
-		if (x->kind == HD_HOLDER_JOINT)
-			for (size_t k = 0; k < x->num_vertices; k++)
+		if (x->kind != HD_HOLDER_BLOCK)
+			for (size_t k = x->kind == HD_HOLDER_ROOT ? x->num_roots : 0;
+			     k < x->num_vertices; k++)
 				m->joint[m->num_joint++] =
 					(struct hd_joint_entry){x->vertices[k], i};
 	}

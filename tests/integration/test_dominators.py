@@ -812,7 +812,8 @@ def check_holders(doc, g, succ, idom, ret, cnt, pb):
     recomputed from the graph: one per root name dominating something
     (the sum of its roots' retained), one per set of root names reaching
     the blocks the super-root alone dominates (each set found by a
-    backward search from the block), and leaked blocks for the rest."""
+    backward search from the block; a set of one name goes to that name's
+    root holder), and leaked blocks for the rest."""
     holders = doc.get("holders")
     if not isinstance(holders, list):
         pb.add("holders", "no holders array")
@@ -840,7 +841,8 @@ def check_holders(doc, g, succ, idom, ret, cnt, pb):
                     todo.append(p)
                     if g.ids[p] in g.root_name:
                         names.add(g.root_name[g.ids[p]])
-        key = ("joint", frozenset(names))
+        # Roots of one name (a global split in parts) are one holder.
+        key = ("root", next(iter(names))) if len(names) == 1 else ("joint", frozenset(names))
         r, c = want.get(key, (0, 0))
         want[key] = (r + ret[i], c + cnt[i])
     got, leaked = {}, 0
