@@ -7,6 +7,7 @@
 
 #include "report/holders.h"
 #include "report/report_internal.h"
+#include "semantic/semantic_internal.h"
 
 // A holder is examined for an accumulation point when it retains at least
 // this share of the used heap; the descent goes on while one child holds
@@ -20,13 +21,38 @@
 #define CHAIN_MIN 16
 #define JOINT_NAMES_SHOWN 4
 
+// What a framework module says a region root is ("pymalloc arenas"):
+// the label of a sub-allocator region inside it, or NULL. The plain graph
+// scans such regions as roots; the name tells a reader that the objects
+// living there hold the memory.
+static const char *region_label(const struct hd_analysis *a,
+				const struct hd_root *r)
+{
+	if (!a->fw || r->kind != HD_ROOT_REGION)
+		return NULL;
+	const struct hd_suballoc *sa = &a->fw->sa;
+	for (size_t i = 0; i < sa->num_regions; i++)
+		if (sa->regions[i].start < r->end && r->start < sa->regions[i].end &&
+		    sa->regions[i].label < a->fw->num_labels)
+			return a->fw->labels[sa->regions[i].label];
+	return NULL;
+}
+
 static void holder_name(const struct hd_analysis *a, const struct hd_holder *x,
 			char *buf, size_t len)
 {
 	switch (x->kind) {
-	case HD_HOLDER_ROOT:
-		snprintf(buf, len, "%s", hd_graph_root(a->g, x->roots[0])->name);
+	case HD_HOLDER_ROOT: {
+		const struct hd_root *r = hd_graph_root(a->g, x->roots[0]);
+		const char *label = NULL;
+		for (size_t i = 0; i < x->num_roots && !label; i++)
+			label = region_label(a, hd_graph_root(a->g, x->roots[i]));
+		if (label)
+			snprintf(buf, len, "%s (%s)", r->name, label);
+		else
+			snprintf(buf, len, "%s", r->name);
 		return;
+	}
 	case HD_HOLDER_BLOCK: {
 		struct hd_block b;
 		char type[256];
@@ -41,9 +67,13 @@ static void holder_name(const struct hd_analysis *a, const struct hd_holder *x,
 	}
 	size_t used = (size_t)snprintf(buf, len, "jointly:");
 	size_t shown = x->num_roots < JOINT_NAMES_SHOWN ? x->num_roots : JOINT_NAMES_SHOWN;
-	for (size_t i = 0; i < shown && used < len; i++)
-		used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : " ",
-					 hd_graph_root(a->g, x->roots[i])->name);
+	for (size_t i = 0; i < shown && used < len; i++) {
+		const struct hd_root *r = hd_graph_root(a->g, x->roots[i]);
+		const char *label = region_label(a, r);
+		used += (size_t)snprintf(buf + used, len - used, "%s%s%s%s%s", i ? ", " : " ",
+					 r->name, label ? " (" : "", label ? label : "",
+					 label ? ")" : "");
+	}
 	if (used < len && (x->num_roots > shown || x->overflow))
 		snprintf(buf + used, len - used, " (+%s%zu more)",
 			 x->overflow ? "at least " : "", x->num_roots - shown);
