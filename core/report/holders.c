@@ -15,9 +15,9 @@
 #define SUSPECT_PERCENT 10.0
 #define DOMINANT 0.8
 #define MAX_POINTS 3
-// A run of this many single-child steps is a chain (a linked list): the
-// point is its first block, not the block near its end where the descent
-// would stop.
+// A walk down this many dominant children is a chain (a linked list): the
+// point is the block where the walk began, not the one near the list's
+// end where it would stop.
 #define CHAIN_MIN 16
 #define JOINT_NAMES_SHOWN 4
 
@@ -113,6 +113,10 @@ static size_t holder_children(const struct hd_analysis *a,
 	return n;
 }
 
+// Walks down from holder x into the child holding at least DOMINANT of
+// its parent while there is one. A walk that goes on for CHAIN_MIN steps
+// is following a chain (a linked list, whose every node dominates the
+// rest): the point is where that walk began, and its length is counted.
 static void descend(const struct hd_analysis *a, struct hd_accum *p,
 		    const struct hd_holder *x)
 {
@@ -128,43 +132,34 @@ static void descend(const struct hd_analysis *a, struct hd_accum *p,
 		p->largest = 0;
 		return;
 	}
-	uint32_t v = 0, chain_start = 0;
-	unsigned run = 0;
+	uint32_t v = 0;
+	struct hd_accum start = {0};
 	while (k && (double)p->largest >= DOMINANT * (double)p->retained) {
 		v = c0;
 		p->depth++;
 		const uint32_t *c;
 		hd_dom_children(a->d, v, &c, &k);
-		if (k == 1) {
-			if (run++ == 0)
-				chain_start = v;
-		} else {
-			run = 0;
-		}
 		p->retained = hd_dom_retained(a->d, v);
 		p->retained_blocks = hd_dom_retained_blocks(a->d, v);
 		p->children = k;
 		p->largest = k ? hd_dom_retained(a->d, c[0]) : 0;
+		p->v = v;
 		c0 = k ? c[0] : 0;
-		if (run >= CHAIN_MIN) {
-			// Report the chain from its first block, and how deep
-			// it goes.
-			v = chain_start;
-			p->depth -= run - 1;
-			p->retained = hd_dom_retained(a->d, v);
-			p->retained_blocks = hd_dom_retained_blocks(a->d, v);
-			uint32_t u = v;
-			for (;;) {
-				hd_dom_children(a->d, u, &c, &k);
-				p->chain++;
-				if (k != 1)
-					break;
-				u = c[0];
+		if (p->depth == 1)
+			start = *p;
+		if (p->depth == CHAIN_MIN) {
+			// Count the rest of the chain, then report its start.
+			uint64_t n = p->depth;
+			while (k && (double)hd_dom_retained(a->d, c0) >=
+					    DOMINANT * (double)hd_dom_retained(a->d, v)) {
+				v = c0;
+				n++;
+				hd_dom_children(a->d, v, &c, &k);
+				c0 = k ? c[0] : 0;
 			}
-			p->children = 1;
-			hd_dom_children(a->d, v, &c, &k);
-			p->largest = hd_dom_retained(a->d, c[0]);
-			break;
+			*p = start;
+			p->chain = n;
+			return;
 		}
 	}
 	p->v = v;
