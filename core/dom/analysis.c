@@ -4,24 +4,9 @@
 #include <string.h>
 
 #include "dom/dom.h"
+#include "dom/dom_internal.h"
 #include "graph/graph_internal.h"
 #include "heap/heap_internal.h"
-
-struct hd_dom {
-	uint32_t n;
-	struct hd_domtree tree;
-	uint64_t *retained;
-	uint32_t *count;
-	uint32_t *child_off; // n + 1
-	uint32_t *children;
-	uint32_t *leaked;      // leaked vertices, ascending: local ids 1..k
-	size_t num_leaked;
-	struct hd_domtree leak_tree; // over local ids
-	uint64_t *leak_retained;
-	uint32_t *leak_count;
-	size_t bytes;
-};
-
 
 // Children lists of the dominator tree, each sorted by retained size.
 static struct hd_error *build_children(struct hd_dom *d)
@@ -199,11 +184,39 @@ static bool any_leak(const struct hd_dom *d, const struct hd_graph *g,
 struct hd_error *hd_dom_compute(const struct hd_graph *g,
 				const struct hd_heap *h, struct hd_dom **ret)
 {
+	return hd_dom_compute_view(g, h, HD_DOM_RANKED, ret);
+}
+
+// The super-root's edges come in root-class order (graph/scan.c): the end
+// of each class among them makes the groups of the ranked dominators.
+static void class_groups(const struct hd_graph *g, uint64_t *groups)
+{
+	memset(groups, 0, HD_ROOT_RANKS * sizeof(*groups));
+	for (uint64_t e = g->fwd.offsets[0]; e < g->fwd.offsets[1]; e++) {
+		int64_t r = hd_graph_vertex_root(g, HD_EDGE_TARGET(g->fwd.targets[e]));
+		if (r >= 0)
+			groups[hd_root_rank(g->roots[r].kind)]++;
+	}
+	for (unsigned k = 1; k < HD_ROOT_RANKS; k++)
+		groups[k] += groups[k - 1];
+}
+
+struct hd_error *hd_dom_compute_view(const struct hd_graph *g,
+				     const struct hd_heap *h,
+				     enum hd_dom_view view, struct hd_dom **ret)
+{
 	struct hd_dom *d = calloc(1, sizeof(*d));
 	if (!d)
 		return &hd_error_no_memory;
 	d->n = g->num_vertices;
-	struct hd_error *err = hd_dominators(&g->fwd, &g->rev, 0, &d->tree);
+	d->view = view;
+	uint64_t groups[HD_ROOT_RANKS];
+	class_groups(g, groups);
+	struct hd_error *err =
+		view == HD_DOM_RANKED
+			? hd_dominators_grouped(&g->fwd, &g->rev, 0, groups,
+						HD_ROOT_RANKS, &d->tree)
+			: hd_dominators(&g->fwd, &g->rev, 0, &d->tree);
 	if (!err) {
 		d->retained = malloc((size_t)d->n * sizeof(*d->retained));
 		d->count = malloc((size_t)d->n * sizeof(*d->count));
@@ -217,6 +230,8 @@ struct hd_error *hd_dom_compute(const struct hd_graph *g,
 	// The leak forest costs memory only when something leaked.
 	if (!err && any_leak(d, g, h))
 		err = leak_forest(d, g, h);
+	if (!err)
+		err = hd_dom_holders_compute(d, g, h);
 	if (err) {
 		hd_dom_destroy(d);
 		return err;
@@ -241,6 +256,7 @@ void hd_dom_destroy(struct hd_dom *d)
 	free(d->leak_retained);
 	free(d->leak_count);
 	free(d->leaked);
+	hd_dom_holders_free(d);
 	free(d);
 }
 
@@ -292,3 +308,5 @@ uint32_t hd_dom_leak_retained_blocks(const struct hd_dom *d, uint32_t v)
 }
 
 size_t hd_dom_bytes(const struct hd_dom *d) { return d->bytes; }
+
+enum hd_dom_view hd_dom_get_view(const struct hd_dom *d) { return d->view; }

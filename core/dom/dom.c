@@ -100,13 +100,14 @@ static inline void prefetch_successors(const struct dom_state *st,
 	}
 }
 
-// Depth-first search from root. The DFS path is the parent chain, but
-// climbing it back through vertices whose edges are all used would double
-// the work on lists and trees; so the search keeps a stack of only the
-// vertices with edges left, each with its cursor in sn. The stack lives in
-// link[].label: a label is first read only after the semidominator pass
-// has set it, and the stack never holds more entries than vertices found.
-static void dfs(struct dom_state *st, uint32_t root)
+// Depth-first search below vertex number i, already numbered. The DFS path
+// is the parent chain, but climbing it back through vertices whose edges
+// are all used would double the work on lists and trees; so the search
+// keeps a stack of only the vertices with edges left, each with its cursor
+// in sn. The stack lives in link[].label: a label is first read only after
+// the semidominator pass has set it, and the stack never holds more
+// entries than vertices found.
+static void explore(struct dom_state *st, uint32_t i)
 {
 	const uint64_t *offsets = st->g->offsets;
 	const uint32_t *targets = st->g->targets;
@@ -114,11 +115,8 @@ static void dfs(struct dom_state *st, uint32_t root)
 	uint32_t *preorder = st->preorder;
 	struct link_node *link = st->link;
 	union semi_node *sn = st->sn;
-	uint32_t count = 1, depth = 0, i = 0;
-	num[root] = 0;
-	preorder[0] = root;
-	link[0].ancestor = 0;
-	uint64_t e = offsets[root], end = offsets[root + 1];
+	uint32_t count = st->count, depth = 0;
+	uint64_t e = offsets[preorder[i]], end = offsets[preorder[i] + 1];
 	prefetch_successors(st, e, end);
 	for (;;) {
 		while (e < end) {
@@ -144,6 +142,52 @@ static void dfs(struct dom_state *st, uint32_t root)
 		end = offsets[preorder[i] + 1];
 	}
 	st->count = count;
+}
+
+// Depth-first search from root. With groups, root's successors are taken
+// group by group, each explored to the end before the next, so the
+// vertices first found from group k get the preorder numbers
+// [group_start[k], group_start[k + 1]).
+static void dfs(struct dom_state *st, uint32_t root, const uint64_t *groups,
+		uint32_t num_groups, uint32_t *group_start)
+{
+	st->num[root] = 0;
+	st->preorder[0] = root;
+	st->link[0].ancestor = 0;
+	st->count = 1;
+	if (!groups) {
+		explore(st, 0);
+		return;
+	}
+	const uint32_t *targets = st->g->targets;
+	uint64_t e = st->g->offsets[root], end = st->g->offsets[root + 1];
+	for (uint32_t k = 0; k < num_groups; k++) {
+		group_start[k] = st->count;
+		uint64_t gend = st->g->offsets[root] + groups[k];
+		for (; e < gend && e < end; e++) {
+			uint32_t u = HD_EDGE_TARGET(targets[e]);
+			if (st->num[u] != HD_NO_VERTEX)
+				continue;
+			uint32_t i = st->count++;
+			st->num[u] = i;
+			st->preorder[i] = u;
+			st->link[i].ancestor = 0;
+			explore(st, i);
+		}
+	}
+	// Edges past the last group form one more.
+	group_start[num_groups] = st->count;
+	for (; e < end; e++) {
+		uint32_t u = HD_EDGE_TARGET(targets[e]);
+		if (st->num[u] != HD_NO_VERTEX)
+			continue;
+		uint32_t i = st->count++;
+		st->num[u] = i;
+		st->preorder[i] = u;
+		st->link[i].ancestor = 0;
+		explore(st, i);
+	}
+	group_start[num_groups + 1] = st->count;
 }
 
 // Compresses the forest path from v, whose ancestor is linked, given that
@@ -221,14 +265,26 @@ static inline void prefetch_preds(const struct dom_state *st, uint32_t w)
 // Semidominators in reverse preorder; also records each DFS parent as the
 // first guess for the immediate dominator before compression overwrites
 // it.
-static void semidominators(struct dom_state *st)
+//
+// With groups, an edge into w from a vertex of a later group (a larger
+// preorder number past w's group) is not followed: the later group only
+// borrows w. Unreachable predecessors (HD_NO_VERTEX) fall past every
+// limit, so one comparison serves both.
+static void semidominators(struct dom_state *st, const uint32_t *group_start,
+			   uint32_t num_groups)
 {
 	const uint64_t *offsets = st->rev->offsets;
 	const uint32_t *preds = st->rev->targets;
 	const uint32_t *num = st->num;
 	struct link_node *link = st->link;
 	union semi_node *sn = st->sn;
+	uint32_t k = num_groups, limit = HD_NO_VERTEX;
 	for (uint32_t w = st->count - 1; w > 0; w--) {
+		if (group_start) {
+			while (k > 0 && w < group_start[k])
+				k--;
+			limit = group_start[k + 1];
+		}
 		prefetch_preds(st, w);
 		uint32_t v = st->preorder[w];
 		uint32_t parent = link[w].ancestor;
@@ -240,7 +296,7 @@ static void semidominators(struct dom_state *st)
 			// and HD_NO_VERTEX (unreachable) is never smaller.
 			if (p <= w)
 				s = p;
-			else if (p == HD_NO_VERTEX)
+			else if (p >= limit)
 				continue;
 			else
 				s = eval(link, p, w);
@@ -281,6 +337,15 @@ static void nearest_common_ancestors(struct dom_state *st)
 struct hd_error *hd_dominators(const struct hd_csr *g, const struct hd_csr *rev,
 			       uint32_t root, struct hd_domtree *ret)
 {
+	return hd_dominators_grouped(g, rev, root, NULL, 0, ret);
+}
+
+struct hd_error *hd_dominators_grouped(const struct hd_csr *g,
+				       const struct hd_csr *rev, uint32_t root,
+				       const uint64_t *groups,
+				       uint32_t num_groups,
+				       struct hd_domtree *ret)
+{
 	*ret = (struct hd_domtree){ 0 };
 	if (g->n > INT32_MAX || rev->n != g->n) {
 		return hd_error_create(HD_ERROR_INVALID,
@@ -300,8 +365,18 @@ struct hd_error *hd_dominators(const struct hd_csr *g, const struct hd_csr *rev,
 		dom_state_free(&st);
 		return err;
 	}
-	dfs(&st, root);
-	semidominators(&st);
+	// One more group than given: edges past the last one.
+	uint32_t *group_start = NULL;
+	if (groups) {
+		group_start = malloc((num_groups + 2) * sizeof(*group_start));
+		if (!group_start) {
+			dom_state_free(&st);
+			return &hd_error_no_memory;
+		}
+		num_groups++;
+	}
+	dfs(&st, root, groups, num_groups - (groups != NULL), group_start);
+	semidominators(&st, group_start, num_groups);
 	nearest_common_ancestors(&st);
 	dom_state_free_scratch(&st);
 	// Give back the tail for the unreachable part; keeping the larger
@@ -314,6 +389,8 @@ struct hd_error *hd_dominators(const struct hd_csr *g, const struct hd_csr *rev,
 	ret->idom = st.num;
 	ret->preorder = st.preorder;
 	ret->num_reachable = st.count;
+	ret->group_start = group_start;
+	ret->num_groups = num_groups;
 	return NULL;
 }
 
@@ -321,6 +398,7 @@ void hd_domtree_deinit(struct hd_domtree *t)
 {
 	free(t->idom);
 	free(t->preorder);
+	free(t->group_start);
 	*t = (struct hd_domtree){ 0 };
 }
 

@@ -41,6 +41,11 @@ struct hd_domtree {
 			     // HD_NO_VERTEX for vertices unreachable from root
 	uint32_t *preorder;  // the reachable vertices in DFS preorder from root
 	uint32_t num_reachable;
+	// With groups (hd_dominators_grouped): the vertices first found from
+	// group k have preorder positions [group_start[k], group_start[k+1]),
+	// k < num_groups; NULL otherwise.
+	uint32_t *group_start;
+	uint32_t num_groups;
 };
 
 // Computes the dominator tree of g from root with the semi-NCA algorithm
@@ -49,6 +54,19 @@ struct hd_domtree {
 // output. Edges into or from unreachable vertices are ignored.
 struct hd_error *hd_dominators(const struct hd_csr *g, const struct hd_csr *rev,
 			       uint32_t root, struct hd_domtree *ret);
+// The same over the graph without "borrowed" edges: root's successors come
+// in num_groups groups, group k being root's edges [groups[k-1], groups[k])
+// (groups[-1] = 0; edges past the last group form one more), and a vertex
+// belongs to the first group it is reachable from. An edge u -> v where u
+// belongs to a later group than v is left out: the later group borrows v,
+// it does not share its ownership. Reachability is unchanged. It costs
+// nothing over hd_dominators: the DFS takes the groups in order, and the
+// semidominator pass ignores predecessors numbered past w's group.
+struct hd_error *hd_dominators_grouped(const struct hd_csr *g,
+				       const struct hd_csr *rev, uint32_t root,
+				       const uint64_t *groups,
+				       uint32_t num_groups,
+				       struct hd_domtree *ret);
 void hd_domtree_deinit(struct hd_domtree *t);
 
 // Retained sizes: for every reachable v, retained[v] = sum of size[u] over

@@ -349,10 +349,13 @@ struct hd_error *hd_graph_scan(struct hd_graph *g, struct hd_target *t,
 		free(b.targets);
 		return &hd_error_no_memory;
 	}
-	// The super-root points at every root.
+	// The super-root points at every root, strongest class first
+	// (hd_root_rank): the ranked dominators take them in this order.
 	b.offsets[0] = 0;
-	for (size_t i = 0; i < g->num_roots; i++)
-		b.targets[b.n++] = 1 + (uint32_t)i;
+	for (unsigned r = 0; r < HD_ROOT_RANKS; r++)
+		for (size_t i = 0; i < g->num_roots; i++)
+			if (hd_root_rank(g->roots[i].kind) == r)
+				b.targets[b.n++] = 1 + (uint32_t)i;
 	struct hd_error *err = scan_roots(&b, t);
 	if (!err)
 		err = scan_blocks(&b, t);

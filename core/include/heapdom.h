@@ -604,6 +604,55 @@ HD_EXPORT uint32_t hd_dom_leak_retained_blocks(const struct hd_dom *d,
 					       uint32_t v);
 HD_EXPORT size_t hd_dom_bytes(const struct hd_dom *d);
 
+// Which ownership a tree shows (docs/ownership.md). hd_dom_compute gives
+// the ranked view.
+enum hd_dom_view {
+	// Root precedence (hd_root_rank): a reference from a weaker root,
+	// or from memory only weaker roots reach, into memory a stronger
+	// root reaches is borrowed and does not split ownership.
+	HD_DOM_RANKED,
+	// The exact dominator tree of the graph, every reference counted.
+	HD_DOM_PLAIN,
+};
+HD_EXPORT struct hd_error *hd_dom_compute_view(const struct hd_graph *g,
+					       const struct hd_heap *h,
+					       enum hd_dom_view view,
+					       struct hd_dom **ret);
+HD_EXPORT enum hd_dom_view hd_dom_get_view(const struct hd_dom *d);
+
+// The top-level holders partition the used blocks: every used block is
+// under exactly one, and their retained sizes add up to the used heap.
+enum hd_holder_kind {
+	HD_HOLDER_ROOT,  // one root (all roots of that name) dominates them
+	HD_HOLDER_JOINT, // several roots reach them, none alone: grouped by
+			 // the set of roots that reach them
+	HD_HOLDER_BLOCK, // a leaked block no other leaked block dominates
+};
+struct hd_holder {
+	enum hd_holder_kind kind;
+	// Root class (hd_root_rank) of the root or of a joint group's
+	// strongest member; HD_ROOT_RANKS for a leaked block.
+	unsigned rank;
+	// ROOT: the indices of the roots of its name; JOINT: one root index
+	// per member name, strongest class first, then by name.
+	const uint32_t *roots;
+	size_t num_roots;
+	// ROOT: its root vertices; JOINT: the blocks held jointly, largest
+	// retained first; BLOCK: the leaked block.
+	const uint32_t *vertices;
+	size_t num_vertices;
+	uint64_t retained;        // chunk bytes
+	uint64_t retained_blocks;
+	// JOINT: more roots reach these blocks than are listed (the set was
+	// capped at HD_HOLDER_MAX_MEMBERS names).
+	bool overflow;
+};
+#define HD_HOLDER_MAX_MEMBERS 256
+HD_EXPORT size_t hd_dom_num_holders(const struct hd_dom *d);
+// Holder i, largest retained first.
+HD_EXPORT const struct hd_holder *hd_dom_holder(const struct hd_dom *d,
+						size_t i);
+
 // --------------------------------------------------------------- session
 
 // One analysis of one stop or one core: owns the stages' results, computes
@@ -629,6 +678,10 @@ HD_EXPORT struct hd_error *hd_session_graph(struct hd_session *s,
 					    const struct hd_graph **ret);
 HD_EXPORT struct hd_error *hd_session_dom(struct hd_session *s,
 					  const struct hd_dom **ret);
+// The same in a given view (the default is HD_DOM_RANKED).
+HD_EXPORT struct hd_error *hd_session_dom_view(struct hd_session *s,
+					       enum hd_dom_view view,
+					       const struct hd_dom **ret);
 // Starts reading the modules' DWARF in the background, for a report that
 // will need block types (call before the heap walk to overlap them). The
 // thread ends when typing is computed or the session is destroyed.
@@ -666,6 +719,9 @@ struct hd_render_options {
 	int trace_by;       // trace: an enum hd_trace_by
 	int what;           // diff text: 0 all, 1 stats, 2 types, 3 dominators
 	bool semantic;      // dominators: the semantic tree of the frameworks
+	// dominators: the exact dominator tree of the graph, without root
+	// precedence (docs/ownership.md).
+	bool plain;
 	// Report what a truncated core holds, labelled partial, instead of
 	// failing (--partial).
 	bool partial;

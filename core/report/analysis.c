@@ -9,11 +9,18 @@
 
 struct hd_error *hd_analysis_get(struct hd_session *s, struct hd_analysis *a)
 {
+	return hd_analysis_get_view(s, HD_DOM_RANKED, a);
+}
+
+struct hd_error *hd_analysis_get_view(struct hd_session *s,
+				      enum hd_dom_view view,
+				      struct hd_analysis *a)
+{
 	struct hd_error *err = hd_session_heap(s, &a->h);
 	if (!err)
 		err = hd_session_graph(s, &a->g);
 	if (!err)
-		err = hd_session_dom(s, &a->d);
+		err = hd_session_dom_view(s, view, &a->d);
 	if (err)
 		return err;
 	a->t = hd_session_target(s);

@@ -207,6 +207,8 @@ struct hd_error *hd_command_parse(int argc, char *const *argv,
 			format_set = true;
 		} else if (strcmp(a, "--all") == 0) {
 			o->all = true;
+		} else if (strcmp(a, "--plain") == 0) {
+			o->plain = true;
 		} else if (strcmp(a, "--color") == 0 || strcmp(a, "--colour") == 0) {
 			o->color = true;
 		} else if (strcmp(a, "--no-color") == 0 || strcmp(a, "--no-colour") == 0) {
@@ -242,6 +244,12 @@ struct hd_error *hd_command_parse(int argc, char *const *argv,
 	// A saved snapshot is what diff reads back.
 	if (ret->report == HD_REPORT_SNAPSHOT && ret->output)
 		o->format = HD_FORMAT_JSON;
+	if (o->plain && ret->report != HD_REPORT_DOMINATORS)
+		return hd_error_create(HD_ERROR_INVALID,
+				       "--plain is for dominators");
+	if (o->plain && o->semantic)
+		return hd_error_create(HD_ERROR_INVALID,
+				       "--plain is for the dominator tree of the graph, not --semantic");
 	if ((o->semantic || o->num_frameworks) &&
 	    ret->report != HD_REPORT_DOMINATORS && ret->report != HD_REPORT_FRAMEWORKS)
 		return hd_error_create(HD_ERROR_INVALID,

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "report/holders.h"
 #include "report/report_internal.h"
 
 #define DEFAULT_TOP 20
@@ -39,47 +40,20 @@ static struct hd_error *top_holders(const struct hd_analysis *a,
 	return NULL;
 }
 
-// Who holds a top-level block: its root, or the roots pointing at it.
-static void holder_name(const struct hd_analysis *a, uint32_t v, char *buf,
+// Who holds a top-level block: its root, or the joint holder it is in.
+static void holder_name(const struct hd_analysis *a,
+			const struct hd_holders_model *m, uint32_t v, char *buf,
 			size_t len)
 {
 	uint32_t idom = hd_dom_idom(a->d, v);
 	int64_t r = hd_graph_vertex_root(a->g, idom);
-	if (r >= 0) {
+	const char *joint;
+	if (r >= 0)
 		snprintf(buf, len, "%s", hd_graph_root(a->g, (size_t)r)->name);
-		return;
-	}
-	if (idom != 0) {
+	else if (idom == 0 && (joint = hd_holders_joint_name(m, v)))
+		snprintf(buf, len, "%s", joint);
+	else
 		hd_idom_label(a, idom, buf, len);
-		return;
-	}
-	// Several roots: name the first few that point at it directly.
-	const uint32_t *p;
-	size_t k, shown = 0, total = 0;
-	hd_graph_predecessors(a->g, v, &p, &k);
-	size_t used = (size_t)snprintf(buf, len, "several:");
-	for (size_t i = 0; i < k; i++) {
-		int64_t pr = hd_graph_vertex_root(a->g, p[i]);
-		if (pr < 0)
-			continue;
-		total++;
-		if (shown < 3 && used < len) {
-			used += (size_t)snprintf(buf + used, len - used, "%s%s",
-						 shown ? ", " : " ",
-						 hd_graph_root(a->g, (size_t)pr)->name);
-			shown++;
-		}
-	}
-	size_t blocks = k - total, more = total - shown;
-	if (more && blocks && used < len)
-		snprintf(buf + used, len - used, " (+%zu more root%s, %zu block%s)",
-			 more, more == 1 ? "" : "s", blocks, blocks == 1 ? "" : "s");
-	else if (more && used < len)
-		snprintf(buf + used, len - used, " (+%zu more root%s)", more,
-			 more == 1 ? "" : "s");
-	else if (blocks && used < len)
-		snprintf(buf + used, len - used, " and %zu block%s", blocks,
-			 blocks == 1 ? "" : "s");
 }
 
 struct tree_item {
@@ -157,37 +131,6 @@ static void json_roots(FILE *out, const struct hd_analysis *a, bool all)
 	fputs("]", out);
 }
 
-// Roots sorted by retained, for the text summary.
-static void text_roots(FILE *out, const struct hd_analysis *a, size_t top,
-		       bool color)
-{
-	size_t n = hd_graph_num_roots(a->g), k = 0;
-	uint32_t *v = malloc((n ? n : 1) * sizeof(*v));
-	if (!v)
-		return;
-	for (size_t i = 0; i < n; i++) {
-		uint32_t rv = hd_graph_root_vertex(a->g, i);
-		if (hd_dom_retained(a->d, rv))
-			v[k++] = rv;
-	}
-	hd_sort_by_retained(a->d, v, k);
-	hd_heading(out, color, "Roots holding the most memory (alone)");
-	fprintf(out, "  %-12s %7s %10s  %s\n", "retained", "%", "blocks", "root");
-	for (size_t i = 0; i < k && i < top; i++) {
-		const struct hd_root *r =
-			hd_graph_root(a->g, (size_t)hd_graph_vertex_root(a->g, v[i]));
-		char ret[32];
-		uint64_t b = hd_dom_retained(a->d, v[i]);
-		hd_format_size(b, ret, sizeof(ret));
-		fprintf(out, "  %-12s %6.2f%% %10" PRIu32 "  %s (%s)\n", ret,
-			hd_percent(a, b), hd_dom_retained_blocks(a->d, v[i]) - 1,
-			r->name, hd_root_kind_name(r->kind));
-	}
-	if (k > top)
-		fprintf(out, "  … %zu more roots hold memory\n", k - top);
-	free(v);
-}
-
 static uint64_t leaked_bytes(const struct hd_analysis *a, uint64_t *blocks)
 {
 	uint64_t bytes = 0;
@@ -205,6 +148,7 @@ static uint64_t leaked_bytes(const struct hd_analysis *a, uint64_t *blocks)
 }
 
 static struct hd_error *render_tree(FILE *out, const struct hd_analysis *a,
+				    const struct hd_holders_model *m,
 				    const struct hd_render_options *o,
 				    const uint32_t *top, size_t ntop, bool json)
 {
@@ -234,7 +178,7 @@ static struct hd_error *render_tree(FILE *out, const struct hd_analysis *a,
 			} else {
 				char held[600];
 				if (it.level == 0)
-					holder_name(a, it.v, held, sizeof(held));
+					holder_name(a, m, it.v, held, sizeof(held));
 				else
 					held[0] = '\0';
 				text_row(out, a, it.v, it.level, held);
@@ -271,14 +215,23 @@ struct hd_error *hd_render_dominators(FILE *out, struct hd_session *s,
 	if (o->semantic)
 		return hd_render_semantic(out, s, o);
 	struct hd_analysis a;
-	struct hd_error *err = hd_analysis_get(s, &a);
+	struct hd_error *err = hd_analysis_get_view(
+		s, o->plain ? HD_DOM_PLAIN : HD_DOM_RANKED, &a);
 	if (err)
 		return err;
+	struct hd_holders_model m;
+	err = hd_holders_model_init(&m, &a);
+	if (err) {
+		hd_holders_model_deinit(&m);
+		return err;
+	}
 	uint32_t *top;
 	size_t ntop;
 	err = top_holders(&a, &top, &ntop);
-	if (err)
+	if (err) {
+		hd_holders_model_deinit(&m);
 		return err;
+	}
 	hd_sort_by_retained(a.d, top, ntop);
 	bool json = o->format == HD_FORMAT_JSON;
 	uint64_t nleak, leak = leaked_bytes(&a, &nleak);
@@ -295,6 +248,7 @@ struct hd_error *hd_render_dominators(FILE *out, struct hd_session *s,
 			a.used_blocks, a.used_bytes, nleak, leak, gi.edges,
 			gi.typed_edges, gi.conservative_edges, gi.interior_edges);
 		json_roots(out, &a, o->all);
+		hd_holders_json(out, &a, &m);
 		fputs(", \"nodes\": [", out);
 		if (o->all) {
 			bool first = true;
@@ -306,7 +260,7 @@ struct hd_error *hd_render_dominators(FILE *out, struct hd_session *s,
 						  &first, -1);
 			}
 		} else {
-			err = render_tree(out, &a, o, top, ntop, true);
+			err = render_tree(out, &a, &m, o, top, ntop, true);
 		}
 		fputs("\n]}\n", out);
 	} else {
@@ -322,13 +276,15 @@ struct hd_error *hd_render_dominators(FILE *out, struct hd_session *s,
 			hd_target_name(a.t), a.used_blocks, used,
 			hd_graph_num_roots(a.g), nleak, lk, gi.edges - hd_graph_num_roots(a.g),
 			gi.typed_edges);
-		text_roots(out, &a, o->top ? o->top : 10, o->color);
-		hd_heading(out, o->color, "\nBlocks holding the most memory");
+		hd_holders_view_text(out, &a);
+		hd_holders_text(out, &a, &m, o->top ? o->top : 10, o->color);
+		hd_heading(out, o->color, "Blocks holding the most memory");
 		fprintf(out, "  %-12s %7s %10s %10s  %-16s  %-24s %s\n",
 			"retained", "%", "blocks", "size", "address", "type", "held by");
-		err = render_tree(out, &a, o, top, ntop, false);
+		err = render_tree(out, &a, &m, o, top, ntop, false);
 	}
 	free(top);
+	hd_holders_model_deinit(&m);
 	if (!err && ferror(out))
 		err = hd_error_create(HD_ERROR_OS, "cannot write output");
 	return err;

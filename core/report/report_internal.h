@@ -61,6 +61,10 @@ struct hd_analysis {
 	uint64_t used_blocks;
 };
 struct hd_error *hd_analysis_get(struct hd_session *s, struct hd_analysis *a);
+// The same with the dominator tree of a given view.
+struct hd_error *hd_analysis_get_view(struct hd_session *s,
+				      enum hd_dom_view view,
+				      struct hd_analysis *a);
 
 // "root:NAME", "root:*" or "0x<addr>" for the dominator of v.
 void hd_idom_label(const struct hd_analysis *a, uint32_t idom, char *buf,

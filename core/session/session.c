@@ -22,6 +22,7 @@ struct hd_session {
 	struct hd_prefetch *prefetch; // reading DWARF ahead of typing
 	struct hd_graph *g;
 	struct hd_dom *d;
+	struct hd_dom *d_plain; // the plain view, made on demand
 	struct hd_semantic *sem;
 	char *sem_key; // the framework list sem was made with
 	// The default modules' analysis for block names, when sem is not
@@ -101,6 +102,7 @@ void hd_session_destroy(struct hd_session *s)
 	hd_graph_destroy(s->names_g);
 	hd_semantic_destroy(s->names_sem);
 	hd_dom_destroy(s->d);
+	hd_dom_destroy(s->d_plain);
 	hd_graph_destroy(s->g);
 	hd_typing_destroy(s->ty);
 	if (s->have_ix)
@@ -196,18 +198,26 @@ struct hd_error *hd_session_graph(struct hd_session *s,
 
 struct hd_error *hd_session_dom(struct hd_session *s, const struct hd_dom **ret)
 {
-	if (!s->d) {
+	return hd_session_dom_view(s, HD_DOM_RANKED, ret);
+}
+
+struct hd_error *hd_session_dom_view(struct hd_session *s,
+				     enum hd_dom_view view,
+				     const struct hd_dom **ret)
+{
+	struct hd_dom **d = view == HD_DOM_PLAIN ? &s->d_plain : &s->d;
+	if (!*d) {
 		const struct hd_graph *g;
 		struct hd_error *err = hd_session_graph(s, &g);
 		if (err)
 			return err;
 		double t0 = now();
-		err = hd_dom_compute(g, s->h, &s->d);
+		err = hd_dom_compute_view(g, s->h, view, d);
 		if (err)
 			return err;
 		s->t_dom = now() - t0;
 	}
-	*ret = s->d;
+	*ret = *d;
 	return NULL;
 }
 

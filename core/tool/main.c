@@ -47,6 +47,8 @@ static const char usage[] =
 	"  --depth D         dominators: levels of children; graph: BFS depth\n"
 	"  --min-size SIZE   dominators: hide holders retaining less (e.g. 64K)\n"
 	"  --all             dominators --json: every used block\n"
+	"  --plain           dominators: the exact dominator tree, every reference\n"
+	"                    counted (default: root precedence, docs/ownership.md)\n"
 	"  --from ADDR       graph: only what ADDR's block reaches in --depth steps\n"
 	"  --sort KEY        types: by bytes (default), count or retained\n"
 	"  --by KEY          trace: by site (default), file, size or age\n"

@@ -1046,6 +1046,24 @@ static const uint64_t dom_size[DOM_BLOCKS] = {
 	0x90, 0x20, 0x30,
 };
 
+// The holders partition the used blocks: their retained sizes and counts
+// add up to the used heap, each is non-empty, largest first.
+static void check_holders_partition(const struct hd_dom *d, uint64_t used,
+				    uint64_t blocks)
+{
+	uint64_t bytes = 0, n = 0;
+	for (size_t i = 0; i < hd_dom_num_holders(d); i++) {
+		const struct hd_holder *x = hd_dom_holder(d, i);
+		ck_assert_uint_gt(x->retained_blocks, 0);
+		if (i)
+			ck_assert_uint_le(x->retained, hd_dom_holder(d, i - 1)->retained);
+		bytes += x->retained;
+		n += x->retained_blocks;
+	}
+	ck_assert_uint_eq(bytes, used);
+	ck_assert_uint_eq(n, blocks);
+}
+
 START_TEST(test_dominators)
 {
 	struct world w;
@@ -1081,8 +1099,11 @@ START_TEST(test_dominators)
 	put64(&w, baddr(&w, C2), baddr(&w, C1));
 	world_build(&w);
 	check_root_invariants(&w);
-	ck_assert_no_error(hd_dom_compute(w.g, w.h, &w.d));
+	// The exact dominator tree of the graph: SHARED is the registers'
+	// and the stack's alike.
+	ck_assert_no_error(hd_dom_compute_view(w.g, w.h, HD_DOM_PLAIN, &w.d));
 	const struct hd_dom *d = w.d;
+	ck_assert_int_eq(hd_dom_get_view(d), HD_DOM_PLAIN);
 
 	size_t regs = find_root(&w, "thread 1234 registers", 0);
 	size_t stack = find_root(&w, "thread 1234 stack", LIVE);
@@ -1143,6 +1164,141 @@ START_TEST(test_dominators)
 	ck_assert_uint_eq(hd_dom_leak_retained(d, bv(&w, L0)), 0);
 	ck_assert_uint_eq(hd_dom_leak_idom(d, bv(&w, L0)), HD_DOM_NONE);
 	ck_assert_uint_eq(hd_dom_leak_retained(d, bv(&w, FREED)), 0);
+
+	// Holders: the stack alone, SHARED jointly (the stack first, the
+	// stronger class), and the two tops of the leak forest.
+	uint64_t used = 0;
+	for (size_t i = 0; i < DOM_BLOCKS; i++)
+		used += i == FREED ? 0 : dom_size[i];
+	check_holders_partition(d, used, DOM_BLOCKS - 1);
+	ck_assert_uint_eq(hd_dom_num_holders(d), 4);
+	const struct hd_holder *x = hd_dom_holder(d, 0);
+	ck_assert_int_eq(x->kind, HD_HOLDER_ROOT);
+	ck_assert_uint_eq(x->num_roots, 1);
+	ck_assert_uint_eq(x->roots[0], stack);
+	ck_assert_uint_eq(x->retained, list + diamond);
+	x = hd_dom_holder(d, 1);
+	ck_assert_int_eq(x->kind, HD_HOLDER_BLOCK);
+	ck_assert_uint_eq(x->vertices[0], bv(&w, LX));
+	ck_assert_uint_eq(x->retained, 0x70 + 0x90);
+	x = hd_dom_holder(d, 2);
+	ck_assert_int_eq(x->kind, HD_HOLDER_JOINT);
+	ck_assert_uint_eq(x->num_roots, 2);
+	ck_assert_uint_eq(x->roots[0], stack);
+	ck_assert_uint_eq(x->roots[1], regs);
+	ck_assert_uint_eq(x->num_vertices, 1);
+	ck_assert_uint_eq(x->vertices[0], bv(&w, SHARED));
+	ck_assert_uint_eq(x->retained, 0x60);
+	x = hd_dom_holder(d, 3);
+	ck_assert_int_eq(x->kind, HD_HOLDER_BLOCK);
+	ck_assert_uint_eq(x->vertices[0], bv(&w, C1));
+
+	// Root precedence: the register's copy of SHARED only borrows what
+	// the stack holds. Leaks are the same in both views.
+	hd_dom_destroy(w.d);
+	ck_assert_no_error(hd_dom_compute(w.g, w.h, &w.d));
+	d = w.d;
+	ck_assert_int_eq(hd_dom_get_view(d), HD_DOM_RANKED);
+	ck_assert_uint_eq(hd_dom_idom(d, bv(&w, SHARED)), vs);
+	ck_assert_uint_eq(hd_dom_retained(d, vs), list + diamond + 0x60);
+	ck_assert_uint_eq(hd_dom_retained(d, vr), 0);
+	ck_assert_uint_eq(hd_dom_idom(d, bv(&w, LX)), HD_DOM_NONE);
+	ck_assert_uint_eq(hd_dom_leak_retained(d, bv(&w, LX)), 0x70 + 0x90);
+	check_holders_partition(d, used, DOM_BLOCKS - 1);
+	ck_assert_uint_eq(hd_dom_num_holders(d), 3);
+	ck_assert_int_eq(hd_dom_holder(d, 0)->kind, HD_HOLDER_ROOT);
+	ck_assert_uint_eq(hd_dom_holder(d, 0)->retained, list + diamond + 0x60);
+	world_destroy(&w);
+}
+END_TEST
+
+// Joint holders in the ranked view: blocks several roots of one class
+// reach, grouped by the set of roots; a weaker root's and a weaker
+// block's pointers into them do not join the set.
+START_TEST(test_dominators_joint)
+{
+	enum { A, B, E1, E2, S, X, N };
+	static const uint64_t size[N] = {0x40, 0x40, 0x50, 0x60, 0x30, 0x20};
+	struct world w;
+	uint64_t c = HEAP, addr[N];
+	for (size_t i = 0; i < N; i++) {
+		addr[i] = c + 16;
+		c += size[i];
+	}
+	// The registers hold X alone.
+	world_init(&w, addr[X]);
+	c = HEAP;
+	for (size_t i = 0; i < N; i++) {
+		push_block(&w, c, size[i], HD_STATE_USED);
+		c += size[i];
+	}
+	// Three locals: x -> A, y -> B, z -> E2; A -> E1, B -> E1, E1 -> E2.
+	// The untyped stack holds S, and S points at E1 (borrowed).
+	struct hd_frame f = {.tid = TID, .level = 1, .local = true};
+	const char *names[3] = {"main: x", "main: y", "main: z"};
+	uint64_t targets[3] = {addr[A], addr[B], addr[E2]};
+	for (int i = 0; i < 3; i++) {
+		f.sp = RSP + 0x40 + 8 * (uint64_t)i;
+		f.caller_sp = f.sp + 8;
+		f.name = (char *)names[i];
+		ck_assert_no_error(hd_target_add_frame(w.t, &f));
+		put64(&w, f.sp, targets[i]);
+	}
+	put64(&w, RSP + 0x10, addr[S]);
+	put64(&w, addr[A], addr[E1]);
+	put64(&w, addr[B], addr[E1]);
+	put64(&w, addr[E1], addr[E2]);
+	put64(&w, addr[S], addr[E1]);
+	world_build(&w);
+	ck_assert_no_error(hd_dom_compute(w.g, w.h, &w.d));
+	const struct hd_dom *d = w.d;
+	uint64_t used = 0;
+	for (size_t i = 0; i < N; i++)
+		used += size[i];
+	check_holders_partition(d, used, N);
+	size_t rx = find_root(&w, "main: x", 0), ry = find_root(&w, "main: y", 0);
+	size_t rz = find_root(&w, "main: z", 0);
+	size_t regs = find_root(&w, "thread 1234 registers", 0);
+	// E1 is x's and y's, E2 theirs and z's: two joint holders.
+	ck_assert_uint_eq(hd_dom_idom(d, bv(&w, E1)), 0);
+	ck_assert_uint_eq(hd_dom_idom(d, bv(&w, E2)), 0);
+	ck_assert_uint_eq(hd_dom_idom(d, bv(&w, S)),
+			  hd_graph_root_vertex(w.g, find_root(&w, "thread 1234 stack", 0)));
+	ck_assert_uint_eq(hd_dom_idom(d, bv(&w, X)), hd_graph_root_vertex(w.g, regs));
+	bool seen1 = false, seen2 = false;
+	for (size_t i = 0; i < hd_dom_num_holders(d); i++) {
+		const struct hd_holder *x = hd_dom_holder(d, i);
+		if (x->kind != HD_HOLDER_JOINT)
+			continue;
+		ck_assert_uint_eq(x->num_vertices, 1);
+		if (x->vertices[0] == bv(&w, E1)) {
+			ck_assert_uint_eq(x->num_roots, 2);
+			ck_assert_uint_eq(x->roots[0], rx);
+			ck_assert_uint_eq(x->roots[1], ry);
+			ck_assert_uint_eq(x->rank, hd_root_rank(HD_ROOT_LOCAL));
+			seen1 = true;
+		} else {
+			ck_assert_uint_eq(x->vertices[0], bv(&w, E2));
+			ck_assert_uint_eq(x->num_roots, 3);
+			ck_assert_uint_eq(x->roots[0], rx);
+			ck_assert_uint_eq(x->roots[1], ry);
+			ck_assert_uint_eq(x->roots[2], rz);
+			ck_assert_uint_eq(x->retained, size[E2]);
+			seen2 = true;
+		}
+	}
+	ck_assert(seen1 && seen2);
+	// In the plain view the stack, through S, joins E1's and E2's
+	// holders.
+	hd_dom_destroy(w.d);
+	ck_assert_no_error(hd_dom_compute_view(w.g, w.h, HD_DOM_PLAIN, &w.d));
+	d = w.d;
+	check_holders_partition(d, used, N);
+	for (size_t i = 0; i < hd_dom_num_holders(d); i++) {
+		const struct hd_holder *x = hd_dom_holder(d, i);
+		if (x->kind == HD_HOLDER_JOINT && x->vertices[0] == bv(&w, E2))
+			ck_assert_uint_eq(x->num_roots, 4);
+	}
 	world_destroy(&w);
 }
 END_TEST
@@ -1204,6 +1360,7 @@ int main(void)
 	tc = tcase_create("dominators");
 	tcase_add_test(tc, test_dominators);
 	tcase_add_test(tc, test_dominators_no_leak);
+	tcase_add_test(tc, test_dominators_joint);
 	suite_add_tcase(s, tc);
 
 	int failed = hd_run_suite(s);

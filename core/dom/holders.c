@@ -1,0 +1,476 @@
+// Top-level holders: a partition of the used blocks by what keeps them.
+//
+// The super-root's children in the dominator tree are roots and "joint"
+// blocks, which no single root dominates. A joint block is named by the
+// set of roots that reach it. Any edge into a dominator subtree from
+// outside enters at its head, so those sets travel over a small graph:
+// one node per super-root child, an edge A -> J when something under A
+// points at joint block J. Each joint block's set is the union of its
+// predecessors' sets (a root's is its own name), found by a worklist; sets
+// are interned, since millions of blocks share a handful of them. Joint
+// blocks with the same set form one holder. Leaked blocks, which nothing
+// reaches, are held by the tops of the leak forest.
+#include <stdlib.h>
+#include <string.h>
+
+#include "dom/dom_internal.h"
+#include "dom/setpool.h"
+#include "util/vec.h"
+
+struct item_vec {
+	uint32_t *v;
+	size_t n, cap;
+};
+
+// A holder while it is built: its lists are offsets into items.
+struct proto {
+	struct hd_holder h;
+	size_t roots_at, vertices_at;
+};
+
+static const struct hd_graph *g_sort_graph;
+static const uint64_t *g_sort_retained;
+
+static int by_name(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	int c = strcmp(g_sort_graph->roots[x].name, g_sort_graph->roots[y].name);
+	return c ? c : (x > y) - (x < y);
+}
+
+static int proto_order(const void *a, const void *b)
+{
+	const struct proto *x = a, *y = b;
+	if (x->h.retained != y->h.retained)
+		return x->h.retained > y->h.retained ? -1 : 1;
+	if (x->h.kind != y->h.kind)
+		return (int)x->h.kind - (int)y->h.kind;
+	return (x->vertices_at > y->vertices_at) - (x->vertices_at < y->vertices_at);
+}
+
+struct builder {
+	struct hd_dom *d;
+	const struct hd_graph *g;
+	size_t nroots;
+	uint32_t *order;      // root indices sorted by name, then index
+	uint32_t *name_id;    // root index -> name id (names sorted)
+	uint32_t *name_start; // name id -> its first position in order
+	uint32_t num_names;
+	struct proto *protos;
+	size_t num_protos, cap_protos;
+	struct item_vec items;
+};
+
+static bool push_item(struct builder *b, uint32_t x)
+{
+	return HD_VEC_PUSH(b->items.v, b->items.n, b->items.cap, x);
+}
+
+static struct hd_error *name_roots(struct builder *b)
+{
+	size_t n = b->nroots;
+	b->order = malloc((n ? n : 1) * sizeof(*b->order));
+	b->name_id = malloc((n ? n : 1) * sizeof(*b->name_id));
+	b->name_start = malloc((n + 1) * sizeof(*b->name_start));
+	if (!b->order || !b->name_id || !b->name_start)
+		return &hd_error_no_memory;
+	for (uint32_t i = 0; i < n; i++)
+		b->order[i] = i;
+	g_sort_graph = b->g;
+	qsort(b->order, n, sizeof(*b->order), by_name);
+	for (size_t i = 0; i < n; i++) {
+		if (i == 0 || strcmp(b->g->roots[b->order[i]].name,
+				     b->g->roots[b->order[i - 1]].name) != 0)
+			b->name_start[b->num_names++] = (uint32_t)i;
+		b->name_id[b->order[i]] = b->num_names - 1;
+	}
+	b->name_start[b->num_names] = (uint32_t)n;
+	return NULL;
+}
+
+// The first root (in root order) of a name.
+static uint32_t name_root(const struct builder *b, uint32_t id)
+{
+	return b->order[b->name_start[id]];
+}
+
+// One holder per root name whose roots dominate something.
+static struct hd_error *root_holders(struct builder *b)
+{
+	const struct hd_dom *d = b->d;
+	for (uint32_t id = 0; id < b->num_names; id++) {
+		struct proto p = {.h = {.kind = HD_HOLDER_ROOT}};
+		p.roots_at = b->items.n;
+		for (uint32_t k = b->name_start[id]; k < b->name_start[id + 1]; k++) {
+			uint32_t r = b->order[k], v = 1 + r;
+			if (!push_item(b, r))
+				return &hd_error_no_memory;
+			p.h.num_roots++;
+			p.h.retained += d->retained[v];
+			p.h.retained_blocks += d->count[v] - 1;
+		}
+		p.h.rank = hd_root_rank(b->g->roots[name_root(b, id)].kind);
+		if (!p.h.retained_blocks) {
+			b->items.n = p.roots_at;
+			continue;
+		}
+		p.vertices_at = b->items.n;
+		for (size_t i = 0; i < p.h.num_roots; i++)
+			if (!push_item(b, 1 + b->items.v[p.roots_at + i]))
+				return &hd_error_no_memory;
+		p.h.num_vertices = p.h.num_roots;
+		if (!HD_VEC_PUSH(b->protos, b->num_protos, b->cap_protos, p))
+			return &hd_error_no_memory;
+	}
+	return NULL;
+}
+
+static struct hd_error *leak_holders(struct builder *b)
+{
+	const struct hd_dom *d = b->d;
+	if (!d->leak_tree.idom)
+		return NULL;
+	for (size_t l = 1; l <= d->num_leaked; l++) {
+		if (d->leak_tree.idom[l] != 0)
+			continue;
+		struct proto p = {.h = {.kind = HD_HOLDER_BLOCK, .rank = HD_ROOT_RANKS}};
+		p.roots_at = p.vertices_at = b->items.n;
+		if (!push_item(b, d->leaked[l - 1]))
+			return &hd_error_no_memory;
+		p.h.num_vertices = 1;
+		p.h.retained = d->leak_retained[l];
+		p.h.retained_blocks = d->leak_count[l];
+		if (!HD_VEC_PUSH(b->protos, b->num_protos, b->cap_protos, p))
+			return &hd_error_no_memory;
+	}
+	return NULL;
+}
+
+// The joint blocks' root sets, then one holder per distinct set.
+struct joints {
+	uint32_t *vertex;  // joint index -> vertex, in preorder
+	uint32_t num;
+	uint32_t *node;    // vertex -> node: root index, or nroots + joint index
+	unsigned *rank;    // joint index -> class
+	uint64_t *pred_off; // joint index -> its predecessor nodes
+	uint32_t *preds;
+	uint64_t *succ_off; // joint index -> joint successors
+	uint32_t *succs;
+	uint32_t *set;     // joint index -> set id
+};
+
+static void joints_free(struct joints *j)
+{
+	free(j->vertex);
+	free(j->node);
+	free(j->rank);
+	free(j->pred_off);
+	free(j->preds);
+	free(j->succ_off);
+	free(j->succs);
+	free(j->set);
+}
+
+// The class a vertex at preorder position i was first reached from.
+static unsigned group_of(const struct hd_domtree *t, uint32_t i)
+{
+	unsigned k = 0;
+	while (k + 1 < t->num_groups && t->group_start[k + 1] <= i)
+		k++;
+	return k;
+}
+
+static struct hd_error *find_joints(struct builder *b, struct joints *j)
+{
+	const struct hd_dom *d = b->d;
+	const struct hd_domtree *t = &d->tree;
+	uint32_t v0 = 1 + (uint32_t)b->nroots;
+	j->node = malloc((size_t)d->n * sizeof(*j->node));
+	if (!j->node)
+		return &hd_error_no_memory;
+	size_t cap = 0, rank_cap = 0;
+	// In preorder a vertex's dominator comes first, so its node is known.
+	for (uint32_t i = 1; i < t->num_reachable; i++) {
+		uint32_t v = t->preorder[i], p = t->idom[v];
+		if (p != t->root) {
+			j->node[v] = j->node[p];
+			continue;
+		}
+		if (v < v0) {
+			j->node[v] = v - 1;
+			continue;
+		}
+		if (!hd_vec_reserve((void **)&j->vertex, &cap, j->num, sizeof(*j->vertex),
+				    j->num + 1) ||
+		    !hd_vec_reserve((void **)&j->rank, &rank_cap, j->num,
+				    sizeof(*j->rank), j->num + 1))
+			return &hd_error_no_memory;
+		j->node[v] = (uint32_t)b->nroots + j->num;
+		j->rank[j->num] = t->group_start ? group_of(t, i) : 0;
+		j->vertex[j->num++] = v;
+	}
+	return NULL;
+}
+
+static unsigned node_rank(const struct builder *b, const struct joints *j,
+			  uint32_t node)
+{
+	return node < b->nroots ? hd_root_rank(b->g->roots[node].kind)
+				: j->rank[node - b->nroots];
+}
+
+// Predecessor nodes of each joint block and joint successors of each. In
+// the ranked view an edge from a weaker class only borrows the block.
+static struct hd_error *joint_edges(struct builder *b, struct joints *j)
+{
+	const struct hd_dom *d = b->d;
+	const struct hd_csr *rev = &b->g->rev;
+	bool ranked = d->view == HD_DOM_RANKED;
+	j->pred_off = calloc((size_t)j->num + 1, sizeof(*j->pred_off));
+	j->succ_off = calloc((size_t)j->num + 1, sizeof(*j->succ_off));
+	if (!j->pred_off || !j->succ_off)
+		return &hd_error_no_memory;
+	for (int pass = 0; pass < 2; pass++) {
+		uint64_t n = 0;
+		for (uint32_t x = 0; x < j->num; x++) {
+			uint32_t v = j->vertex[x], me = (uint32_t)b->nroots + x;
+			if (pass == 0)
+				j->pred_off[x] = n;
+			for (uint64_t e = rev->offsets[v]; e < rev->offsets[v + 1]; e++) {
+				uint32_t u = rev->targets[e];
+				if (u == d->tree.root || d->tree.idom[u] == HD_NO_VERTEX)
+					continue;
+				uint32_t nu = j->node[u];
+				if (nu == me || (ranked && node_rank(b, j, nu) > j->rank[x]))
+					continue;
+				if (pass == 1) {
+					j->preds[n] = nu;
+					if (nu >= b->nroots)
+						j->succ_off[nu - b->nroots + 1]++;
+				}
+				n++;
+			}
+		}
+		if (pass == 0) {
+			j->pred_off[j->num] = n;
+			j->preds = malloc((n ? n : 1) * sizeof(*j->preds));
+			if (!j->preds)
+				return &hd_error_no_memory;
+		}
+	}
+	for (uint32_t x = 0; x < j->num; x++)
+		j->succ_off[x + 1] += j->succ_off[x];
+	uint64_t m = j->succ_off[j->num];
+	j->succs = malloc((m ? m : 1) * sizeof(*j->succs));
+	uint64_t *cur = malloc(((size_t)j->num + 1) * sizeof(*cur));
+	if (!j->succs || !cur) {
+		free(cur);
+		return &hd_error_no_memory;
+	}
+	memcpy(cur, j->succ_off, ((size_t)j->num + 1) * sizeof(*cur));
+	for (uint32_t x = 0; x < j->num; x++)
+		for (uint64_t e = j->pred_off[x]; e < j->pred_off[x + 1]; e++)
+			if (j->preds[e] >= b->nroots)
+				j->succs[cur[j->preds[e] - b->nroots]++] = x;
+	free(cur);
+	return NULL;
+}
+
+static struct hd_error *joint_sets(struct builder *b, struct joints *j,
+				   struct hd_setpool *pool)
+{
+	uint32_t n = j->num;
+	j->set = calloc(n ? n : 1, sizeof(*j->set));
+	uint32_t *queue = malloc((n ? n : 1) * sizeof(*queue));
+	uint8_t *queued = malloc(n ? n : 1);
+	struct hd_error *err = NULL;
+	if (!j->set || !queue || !queued) {
+		err = &hd_error_no_memory;
+		goto out;
+	}
+	// A ring of joint indices: each is in it at most once.
+	size_t head = 0, len = n;
+	for (uint32_t x = 0; x < n; x++)
+		queue[x] = x;
+	memset(queued, 1, n);
+	while (len) {
+		uint32_t x = queue[head];
+		head = (head + 1) % n;
+		len--;
+		queued[x] = 0;
+		uint32_t s = HD_SET_EMPTY;
+		for (uint64_t e = j->pred_off[x]; e < j->pred_off[x + 1]; e++) {
+			uint32_t nu = j->preds[e];
+			uint32_t ps = nu < b->nroots
+					      ? hd_setpool_single(pool, b->name_id[nu])
+					      : j->set[nu - b->nroots];
+			if (ps != UINT32_MAX)
+				s = hd_setpool_union(pool, s, ps);
+			if (ps == UINT32_MAX || s == UINT32_MAX) {
+				err = &hd_error_no_memory;
+				goto out;
+			}
+		}
+		if (s == j->set[x])
+			continue;
+		j->set[x] = s;
+		for (uint64_t e = j->succ_off[x]; e < j->succ_off[x + 1]; e++) {
+			uint32_t y = j->succs[e];
+			if (!queued[y]) {
+				queued[y] = 1;
+				queue[(head + len++) % n] = y;
+			}
+		}
+	}
+out:
+	free(queue);
+	free(queued);
+	return err;
+}
+
+static const struct joints *g_sort_joints;
+
+static int by_set(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	uint32_t sx = g_sort_joints->set[x], sy = g_sort_joints->set[y];
+	if (sx != sy)
+		return sx < sy ? -1 : 1;
+	uint64_t rx = g_sort_retained[g_sort_joints->vertex[x]];
+	uint64_t ry = g_sort_retained[g_sort_joints->vertex[y]];
+	if (rx != ry)
+		return rx > ry ? -1 : 1;
+	return (x > y) - (x < y);
+}
+
+static const struct builder *g_sort_builder;
+
+static int member_order(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	unsigned rx = hd_root_rank(g_sort_builder->g->roots[x].kind);
+	unsigned ry = hd_root_rank(g_sort_builder->g->roots[y].kind);
+	if (rx != ry)
+		return rx < ry ? -1 : 1;
+	return by_name(a, b);
+}
+
+static struct hd_error *joint_holders(struct builder *b, struct joints *j,
+				      struct hd_setpool *pool)
+{
+	uint32_t *order = malloc((j->num ? j->num : 1) * sizeof(*order));
+	if (!order)
+		return &hd_error_no_memory;
+	for (uint32_t x = 0; x < j->num; x++)
+		order[x] = x;
+	g_sort_joints = j;
+	g_sort_retained = b->d->retained;
+	qsort(order, j->num, sizeof(*order), by_set);
+	struct hd_error *err = NULL;
+	for (uint32_t i = 0; i < j->num && !err;) {
+		uint32_t s = j->set[order[i]];
+		struct proto p = {.h = {.kind = HD_HOLDER_JOINT}};
+		size_t nm;
+		const uint32_t *members = hd_setpool_items(pool, s, &nm);
+		p.roots_at = b->items.n;
+		for (size_t k = 0; k < nm && !err; k++)
+			if (!push_item(b, name_root(b, members[k])))
+				err = &hd_error_no_memory;
+		p.h.num_roots = nm;
+		p.h.overflow = nm >= HD_HOLDER_MAX_MEMBERS;
+		p.vertices_at = b->items.n;
+		for (; i < j->num && j->set[order[i]] == s && !err; i++) {
+			uint32_t v = j->vertex[order[i]];
+			if (!push_item(b, v))
+				err = &hd_error_no_memory;
+			p.h.num_vertices++;
+			p.h.retained += b->d->retained[v];
+			p.h.retained_blocks += b->d->count[v];
+		}
+		if (err)
+			break;
+		g_sort_builder = b;
+		g_sort_graph = b->g;
+		qsort(b->items.v + p.roots_at, nm, sizeof(uint32_t), member_order);
+		p.h.rank = nm ? hd_root_rank(b->g->roots[b->items.v[p.roots_at]].kind)
+			      : HD_ROOT_RANKS;
+		if (!HD_VEC_PUSH(b->protos, b->num_protos, b->cap_protos, p))
+			err = &hd_error_no_memory;
+	}
+	free(order);
+	return err;
+}
+
+struct hd_error *hd_dom_holders_compute(struct hd_dom *d,
+					const struct hd_graph *g,
+					const struct hd_heap *h)
+{
+	(void)h;
+	struct builder b = {.d = d, .g = g, .nroots = g->num_roots};
+	struct joints j = {0};
+	struct hd_setpool pool;
+	if (!hd_setpool_init(&pool, HD_HOLDER_MAX_MEMBERS))
+		return &hd_error_no_memory;
+	struct hd_error *err = name_roots(&b);
+	if (!err)
+		err = root_holders(&b);
+	if (!err)
+		err = leak_holders(&b);
+	// Joint blocks are rare on most heaps: look only if the super-root
+	// dominates a block.
+	bool any_joint = false;
+	for (uint32_t k = d->child_off[d->tree.root]; !err &&
+	     k < d->child_off[d->tree.root + 1]; k++)
+		any_joint |= d->children[k] > g->num_roots;
+	if (!err && any_joint)
+		err = find_joints(&b, &j);
+	if (!err && j.num)
+		err = joint_edges(&b, &j);
+	if (!err && j.num)
+		err = joint_sets(&b, &j, &pool);
+	if (!err && j.num)
+		err = joint_holders(&b, &j, &pool);
+	d->holders_overflow = pool.overflow;
+	joints_free(&j);
+	hd_setpool_deinit(&pool);
+	free(b.order);
+	free(b.name_id);
+	free(b.name_start);
+	if (!err) {
+		qsort(b.protos, b.num_protos, sizeof(*b.protos), proto_order);
+		d->holders = malloc((b.num_protos ? b.num_protos : 1) * sizeof(*d->holders));
+		if (!d->holders)
+			err = &hd_error_no_memory;
+	}
+	if (err) {
+		free(b.protos);
+		free(b.items.v);
+		return err;
+	}
+	d->holder_items = b.items.v;
+	for (size_t i = 0; i < b.num_protos; i++) {
+		struct hd_holder *x = &d->holders[i];
+		*x = b.protos[i].h;
+		x->roots = d->holder_items + b.protos[i].roots_at;
+		x->vertices = d->holder_items + b.protos[i].vertices_at;
+	}
+	d->num_holders = b.num_protos;
+	free(b.protos);
+	return NULL;
+}
+
+void hd_dom_holders_free(struct hd_dom *d)
+{
+	free(d->holders);
+	free(d->holder_items);
+	d->holders = NULL;
+	d->holder_items = NULL;
+	d->num_holders = 0;
+}
+
+size_t hd_dom_num_holders(const struct hd_dom *d) { return d->num_holders; }
+
+const struct hd_holder *hd_dom_holder(const struct hd_dom *d, size_t i)
+{
+	return &d->holders[i];
+}
