@@ -130,7 +130,14 @@ def partition_problems(doc, what, view):
                            % (what, ap, held[ap["holder"]]))
             if not 0 <= ap["largest_child_retained"] <= ap["retained"]:
                 out.append("%s: accumulation point %r: largest child > retained" % (what, ap))
-            int(ap["addr"], 16)
+            # addr null: the holder itself is where memory piles up (a
+            # joint group has no address); else the block below it
+            if ap["addr"] is None:
+                if ap.get("depth") != 0:
+                    out.append("%s: accumulation point %r: no addr below its holder"
+                               % (what, ap))
+            else:
+                int(ap["addr"], 16)
         except (KeyError, TypeError, ValueError) as e:
             out.append("%s: malformed accumulation point %r (%s)" % (what, ap, e))
     return out
@@ -362,7 +369,8 @@ class Runner(heaptest.CaseRunner):
             if doc is None:
                 out.append("%s: heap-dominators failed: %s" % (where, w["errors"].get("ranked")))
                 continue
-            r = find_root(holders_of(doc, where), name)
+            holders_of(doc, where)
+            r = find_root(doc, name)
             if len(r) != 1 or r[0].get("rank") != "globals":
                 out.append("%s: want one root holder %s of rank globals, got %s; holders: %s"
                            % (where, name, [show(h) for h in r], top(doc)))
