@@ -114,6 +114,14 @@ def collect(core, out, res, r):
 
 
 # --------------------------------------------------------------- programs
+def ready_path(work, name):
+    """A ready file that does not exist yet (the workdir may be reused)."""
+    p = os.path.join(work, name + ".ready")
+    if os.path.exists(p):
+        os.unlink(p)
+    return p
+
+
 def wait_file(path, proc, what, timeout=600):
     t0 = time.monotonic()
     while not os.path.exists(path):
@@ -178,7 +186,7 @@ def prog_memcached(a, work):
 
 
 def prog_perl(a, work):
-    ready = os.path.join(work, "perl.ready")
+    ready = ready_path(work, "perl")
     code = ('my %%h; $h{"key$_"} = "x" x 50 for 1..%d; '
             'open(my $f, ">", $ARGV[0]) or die; close $f; sleep 3600; print scalar(keys %%h);'
             % a.perl_keys)
@@ -194,7 +202,7 @@ def prog_perl(a, work):
 
 
 def prog_sqlite3(a, work):
-    ready = os.path.join(work, "sqlite3.ready")
+    ready = ready_path(work, "sqlite3")
     proc = subprocess.Popen(["sqlite3", ":memory:"], stdin=subprocess.PIPE,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -215,7 +223,7 @@ def prog_sqlite3(a, work):
 
 
 def prog_python3(a, work):
-    ready = os.path.join(work, "python3.ready")
+    ready = ready_path(work, "python3")
     code = ("import sys, time\n"
             "d = {'key%%d' %% i: [i, str(i) * 3, i * 1.5] for i in range(%d)}\n"
             "open(sys.argv[1], 'w').close()\n"
@@ -276,6 +284,31 @@ def named(doc):
     return n / used if used else 1.0
 
 
+def single(doc):
+    """Share of used bytes under one root or one leaked block (no joint)."""
+    if not doc or "holders" not in doc:
+        return None
+    used = doc["heap"]["used_bytes"]
+    n = sum(h["retained"] for h in doc["holders"] if h["kind"] in ("root", "block"))
+    return n / used if used else 1.0
+
+
+def anonymous_name(n):
+    # a global without a symbol (stripped executable) or an anonymous mapping
+    return "+0x" in n or n.startswith("anon ")
+
+
+def unnamed(doc):
+    """Share of used bytes under holders named (or with a member named)
+    only by a section offset or an anonymous mapping."""
+    if not doc or "holders" not in doc:
+        return None
+    used = doc["heap"]["used_bytes"]
+    n = sum(h["retained"] for h in doc["holders"]
+            if anonymous_name(h["name"]) or any(anonymous_name(m) for m in h.get("members") or []))
+    return n / used if used else 0.0
+
+
 def before_named(doc):
     """Before issue 19: named = used bytes not under a block whose idom is
     the super-root (several roots)."""
@@ -310,9 +343,15 @@ def accumulation(doc):
         return "-"
     ap = aps[0]
     used = doc["heap"]["used_bytes"] or 1
-    return "%s under %s: %.1f%%, %d children, largest %.2f%%" % (
-        ap.get("type") or ap["addr"], short(ap["holder"], 30), 100.0 * ap["retained"] / used,
-        ap["children"], 100.0 * ap["largest_child_retained"] / used)
+    if ap["addr"] is None:
+        where = "the holder %s itself" % short(ap["holder"], 40)
+    else:
+        where = "%s %s, %d level(s) under %s" % (ap["addr"], ap.get("type") or "(untyped)",
+                                                  ap.get("depth", 0), short(ap["holder"], 40))
+    chain = ", a chain of %d blocks" % ap["chain"] if ap.get("chain") else ""
+    return "%s: %.1f%%, %d children, the largest %.2f%%%s" % (
+        where, 100.0 * ap["retained"] / used, ap["children"],
+        100.0 * ap["largest_child_retained"] / used, chain)
 
 
 def mib(b):
@@ -372,6 +411,9 @@ def main():
         row["blocks"] = ranked["heap"]["used_blocks"]
         row["ranked"] = named(ranked)
         row["plain"] = named(plain) if plain else None
+        row["single"] = single(ranked)
+        row["single_plain"] = single(plain)
+        row["unnamed"] = unnamed(ranked)
         row["gdb"] = named(gdocs.get("ranked"))
         row["gdb_plain"] = named(gdocs.get("plain"))
         row["gdb_err"] = gdocs.get("ranked_info", {}).get("error")
@@ -384,7 +426,8 @@ def main():
                 row["before"], row["before_top"] = before_named(old)
             else:
                 print("   before: %s" % err)
-        for k in ("ranked", "plain", "gdb", "gdb_plain", "before"):
+        for k in ("ranked", "plain", "gdb", "gdb_plain", "before", "single", "single_plain",
+                  "unnamed"):
             print("   %-10s %s" % (k, pct(row[k])))
         if row["gdb_err"]:
             print("   gdb: %s" % row["gdb_err"])
@@ -395,13 +438,17 @@ def main():
             os.unlink(core)
 
     print()
-    hdr = ("program", "used", "before", "after", "plain", "gdb", "top 3 holders (after)",
-           "accumulation point")
-    print("%-15s %10s %8s %8s %8s %8s  %s" % hdr[:7])
+    print("named: under a root, a leaked block or a joint group with members; single: under "
+          "one root or block;\nanon: under holders named by a section offset or an "
+          "anonymous mapping (ranked view)")
+    print("%-15s %10s %7s %7s %7s %7s %7s %7s %7s  %s" % (
+        "program", "used", "before", "named", "plain", "gdb", "single", "s.plain", "anon",
+        "top 3 holders (ranked)"))
     for r in rows:
-        print("%-15s %10s %8s %8s %8s %8s  %s"
+        print("%-15s %10s %7s %7s %7s %7s %7s %7s %7s  %s"
               % (r["program"], mib(r["used"]), pct(r["before"]), pct(r["ranked"]),
-                 pct(r["plain"]), pct(r["gdb"]), "; ".join(r["top"])))
+                 pct(r["plain"]), pct(r["gdb"]), pct(r["single"]), pct(r["single_plain"]),
+                 pct(r["unnamed"]), "; ".join(r["top"])))
         print("%-15s %s" % ("", "accumulation: " + r["acc"]))
     print("(before: %s; dominators wall time after/before: %s)" % (
         a.before or "not measured (--before)",
@@ -410,13 +457,15 @@ def main():
                   for r in rows)))
     if a.markdown:
         print()
-        print("| program | data | used | named before | named after (CLI) | --plain | "
-              "gdb at the stop | top 3 holders | accumulation point |")
-        print("|---|---|---|---|---|---|---|---|---|")
+        print("| program | data | used | named before | named after | after, --plain | "
+              "after, gdb at the stop | one root or block | one root or block, --plain | "
+              "unnamed roots | top 3 holders | accumulation point |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
-            print("| %s | %s | %s | %s | %s | %s | %s | %s | %s |"
+            print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |"
                   % (r["program"], r["note"], mib(r["used"]), pct(r["before"]),
-                     pct(r["ranked"]), pct(r["plain"]), pct(r["gdb"]),
+                     pct(r["ranked"]), pct(r["plain"]), pct(r["gdb"]), pct(r["single"]),
+                     pct(r["single_plain"]), pct(r["unnamed"]),
                      "<br>".join(r["top"]), r["acc"]))
     if not a.keep and not a.workdir:
         shutil.rmtree(work, ignore_errors=True)
