@@ -32,6 +32,12 @@ Cases:
                 exactly the fixture's records + names + samples, and with
                 --plain a joint holder of g_records and a register/stack/frame
                 root retains them (the plain dominator tree)
+  e accumulation  (issue 19 item 5: "the holder under which most of the heap
+                accumulates ... the container that grows") on both cores, ranked:
+                the first accumulation point retains at least half of what
+                the fixture's container holds (server: entries + keys +
+                payloads, under the joint holder; walk: the list, under
+                g_records)
   d named       on both fixtures (CLI; and gdb for walk_fixture), at least 90%
                 of used bytes sit under named holders: a root, a joint group
                 with members, or a leaked block
@@ -401,6 +407,30 @@ class Runner(heaptest.CaseRunner):
                 print("    %s: %s" % (where, show(j[0])))
         return out
 
+    def case_accumulation(self):
+        out = []
+        s, w = self.server(), self.walk()
+        st, wt = s["truth"], w["truth"]
+        for doc, t, what, groups, holder in (
+                (s["ranked"], st, "server_fixture", ("entries", "keys", "payloads"), None),
+                (w["ranked"], wt, "walk_fixture", ("records", "names", "samples"),
+                 "%s:g_records" % wt.module)):
+            _, want = group_sum(t, groups)
+            aps = doc.get("accumulation_points") or []
+            if not aps:
+                out.append("%s: no accumulation point" % what)
+                continue
+            ap = aps[0]
+            print("    %s: %s" % (what, ap))
+            if holder and ap.get("holder") != holder:
+                out.append("%s: the first accumulation point is under %r, want %r"
+                           % (what, ap.get("holder"), holder))
+            if ap.get("retained", 0) * 2 < want:
+                out.append("%s: the first accumulation point retains %d B, less than half "
+                           "of the %d B the container (%s) holds: %s"
+                           % (what, ap.get("retained", 0), want, "+".join(groups), ap))
+        return out
+
     def case_named(self):
         out = []
         s = self.server()
@@ -435,6 +465,7 @@ def main():
     run.case("b server", run.case_server)
     run.case("c breakpoint", run.case_breakpoint)
     run.case("d named", run.case_named)
+    run.case("e accumulation", run.case_accumulation)
     print("    (%.1fs)" % (time.monotonic() - t0))
     return run.finish(remove=(".core", ".truth", ".json", ".gdb"))
 
