@@ -122,8 +122,12 @@ struct hd_error *hd_render_graph(FILE *out, struct hd_session *s,
 		}
 		fprintf(out, "%s\n{\"id\": %" PRIu32 ", ", first ? "" : ",", v);
 		if (r >= 0) {
+			const struct hd_root *root = hd_graph_root(a.g, (size_t)r);
 			fputs("\"root\": ", out);
-			hd_json_string(out, hd_graph_root(a.g, (size_t)r)->name);
+			hd_json_string(out, root->name);
+			fprintf(out, ", \"kind\": \"%s\", \"class\": \"%s\"",
+				hd_root_kind_name(root->kind),
+				hd_root_rank_name(hd_root_rank(root->kind)));
 		} else {
 			fprintf(out, "\"addr\": \"0x%" PRIx64 "\", \"size\": %" PRIu64
 				", \"chunk\": %" PRIu64, b.addr, b.usable, b.chunk);

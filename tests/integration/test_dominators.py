@@ -52,6 +52,8 @@ import heaptest  # noqa: E402
 from heaptest import HarnessError  # noqa: E402
 
 BIG_LIST = 1000000
+# Root classes, strongest first (docs/ownership.md).
+CLASSES = ["globals", "tls", "locals", "stack", "registers"]
 LIMIT = 10            # mismatches shown per check
 
 
@@ -247,6 +249,7 @@ class Graph:
     def __init__(self, doc, pb):
         ids = [0]
         self.root_name = {}
+        self.root_class = {}  # id -> index in CLASSES
         self.block = {}       # id -> node dict
         for nd in doc.get("nodes", []):
             if not isinstance(nd.get("id"), int) or nd["id"] <= 0:
@@ -255,6 +258,10 @@ class Graph:
             ids.append(nd["id"])
             if "root" in nd:
                 self.root_name[nd["id"]] = nd["root"]
+                if nd.get("class") not in CLASSES:
+                    pb.add("graph-schema", "root without a known class: %r" % (nd,))
+                self.root_class[nd["id"]] = CLASSES.index(nd.get("class")) \
+                    if nd.get("class") in CLASSES else len(CLASSES)
             elif all(k in nd for k in ("addr", "size", "chunk")):
                 self.block[nd["id"]] = nd
             else:
@@ -284,6 +291,31 @@ class Graph:
         self.addr_index = {}
         for bid, nd in self.block.items():
             self.addr_index[int(nd["addr"], 16)] = self.index[bid]
+
+    def ranked_succ(self):
+        """The graph of the ranked view (docs/ownership.md), computed
+        here from its definition: each vertex belongs to the strongest
+        class of roots that reaches it (a breadth-first search per class,
+        strongest first, over what earlier classes left), and an edge
+        from a vertex of a weaker class into one of a stronger class is
+        borrowed: dropped."""
+        cls = [None] * self.n
+        cls[0] = -1
+        for k in range(len(CLASSES) + 1):
+            todo = [self.index[r] for r, c in self.root_class.items() if c == k]
+            for v in todo:
+                cls[v] = k
+            while todo:
+                nxt = []
+                for u in todo:
+                    for w in self.succ[u]:
+                        if cls[w] is None:
+                            cls[w] = k
+                            nxt.append(w)
+                todo = nxt
+        return [[w for w in self.succ[u]
+                 if cls[u] is None or cls[w] is None or cls[u] <= cls[w]]
+                for u in range(self.n)]
 
     def label(self, i):
         """The `dominators` idom text for index i."""
@@ -728,8 +760,9 @@ def check_leaks(doc, truth, nodes, graph, pb):
                    "the component holds %d" % (len(comp), g.label(min(comp)), got, total))
 
 
-def check_graph(gdoc, dom_nodes, truth, pb):
-    """Recompute dominators from the exported graph; compare every node."""
+def check_graph(gdoc, dom_nodes, doc_holders, truth, pb, plain=False):
+    """Recompute dominators from the exported graph (the ranked view's
+    graph, or with plain the graph itself); compare every node."""
     g = Graph(gdoc, pb)
     blocks = {int(nd["addr"], 16): nd for nd in g.block.values()}
     if set(blocks) != set(dom_nodes):
@@ -753,7 +786,8 @@ def check_graph(gdoc, dom_nodes, truth, pb):
         p, c = g.addr_index.get(pa), g.addr_index.get(ca)
         if p is not None and c is not None and c not in g.succ[p]:
             pb.add("graph-edges", "no edge %s -> %s (%s)" % (hx(pa), hx(ca), truth.blocks.get(ca, ("?",))[0]))
-    idom = chk_dominators(g.n, g.succ, 0)
+    succ = g.succ if plain else g.ranked_succ()
+    idom = chk_dominators(g.n, succ, 0)
     size = [g.size(i) for i in range(g.n)]
     ret, cnt = subtree_sums(g.n, idom, 0, size)
     for bid, nd in g.block.items():
@@ -769,7 +803,64 @@ def check_graph(gdoc, dom_nodes, truth, pb):
         if idom[i] is not None and (d["retained"] != ret[i] or d["retained_blocks"] != cnt[i]):
             pb.add("graph-retained", "%s: retained %d (%d blocks), recomputed %d (%d blocks)"
                    % (nd["addr"], d["retained"], d["retained_blocks"], ret[i], cnt[i]))
+    check_holders(doc_holders, g, succ, idom, ret, cnt, pb)
     return g
+
+
+def check_holders(doc, g, succ, idom, ret, cnt, pb):
+    """The holders of a dominators document against the partition
+    recomputed from the graph: one per root name dominating something
+    (the sum of its roots' retained), one per set of root names reaching
+    the blocks the super-root alone dominates (each set found by a
+    backward search from the block), and leaked blocks for the rest."""
+    holders = doc.get("holders")
+    if not isinstance(holders, list):
+        pb.add("holders", "no holders array")
+        return
+    want = {}
+    for rid, name in g.root_name.items():
+        i = g.index[rid]
+        if idom[i] is not None and cnt[i] > 0:
+            r, c = want.get(("root", name), (0, 0))
+            want[("root", name)] = (r + ret[i], c + cnt[i])
+    pred = [[] for _ in range(g.n)]
+    for u in range(g.n):
+        for w in succ[u]:
+            pred[w].append(u)
+    for bid in g.block:
+        i = g.index[bid]
+        if idom[i] != 0:
+            continue
+        seen, todo, names = {i}, [i], set()
+        while todo:
+            u = todo.pop()
+            for p in pred[u]:
+                if p not in seen and idom[p] is not None:
+                    seen.add(p)
+                    todo.append(p)
+                    if g.ids[p] in g.root_name:
+                        names.add(g.root_name[g.ids[p]])
+        key = ("joint", frozenset(names))
+        r, c = want.get(key, (0, 0))
+        want[key] = (r + ret[i], c + cnt[i])
+    got, leaked = {}, 0
+    for h in holders:
+        if h.get("kind") == "block":
+            leaked += h.get("retained", 0)
+            continue
+        key = (h.get("kind"), h.get("name") if h.get("kind") == "root"
+               else frozenset(h.get("members", [])))
+        if key in got:
+            pb.add("holders", "holder %r listed twice" % (key,))
+        got[key] = (h.get("retained"), h.get("retained_blocks"))
+    for key in set(want) | set(got):
+        if want.get(key) != got.get(key):
+            pb.add("holders", "%s %s: heapdom %s, recomputed %s (retained, blocks)"
+                   % (key[0], sorted(key[1]) if key[0] == "joint" else key[1],
+                      got.get(key), want.get(key)))
+    if leaked != doc["heap"]["leaked_bytes"]:
+        pb.add("holders", "leaked-block holders retain %d, heap.leaked_bytes is %d"
+               % (leaked, doc["heap"]["leaked_bytes"]))
 
 
 def check_graph_from(sub, g, start, depth, pb):
@@ -881,7 +972,16 @@ class Runner(heaptest.CaseRunner):
         check_tree_mode(tree, nodes, pb, 5, 3)
         check_why(self.heapdom, target, truth, nodes, pb)
         gdoc = heaptest.heapdom_json(self.heapdom, ["graph"] + target + ["--format", "json"])
-        g = check_graph(gdoc, nodes, truth, pb)
+        g = check_graph(gdoc, nodes, doc, truth, pb)
+        # The plain view: the exact dominator tree of the same graph.
+        pdoc = heaptest.heapdom_json(self.heapdom, ["dominators"] + target +
+                                     ["--json", "--all", "--plain"])
+        if pdoc.get("view") != "plain" or doc.get("view") != "ranked":
+            pb.add("view", "views %r (default) and %r (--plain)" % (doc.get("view"), pdoc.get("view")))
+        ppb = Problems("plain: ")
+        pnodes = index_nodes(pdoc, ppb, "all")
+        check_graph(gdoc, pnodes, pdoc, truth, ppb, plain=True)
+        pb.extend(ppb)
         for name, depth in (("hub", 2), ("list.0", 3), ("big", 1)):
             if name in truth.by_name:
                 start = truth.by_name[name]
