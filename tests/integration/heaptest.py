@@ -7,7 +7,10 @@
 - compare():        check a `heapdom blocks --json` document against a truth
 - thread_states():  /proc view of a process (is it stopped / traced?)
 - core_invariants(): what must hold on every core the suite makes (typed and
-                    untyped leak sets equal); make_core() checks it itself
+                    untyped leak sets equal; the top-level holders of
+                    `dominators` partition the used heap); make_core()
+                    checks it itself
+- holder_problems(): that partition check on one `dominators --json`
 
 TRUTH FILE FORMAT (written by tests/fixtures/heap_fixture.c; one record per
 line, fields separated by single spaces, ADDR = "0x.." hex of the pointer
@@ -89,7 +92,8 @@ def make_core(fixture, truth, core, fixture_args=(), timeout=600):
 def core_invariants(core, exe=None, heapdom=None, extra=()):
     """Problems with what must hold on any core, whatever made it: the
     leaked set is the same typed and --untyped (types name blocks and
-    edges; they never decide reachability). heapdom defaults to
+    edges; they never decide reachability); the top-level holders of
+    `dominators --json` partition the used heap (holder_problems). heapdom defaults to
     $HEAPDOM_INVARIANTS (set by meson for every test); without either,
     nothing is checked. extra: more arguments (--sysroot ...)."""
     heapdom = heapdom or os.environ.get("HEAPDOM_INVARIANTS")
@@ -106,12 +110,74 @@ def core_invariants(core, exe=None, heapdom=None, extra=()):
         except (ValueError, KeyError, TypeError) as e:
             return ["invariant: heapdom %s: bad JSON (%s)" % (" ".join(args), e)]
     typed, untyped = sets
-    if typed == untyped:
-        return []
-    return ["invariant broken on %s: typed and untyped leak sets differ: "
-            "%d leaked typed, %d untyped; typed only %s; untyped only %s"
-            % (core, len(typed), len(untyped), sorted(typed - untyped)[:5],
-               sorted(untyped - typed)[:5])]
+    problems = []
+    if typed != untyped:
+        problems.append("invariant broken on %s: typed and untyped leak sets differ: "
+                        "%d leaked typed, %d untyped; typed only %s; untyped only %s"
+                        % (core, len(typed), len(untyped), sorted(typed - untyped)[:5],
+                           sorted(untyped - typed)[:5]))
+    args = ["dominators", core, "--json"] + (["--exe", exe] if exe else []) + list(extra)
+    r = run_heapdom(heapdom, args)
+    if r.rc != 0:
+        return problems + ["invariant: %s" % r.describe()]
+    try:
+        doc = json.loads(r.out)
+    except ValueError as e:
+        return problems + ["invariant: heapdom %s: bad JSON (%s)" % (" ".join(args), e)]
+    problems += ["invariant broken on %s: %s" % (core, p) for p in holder_problems(doc)]
+    return problems
+
+
+HOLDER_KINDS = ("root", "joint", "block")
+ROOT_RANKS = ("globals", "tls", "locals", "stack", "registers")
+
+
+def holder_problems(doc, require=False):
+    """What is wrong with the top-level holders of a `dominators --json`
+    document (issue 19): they partition the used heap (retained bytes and
+    blocks add up to heap.used_bytes / used_blocks exactly), each holds
+    something, names are unique per kind, a joint holder names two or more
+    member roots, a root holder its rank class. A document without
+    "holders" is a problem only with require."""
+    if "holders" not in doc:
+        return ["dominators --json has no \"holders\""] if require else []
+    out = []
+    try:
+        heap = doc["heap"]
+        holders = doc["holders"]
+        seen = set()
+        tb = tn = 0
+        for h in holders:
+            what = "holder %s %r" % (h.get("kind"), h.get("name"))
+            if h["kind"] not in HOLDER_KINDS:
+                out.append("%s: unknown kind" % what)
+            if not isinstance(h["name"], str) or not h["name"]:
+                out.append("%s: no name" % what)
+            if (h["kind"], h["name"]) in seen:
+                out.append("%s: name not unique among its kind" % what)
+            seen.add((h["kind"], h["name"]))
+            if not (isinstance(h["retained"], int) and h["retained"] > 0
+                    and isinstance(h["retained_blocks"], int) and h["retained_blocks"] > 0):
+                out.append("%s: retained %r bytes, %r blocks (must be > 0)"
+                           % (what, h["retained"], h["retained_blocks"]))
+                continue
+            if h["kind"] == "joint":
+                m = h.get("members")
+                if (not isinstance(m, list) or len(m) < 2 or len(set(m)) != len(m)
+                        or not all(isinstance(x, str) and x for x in m)):
+                    out.append("%s: members %r (want two or more distinct root names)"
+                               % (what, m))
+            if h["kind"] == "root" and h.get("rank") not in ROOT_RANKS:
+                out.append("%s: rank %r not one of %s" % (what, h.get("rank"), ROOT_RANKS))
+            tb += h["retained"]
+            tn += h["retained_blocks"]
+        if tb != heap["used_bytes"] or tn != heap["used_blocks"]:
+            out.append("holders do not partition the used heap: they add up to %d bytes in "
+                       "%d blocks, the heap has %d used bytes in %d blocks"
+                       % (tb, tn, heap["used_bytes"], heap["used_blocks"]))
+    except (KeyError, TypeError, AttributeError) as e:
+        out.append("malformed holders (%s: %s)" % (type(e).__name__, e))
+    return out
 
 
 def check_core(core, exe=None, extra=()):
