@@ -129,6 +129,8 @@ struct hd_error *hd_why_roots_path(const struct hd_why_roots *w, unsigned r,
 void hd_why_roots_deinit(struct hd_why_roots *w);
 // "registers (1 root), stack (2 roots)" for the classes counted.
 void hd_why_class_counts(FILE *out, const size_t counts[HD_ROOT_RANKS]);
+// "ignored (--exclude): registers (1 root)" when excluded roots reach it.
+void hd_why_text_ignored(FILE *out, const size_t excluded[HD_ROOT_RANKS]);
 // JSON members "exclude" (the class names in the mask) and
 // "excluded_roots" (excluded: per class, may be NULL).
 void hd_why_json_classes(FILE *out, unsigned exclude,

@@ -306,6 +306,18 @@ void hd_why_class_counts(FILE *out, const size_t counts[HD_ROOT_RANKS])
 	}
 }
 
+void hd_why_text_ignored(FILE *out, const size_t excluded[HD_ROOT_RANKS])
+{
+	for (unsigned r = 0; r < HD_ROOT_RANKS; r++) {
+		if (excluded[r]) {
+			fputs("ignored (--exclude): ", out);
+			hd_why_class_counts(out, excluded);
+			fputc('\n', out);
+			return;
+		}
+	}
+}
+
 void hd_why_json_classes(FILE *out, unsigned exclude,
 			 const size_t excluded[HD_ROOT_RANKS])
 {
@@ -617,16 +629,8 @@ struct hd_error *hd_render_why(FILE *out, struct hd_session *s,
 		err = print_json_paths(out, &a, &w);
 	if (!err && !json)
 		err = print_also(out, &a, &w);
-	if (!err && !json && w.first >= 0 && o->exclude) {
-		bool any = false;
-		for (unsigned r = 0; r < HD_ROOT_RANKS; r++)
-			any = any || w.excluded[r];
-		if (any) {
-			fputs("ignored (--exclude): ", out);
-			hd_why_class_counts(out, w.excluded);
-			fputc('\n', out);
-		}
-	}
+	if (!err && !json && w.first >= 0)
+		hd_why_text_ignored(out, w.excluded);
 	hd_why_roots_deinit(&w);
 	free(path);
 	if (err)
