@@ -129,6 +129,10 @@ struct hd_error *hd_why_roots_path(const struct hd_why_roots *w, unsigned r,
 void hd_why_roots_deinit(struct hd_why_roots *w);
 // "registers (1 root), stack (2 roots)" for the classes counted.
 void hd_why_class_counts(FILE *out, const size_t counts[HD_ROOT_RANKS]);
+// Indentation of step i of a why chain in text: deeper steps of a long
+// chain (a million-node list) are not indented further, or the text would
+// grow with the square of the chain.
+#define HD_WHY_INDENT(i) ((int)((i) < 32 ? 2 * (i) : 64))
 // "ignored (--exclude): registers (1 root)" when excluded roots reach it.
 void hd_why_text_ignored(FILE *out, const size_t excluded[HD_ROOT_RANKS]);
 // JSON members "exclude" (the class names in the mask) and

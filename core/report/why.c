@@ -397,7 +397,7 @@ static void print_steps(FILE *out, const struct hd_analysis *a,
 			fputc('}', out);
 			continue;
 		}
-		fprintf(out, "  %*s", (int)(2 * i), "");
+		fprintf(out, "  %*s", HD_WHY_INDENT(i), "");
 		if (r >= 0) {
 			const struct hd_root *root = hd_graph_root(a->g, (size_t)r);
 			fprintf(out, "%s (%s", root->name, hd_root_kind_name(root->kind));
@@ -413,13 +413,13 @@ static void print_steps(FILE *out, const struct hd_analysis *a,
 			char stype[512], member[512];
 			step_member(a, u, off, stype, sizeof(stype), member, sizeof(member));
 			if (reg >= 0)
-				fprintf(out, "\n  %*s  %%%s = 0x%" PRIx64, (int)(2 * i), "",
+				fprintf(out, "\n  %*s  %%%s = 0x%" PRIx64, HD_WHY_INDENT(i), "",
 					reg_names[reg], val);
 			else if (member[0])
 				fprintf(out, "\n  %*s  +0x%" PRIx64 " .%s = 0x%" PRIx64,
-					(int)(2 * i), "", off, member, val);
+					HD_WHY_INDENT(i), "", off, member, val);
 			else
-				fprintf(out, "\n  %*s  +0x%" PRIx64 " = 0x%" PRIx64, (int)(2 * i),
+				fprintf(out, "\n  %*s  +0x%" PRIx64 " = 0x%" PRIx64, HD_WHY_INDENT(i),
 					"", off, val);
 			if (val != nb.addr)
 				fprintf(out, " (interior: +0x%" PRIx64 " into the block)",
@@ -431,28 +431,23 @@ static void print_steps(FILE *out, const struct hd_analysis *a,
 }
 
 // One chain: text, the one-line form (short chains) and the steps; JSON,
-// the steps' array.
-static struct hd_error *print_chain(FILE *out, const struct hd_analysis *a,
-				    const uint32_t *path, size_t len, bool json)
+// the steps' array. refs: hd_chain_refs of the chain.
+static void print_chain(FILE *out, const struct hd_analysis *a,
+			const uint32_t *path, size_t len,
+			const struct hd_chain_ref *refs, bool json)
 {
-	struct hd_chain_ref *refs;
-	struct hd_error *err = hd_chain_refs(a, path, len, &refs);
-	if (err)
-		return err;
 	if (json) {
 		fputc('[', out);
 		print_steps(out, a, path, len, refs, true);
 		fputc(']', out);
-	} else {
-		if (len <= 64) {
-			fputs("  ", out);
-			hd_chain_line(out, a, path, len, refs, " → ", false);
-			fputs("\n", out);
-		}
-		print_steps(out, a, path, len, refs, false);
+		return;
 	}
-	free(refs);
-	return NULL;
+	if (len <= 64) {
+		fputs("  ", out);
+		hd_chain_line(out, a, path, len, refs, " → ", false);
+		fputs("\n", out);
+	}
+	print_steps(out, a, path, len, refs, false);
 }
 
 // "also reachable from": one line per other class, its roots and its
@@ -488,25 +483,35 @@ static struct hd_error *print_also(FILE *out, const struct hd_analysis *a,
 	return NULL;
 }
 
+// The "paths" member; the first class's chain is main (with its refs),
+// already found.
 static struct hd_error *print_json_paths(FILE *out, const struct hd_analysis *a,
-					 const struct hd_why_roots *w)
+					 const struct hd_why_roots *w,
+					 const uint32_t *main, size_t main_len,
+					 const struct hd_chain_ref *main_refs)
 {
 	fputs(", \"paths\": [", out);
 	bool any = false;
 	for (unsigned r = 0; r < HD_ROOT_RANKS; r++) {
 		if (!w->roots[r])
 			continue;
-		uint32_t *path;
-		size_t len;
-		struct hd_error *err = hd_why_roots_path(w, r, &path, &len);
-		if (err)
+		uint32_t *path = NULL;
+		size_t len = main_len;
+		struct hd_chain_ref *refs = NULL;
+		struct hd_error *err = NULL;
+		if ((int)r != w->first &&
+		    !(err = hd_why_roots_path(w, r, &path, &len)))
+			err = hd_chain_refs(a, path, len, &refs);
+		if (err) {
+			free(path);
 			return err;
+		}
 		fprintf(out, "%s{\"class\": \"%s\", \"roots\": %zu, \"path\": ",
 			any ? ", " : "", hd_root_rank_name(r), w->roots[r]);
-		err = print_chain(out, a, path, len, true);
+		print_chain(out, a, path ? path : main, len, refs ? refs : main_refs,
+			    true);
+		free(refs);
 		free(path);
-		if (err)
-			return err;
 		fputc('}', out);
 		any = true;
 	}
@@ -619,19 +624,24 @@ struct hd_error *hd_render_why(FILE *out, struct hd_session *s,
 	} else if (!json) {
 		fprintf(out, ", which is LEAKED: no root reaches it. Chain from a leaked block nothing points at:\n");
 	}
-	if (json)
-		fputs(", \"path\": ", out);
+	// Where each step refers to the next, found once for both listings.
+	struct hd_chain_ref *refs = NULL;
 	if (path)
-		err = print_chain(out, &a, path, len, json);
-	else if (json)
+		err = hd_chain_refs(&a, path, len, &refs);
+	if (!err && json)
+		fputs(", \"path\": ", out);
+	if (!err && path)
+		print_chain(out, &a, path, len, refs, json);
+	else if (!err && json)
 		fputs("[]", out);
 	if (!err && json)
-		err = print_json_paths(out, &a, &w);
+		err = print_json_paths(out, &a, &w, path, len, refs);
 	if (!err && !json)
 		err = print_also(out, &a, &w);
 	if (!err && !json && w.first >= 0)
 		hd_why_text_ignored(out, w.excluded);
 	hd_why_roots_deinit(&w);
+	free(refs);
 	free(path);
 	if (err)
 		return err;

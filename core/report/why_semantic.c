@@ -266,27 +266,27 @@ static void sprint_steps(FILE *out, const struct sview *w, const uint32_t *path,
 			fputc('}', out);
 			continue;
 		}
-		fprintf(out, "  %*s", (int)(2 * i), "");
+		fprintf(out, "  %*s", HD_WHY_INDENT(i), "");
 		sdescribe(out, w, u, false);
 		if (ref) {
 			if (reg >= 0)
-				fprintf(out, "\n  %*s  %%%s = 0x%" PRIx64, (int)(2 * i), "",
+				fprintf(out, "\n  %*s  %%%s = 0x%" PRIx64, HD_WHY_INDENT(i), "",
 					hd_reg_name(reg), val);
 			else if (member[0])
 				fprintf(out, "\n  %*s  +0x%" PRIx64 " .%s = 0x%" PRIx64,
-					(int)(2 * i), "", off, member, val);
+					HD_WHY_INDENT(i), "", off, member, val);
 			else
 				fprintf(out, "\n  %*s  +0x%" PRIx64 " = 0x%" PRIx64,
-					(int)(2 * i), "", off, val);
+					HD_WHY_INDENT(i), "", off, val);
 			if (val != nlo)
 				fprintf(out, " (interior: +0x%" PRIx64 " into the block)",
 					val - nlo);
 			fputs(" ->", out);
 		} else if (assigned) {
-			fprintf(out, "\n  %*s  owns (assigned by %s) ->", (int)(2 * i), "",
+			fprintf(out, "\n  %*s  owns (assigned by %s) ->", HD_WHY_INDENT(i), "",
 				module_name(w->fw, w->fw->nodes[u - w->s->nv].module));
 		} else if (i + 1 < len) {
-			fprintf(out, "\n  %*s  ->", (int)(2 * i), "");
+			fprintf(out, "\n  %*s  ->", HD_WHY_INDENT(i), "");
 		}
 		fputc('\n', out);
 	}
