@@ -150,10 +150,19 @@ static void drop_error(struct build *b, Dwarf_Error derr)
 
 // A unit's file table as module file indexes; map[i] is for the line
 // program's file number base + i.
+//
+// DWARF 5 starts a sequence's file register at 1, but this libdwarf
+// reports 0 for rows before any DW_LNS_set_file. gcc's tables repeat
+// entry 0 (the primary file) later and never set file 0, so there a 0 is
+// read as 1 (*zero_is_one), as gdb and objdump read it (a static function
+// of an included header: "libc_start_call_main.h", not "libc-start.c").
+// clang's entry 0 is not repeated and is set explicitly: left as is.
 static struct hd_error *map_files(struct build *b, Dwarf_Line_Context ctx,
 				  Dwarf_Unsigned version, uint32_t **map,
-				  Dwarf_Signed *base, Dwarf_Signed *count)
+				  Dwarf_Signed *base, Dwarf_Signed *count,
+				  bool *zero_is_one)
 {
+	*zero_is_one = false;
 	Dwarf_Error derr = NULL;
 	Dwarf_Signed end;
 	const char *comp_dir = NULL;
@@ -174,6 +183,7 @@ static struct hd_error *map_files(struct build *b, Dwarf_Line_Context ctx,
 	*map = malloc(*count * sizeof(**map));
 	if (!*map)
 		return &hd_error_no_memory;
+	const char *name0 = NULL;
 	for (Dwarf_Signed i = 0; i < *count; i++) {
 		const char *name = NULL, *dir = NULL;
 		Dwarf_Unsigned dir_index = 0, mtime, length;
@@ -186,6 +196,10 @@ static struct hd_error *map_files(struct build *b, Dwarf_Line_Context ctx,
 			(*map)[i] = HD_LINE_NO_FILE;
 			continue;
 		}
+		if (version >= 5 && *base == 0 && i == 0)
+			name0 = name;
+		else if (name0 && i >= 2 && name && strcmp(name, name0) == 0)
+			*zero_is_one = true;
 		// Directory 0 is the compilation directory; DWARF 5 also
 		// lists it, DWARF 4 only implies it. libdwarf numbers the
 		// other entries as the line program does.
@@ -221,7 +235,8 @@ static bool push_row(struct build *b, struct hd_line_row row)
 // sequence at address 0 is code the linker discarded.
 static struct hd_error *add_lines(struct build *b, Dwarf_Line *lines,
 				  Dwarf_Signed n, const uint32_t *map,
-				  Dwarf_Signed base, Dwarf_Signed count)
+				  Dwarf_Signed base, Dwarf_Signed count,
+				  bool zero_is_one)
 {
 	bool in_seq = false, skip_seq = false;
 	size_t seq_start = 0;
@@ -255,6 +270,8 @@ static struct hd_error *add_lines(struct build *b, Dwarf_Line *lines,
 			row.file = HD_LINE_END;
 			in_seq = false;
 		} else {
+			if (fileno == 0 && zero_is_one)
+				fileno = 1;
 			Dwarf_Signed k = (Dwarf_Signed)fileno - base;
 			row.file = k >= 0 && k < count ? map[k]
 						       : HD_LINE_NO_FILE;
@@ -327,9 +344,12 @@ static struct hd_error *add_unit(struct build *b, Dwarf_Die unit_die)
 		drop_error(b, derr);
 		b->tab->bad_units++;
 	} else if (n > 0) {
-		err = map_files(b, ctx, version, &map, &base, &count);
+		bool zero_is_one = false;
+		err = map_files(b, ctx, version, &map, &base, &count,
+				&zero_is_one);
 		if (!err)
-			err = add_lines(b, lines, n, map, base, count);
+			err = add_lines(b, lines, n, map, base, count,
+					zero_is_one);
 		b->tab->num_units++;
 	}
 	free(map);
