@@ -195,6 +195,10 @@ static struct hd_error *add_locals(struct pass *p, int tid, unsigned level,
 		if (asprintf(&name, "%s: %s", fn ? fn : "??", v->name) < 0)
 			return &hd_error_no_memory;
 		char *type = v->type_name ? strdup(v->type_name) : NULL;
+		// A diagnostic for tests and bug reports: the locals found,
+		// with their types, one "local NAME\tTYPE" line each.
+		if (getenv("HEAPDOM_DEBUG_LOCALS"))
+			fprintf(stderr, "local %s\t%s\n", name, type ? type : "?");
 		struct hd_frame f = {.tid = tid, .level = level, .sp = addr,
 				     .caller_sp = addr + v->size, .name = name,
 				     .local = true, .type_name = type};

@@ -302,7 +302,8 @@ static void name_of(Dwarf_Debug dbg, Dwarf_Die t, bool cplus,
 		put(pre, p.s);
 		// "char *", "char **", "int (*)[4]", "void (*)(int)".
 		if (st == DW_TAG_array_type || st == DW_TAG_subroutine_type) {
-			if (p.n && p.s[p.n - 1] != '(' && p.s[p.n - 1] != '*')
+			if (p.n && p.s[p.n - 1] != '(' && p.s[p.n - 1] != '*' &&
+			    p.s[p.n - 1] != ' ')
 				put(pre, " ");
 			put(pre, "(");
 			put(pre, op);
