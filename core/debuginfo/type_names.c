@@ -264,7 +264,24 @@ static void name_of(Dwarf_Debug dbg, Dwarf_Die t, bool cplus,
 	char *name = hd_dw_string(dbg, t, DW_AT_name);
 	Dwarf_Die sub = NULL;
 	switch (tag) {
-	case DW_TAG_base_type:
+	case DW_TAG_base_type: {
+		// gdb names gcc's integer types the short way.
+		static const char *const names[][2] = {
+			{"long unsigned int", "unsigned long"},
+			{"long int", "long"},
+			{"short unsigned int", "unsigned short"},
+			{"short int", "short"},
+			{"long long int", "long long"},
+			{"long long unsigned int", "unsigned long long"},
+			{"__int128 unsigned", "unsigned __int128"},
+		};
+		const char *shown = name ? name : "?";
+		for (size_t i = 0; name && i < sizeof(names) / sizeof(names[0]); i++)
+			if (strcmp(name, names[i][0]) == 0)
+				shown = names[i][1];
+		put(pre, shown);
+		break;
+	}
 	case DW_TAG_typedef:
 	case DW_TAG_unspecified_type:
 		put(pre, name ? name : "?");
