@@ -344,7 +344,11 @@ static void name_of(Dwarf_Debug dbg, Dwarf_Die t, bool cplus,
 		Dwarf_Half st = sub ? hd_dw_tag(dbg, sub) : 0;
 		struct buf p = {0}, s = {0};
 		name_of(dbg, sub, cplus, &p, &s, depth + 1);
-		if (st == DW_TAG_pointer_type || st == DW_TAG_reference_type) {
+		if (st == DW_TAG_array_type) {
+			// C qualifies an array's elements, which gcc's DWARF
+			// already marks: "volatile int [4]", said once.
+			put(pre, p.s);
+		} else if (st == DW_TAG_pointer_type || st == DW_TAG_reference_type) {
 			// "char * const"
 			put(pre, p.s);
 			put(pre, " ");
