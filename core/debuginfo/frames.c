@@ -46,7 +46,9 @@ struct pass {
 	size_t num_mods;
 	struct hd_frame *locals, *frames;
 	size_t num_locals, cap_locals, num_frames, cap_frames;
-	uint64_t entry_fn; // start of the function holding AT_ENTRY, or 0
+	// The function holding AT_ENTRY (_start): its module and start.
+	const struct hd_module *entry_mod;
+	uint64_t entry_fn;
 };
 
 static struct hd_mod_dwarf *mod_dwarf(struct pass *p, const struct hd_module *m)
@@ -253,13 +255,14 @@ static struct hd_error *unwind_thread(struct pass *p, const struct hd_thread *th
 		struct hd_mod_dwarf *md = mod_dwarf(p, m);
 		uint64_t link = lookup - m->bias;
 		// gdb does not go past the program's entry function (_start).
-		if (p->entry_fn) {
-			struct hd_location loc;
-			struct hd_error *err = hd_debuginfo_locate(p->di, lookup, &loc);
-			bool entry = !err && loc.function &&
-				     lookup - loc.offset == p->entry_fn;
-			hd_error_destroy(err);
-			if (entry)
+		if (m == p->entry_mod) {
+			const char *fn;
+			uint64_t start;
+			struct hd_error *err =
+				hd_debuginfo_function_at(p->di, lookup, &fn, &start);
+			if (err)
+				return err;
+			if (fn && start == p->entry_fn)
 				return NULL;
 		}
 		struct hd_unwind_regs caller;
@@ -288,20 +291,13 @@ static struct hd_error *unwind_thread(struct pass *p, const struct hd_thread *th
 		struct hd_error *err = hd_scopes_find(md, link, &s);
 		if (err)
 			return err;
-		struct hd_location loc = {0};
-		struct hd_error *lerr = hd_debuginfo_locate(p->di, lookup, &loc);
-		if (lerr && lerr->code == HD_ERROR_NO_MEMORY) {
-			hd_scopes_free(&s);
-			return lerr;
-		}
-		hd_error_destroy(lerr);
 		if (s.num_fns) {
 			// Inlined frames first: they share the stack pointer,
 			// so they own no bytes; the out-of-line function's
 			// frame owns [sp, caller_sp).
 			for (size_t i = 0; i < s.num_fns && !err && level < MAX_FRAMES; i++) {
-				const char *file = i ? s.fns[i - 1].call_file : loc.file;
-				unsigned line = i ? s.fns[i - 1].call_line : loc.line;
+				const char *file = i ? s.fns[i - 1].call_file : s.file;
+				unsigned line = i ? s.fns[i - 1].call_line : s.line;
 				if (i + 1 < s.num_fns) {
 					level++;
 					continue;
@@ -314,8 +310,14 @@ static struct hd_error *unwind_thread(struct pass *p, const struct hd_thread *th
 				level++;
 			}
 		} else {
-			err = add_frame(p, th->tid, level++, sp, caller_sp,
-					loc.function, loc.file, loc.line);
+			// No DWARF function (assembly, or no debug info): the
+			// ELF symbol, and the line table's row if any.
+			const char *fn;
+			uint64_t start;
+			err = hd_debuginfo_function_at(p->di, lookup, &fn, &start);
+			if (!err)
+				err = add_frame(p, th->tid, level++, sp, caller_sp, fn,
+						s.file, s.line);
 		}
 		hd_scopes_free(&s);
 		if (err)
@@ -336,14 +338,13 @@ struct hd_error *hd_debuginfo_add_frames(struct hd_debuginfo *di)
 	if (!p.mods)
 		return &hd_error_no_memory;
 	uint64_t entry;
-	if (hd_target_auxv(p.t, 9 /* AT_ENTRY */, &entry)) {
-		struct hd_location loc;
-		struct hd_error *err = hd_debuginfo_locate(di, entry, &loc);
-		if (!err && loc.function)
-			p.entry_fn = entry - loc.offset;
-		hd_error_destroy(err);
-	}
 	struct hd_error *err = NULL;
+	if (hd_target_auxv(p.t, 9 /* AT_ENTRY */, &entry)) {
+		const char *fn;
+		err = hd_debuginfo_function_at(di, entry, &fn, &p.entry_fn);
+		if (!err && fn)
+			p.entry_mod = hd_target_find_module(p.t, entry);
+	}
 	for (size_t i = 0; i < hd_target_num_threads(p.t) && !err; i++) {
 		const struct hd_thread *th = hd_target_thread(p.t, i);
 		if (th->has_regs)

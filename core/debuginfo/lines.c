@@ -489,7 +489,8 @@ size_t hd_line_table_bytes(const struct hd_line_table *tab)
 
 struct lines_module {
 	const struct hd_module *m; // the module this entry was built for
-	bool loaded;
+	bool loaded;     // functions read
+	bool lines_read; // line table read (only when a lookup needs lines)
 	struct hd_line_table *tab; // NULL: no line info
 	struct hd_elf_symbol *fns; // function symbols, sorted by value
 	size_t num_fns;
@@ -560,7 +561,7 @@ static struct hd_error *load_functions(const char *const files[2],
 }
 
 static struct hd_error *get_module(struct hd_debuginfo *di,
-				   const struct hd_module *m,
+				   const struct hd_module *m, bool need_lines,
 				   struct lines_module **ret)
 {
 	struct hd_lines **slot = hd_debuginfo_lines(di);
@@ -589,18 +590,24 @@ static struct hd_error *get_module(struct hd_debuginfo *di,
 	struct lines_module *lm = &lines->mods[i];
 	if (lm->loaded && lm->m != m)
 		module_deinit(lm);
+	const char *files[2] = {hd_debuginfo_debug_file(di, m),
+				m->file ? m->file : m->name};
 	if (!lm->loaded) {
-		const char *files[2] = {hd_debuginfo_debug_file(di, m),
-					m->file ? m->file : m->name};
-		struct hd_error *err = load_lines(files, lm);
-		if (!err)
-			err = load_functions(files, lm);
+		struct hd_error *err = load_functions(files, lm);
 		if (err) {
 			module_deinit(lm);
 			return err;
 		}
 		lm->m = m;
 		lm->loaded = true;
+	}
+	// A module's line table is large (libc's: a few hundred ms to read):
+	// only lookups that show lines read it.
+	if (need_lines && !lm->lines_read) {
+		struct hd_error *err = load_lines(files, lm);
+		if (err)
+			return err;
+		lm->lines_read = true;
 	}
 	*ret = lm;
 	return NULL;
@@ -671,7 +678,7 @@ struct hd_error *hd_debuginfo_locate(struct hd_debuginfo *di, uint64_t addr,
 				   "address 0x%" PRIx64 " is in no module",
 				   addr);
 	struct lines_module *lm = NULL;
-	struct hd_error *err = get_module(di, m, &lm);
+	struct hd_error *err = get_module(di, m, true, &lm);
 	if (err)
 		return err;
 	const char *base = m->name ? strrchr(m->name, '/') : NULL;
@@ -690,4 +697,25 @@ struct hd_error *hd_debuginfo_locate(struct hd_debuginfo *di, uint64_t addr,
 		ret->line = row->line;
 	}
 	return NULL;
+}
+
+struct hd_error *hd_debuginfo_function_at(struct hd_debuginfo *di,
+					  uint64_t addr, const char **name,
+					  uint64_t *start)
+{
+	*name = NULL;
+	*start = 0;
+	const struct hd_module *m =
+		hd_target_find_module(hd_debuginfo_target(di), addr);
+	if (!m)
+		return NULL;
+	struct lines_module *lm = NULL;
+	struct hd_error *err = get_module(di, m, false, &lm);
+	if (err)
+		return err;
+	ssize_t f = find_function(lm, addr - m->bias);
+	if (f < 0)
+		return NULL;
+	*start = lm->fns[f].value + m->bias;
+	return function_name(lm, (size_t)f, name);
 }

@@ -322,6 +322,82 @@ static char *unit_file(Dwarf_Debug dbg, Dwarf_Die cu, uint64_t idx)
 	return ret;
 }
 
+// The row of the unit's line table covering addr: within a sequence, the
+// last row at the highest address not above addr (rows at one address
+// collapse to the last, as lines.c reads them). DWARF 5 starts the file
+// register at 1; this libdwarf says 0 until a DW_LNS_set_file, and gcc
+// never sets file 0 (its entry 0 repeats the primary file later), so a 0
+// is read as 1 there, as lines.c does.
+static void unit_line(Dwarf_Debug dbg, Dwarf_Die cu, uint64_t addr,
+		      struct hd_scopes *s)
+{
+	Dwarf_Unsigned version = 0;
+	Dwarf_Small count = 0;
+	Dwarf_Line_Context ctx = NULL;
+	Dwarf_Error derr = NULL;
+	if (dwarf_srclines_b(cu, &version, &count, &ctx, &derr) != DW_DLV_OK) {
+		drop(dbg, derr);
+		return;
+	}
+	Dwarf_Line *lines = NULL;
+	Dwarf_Signed n = 0, best = -1, cand = -1;
+	if (dwarf_srclines_from_linecontext(ctx, &lines, &n, &derr) != DW_DLV_OK) {
+		drop(dbg, derr);
+		n = 0;
+	}
+	for (Dwarf_Signed i = 0; i < n && best < 0; i++) {
+		Dwarf_Addr a = 0;
+		Dwarf_Bool end = false;
+		if (dwarf_lineaddr(lines[i], &a, &derr) != DW_DLV_OK ||
+		    dwarf_lineendsequence(lines[i], &end, &derr) != DW_DLV_OK) {
+			drop(dbg, derr);
+			derr = NULL;
+			continue;
+		}
+		if (a > addr) {
+			best = cand;
+		} else if (end) {
+			cand = -1;
+			continue;
+		}
+		if (a <= addr)
+			cand = i;
+	}
+	Dwarf_Unsigned lineno = 0, fileno = 0;
+	if (best >= 0 && dwarf_lineno(lines[best], &lineno, &derr) == DW_DLV_OK &&
+	    dwarf_line_srcfileno(lines[best], &fileno, &derr) == DW_DLV_OK) {
+		Dwarf_Signed base = 0, nfiles = 0, endidx = 0;
+		const char *name = NULL, *name0 = NULL;
+		Dwarf_Unsigned dir, mtime, len;
+		Dwarf_Form_Data16 *md5;
+		if (dwarf_srclines_files_indexes(ctx, &base, &nfiles, &endidx, &derr) !=
+		    DW_DLV_OK)
+			nfiles = 0;
+		if (fileno == 0 && version >= 5 && base == 0 && nfiles > 2 &&
+		    dwarf_srclines_files_data_b(ctx, 0, &name0, &dir, &mtime, &len,
+						&md5, &derr) == DW_DLV_OK && name0) {
+			for (Dwarf_Signed k = 2; k < nfiles; k++)
+				if (dwarf_srclines_files_data_b(ctx, k, &name, &dir, &mtime,
+								&len, &md5, &derr) ==
+					    DW_DLV_OK &&
+				    name && strcmp(name, name0) == 0) {
+					fileno = 1;
+					break;
+				}
+		}
+		name = NULL;
+		if ((Dwarf_Signed)fileno >= base && (Dwarf_Signed)fileno < base + nfiles &&
+		    dwarf_srclines_files_data_b(ctx, (Dwarf_Signed)fileno, &name, &dir,
+						&mtime, &len, &md5, &derr) == DW_DLV_OK &&
+		    name) {
+			s->file = base_name(name);
+			s->line = (unsigned)lineno;
+		}
+	}
+	drop(dbg, derr);
+	dwarf_srclines_dealloc_b(ctx);
+}
+
 // The operations of the location expression covering addr.
 static bool location_ops(Dwarf_Debug dbg, Dwarf_Die die, Dwarf_Half at,
 			 uint64_t addr, struct hd_dwarf_op *ops, size_t *n)
@@ -461,6 +537,7 @@ struct hd_error *hd_scopes_find(struct hd_mod_dwarf *md, uint64_t addr,
 		     lang == DW_LANG_C_plus_plus_11 || lang == DW_LANG_C_plus_plus_14;
 	struct chain c = {.n = 0};
 	struct hd_error *err = NULL;
+	unit_line(dbg, cu, addr, s);
 	if (!find_function(dbg, cu, addr, base, &c, 0))
 		goto out;
 	// Functions, innermost first: each inlined subroutine, then the
@@ -517,5 +594,6 @@ void hd_scopes_free(struct hd_scopes *s)
 		free(s->vars[i].type_name);
 	}
 	free(s->vars);
+	free(s->file);
 	memset(s, 0, sizeof(*s));
 }

@@ -34,6 +34,10 @@ struct hd_scopes {
 	// inner one left out (gdb's frame.block() walk).
 	struct hd_scope_var *vars;
 	size_t num_vars;
+	// The line table row of the address in its unit: the file's basename
+	// and line (NULL, 0: none), as gdb's find_pc_line finds them.
+	char *file;
+	unsigned line;
 	// The function's DW_AT_frame_base.
 	bool has_frame_base;
 	struct hd_dwarf_op frame_base[HD_SCOPE_MAX_OPS];
@@ -41,7 +45,8 @@ struct hd_scopes {
 };
 
 // Fills *ret for link-time address addr of md's module; num_fns is 0 when
-// its DWARF has no function there. Fails only when out of memory.
+// its DWARF has no function there, file NULL when no line row covers it.
+// Fails only when out of memory.
 struct hd_error *hd_scopes_find(struct hd_mod_dwarf *md, uint64_t addr,
 				struct hd_scopes *ret);
 void hd_scopes_free(struct hd_scopes *s);
