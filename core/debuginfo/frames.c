@@ -49,6 +49,8 @@ struct pass {
 	// The function holding AT_ENTRY (_start): its module and start.
 	const struct hd_module *entry_mod;
 	uint64_t entry_fn;
+	// gdb's initial language: main's unit's (C++ 1, else 0).
+	int main_cplus;
 };
 
 static struct hd_mod_dwarf *mod_dwarf(struct pass *p, const struct hd_module *m)
@@ -242,6 +244,9 @@ static struct hd_error *unwind_thread(struct pass *p, const struct hd_thread *th
 	regs_from_thread(&th->regs, &regs);
 	unsigned level = 0;
 	bool signal_next = false; // this frame was interrupted by a signal
+	// The language gdb prints the thread's types in: its innermost
+	// frame's, else the initial one (main's).
+	int print_cplus = -1;
 	for (unsigned k = 0; level < MAX_FRAMES; k++) {
 		uint64_t pc = regs.r[HD_DW_RA], sp = regs.r[HD_DW_RSP];
 		// A return address points after the call: look up the call.
@@ -288,9 +293,18 @@ static struct hd_error *unwind_thread(struct pass *p, const struct hd_thread *th
 			return NULL;
 		}
 		struct hd_scopes s;
-		struct hd_error *err = hd_scopes_find(md, link, &s);
+		struct hd_error *err = hd_scopes_find(md, link, print_cplus, &s);
 		if (err)
 			return err;
+		if (k == 0 && s.cplus != -1 && print_cplus == -1) {
+			print_cplus = s.cplus;
+		} else if (k == 0) {
+			// Frame 0 has no unit: types in main's language.
+			print_cplus = p->main_cplus;
+			hd_scopes_free(&s);
+			if ((err = hd_scopes_find(md, link, print_cplus, &s)))
+				return err;
+		}
 		if (s.num_fns) {
 			// Inlined frames first: they share the stack pointer,
 			// so they own no bytes; the out-of-line function's
@@ -344,6 +358,23 @@ struct hd_error *hd_debuginfo_add_frames(struct hd_debuginfo *di)
 		err = hd_debuginfo_function_at(di, entry, &fn, &p.entry_fn);
 		if (!err && fn)
 			p.entry_mod = hd_target_find_module(p.t, entry);
+	}
+	uint64_t main_addr, main_size;
+	// main of the executable (the module of AT_ENTRY).
+	const char *exe = p.entry_mod && p.entry_mod->name ? base_of(p.entry_mod->name)
+							   : NULL;
+	struct hd_error *merr = hd_debuginfo_find_symbol(di, exe, "main", &main_addr,
+						       &main_size);
+	const struct hd_module *mm = merr ? NULL : hd_target_find_module(p.t, main_addr);
+	hd_error_destroy(merr);
+	struct hd_mod_dwarf *mmd = mm ? mod_dwarf(&p, mm) : NULL;
+	if (mmd && !err) {
+		struct hd_scopes ms;
+		err = hd_scopes_find(mmd, main_addr - mm->bias, 0, &ms);
+		if (!err) {
+			p.main_cplus = ms.cplus == 1;
+			hd_scopes_free(&ms);
+		}
 	}
 	for (size_t i = 0; i < hd_target_num_threads(p.t) && !err; i++) {
 		const struct hd_thread *th = hd_target_thread(p.t, i);

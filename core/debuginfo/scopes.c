@@ -518,9 +518,10 @@ static struct hd_error *block_vars(Dwarf_Debug dbg, Dwarf_Die block,
 }
 
 struct hd_error *hd_scopes_find(struct hd_mod_dwarf *md, uint64_t addr,
-				struct hd_scopes *s)
+				int print_cplus, struct hd_scopes *s)
 {
 	memset(s, 0, sizeof(*s));
+	s->cplus = -1;
 	Dwarf_Debug dbg = hd_mod_dwarf_info(md);
 	if (!dbg)
 		return NULL;
@@ -535,6 +536,9 @@ struct hd_error *hd_scopes_find(struct hd_mod_dwarf *md, uint64_t addr,
 		drop(dbg, derr);
 	bool cplus = lang == DW_LANG_C_plus_plus || lang == DW_LANG_C_plus_plus_03 ||
 		     lang == DW_LANG_C_plus_plus_11 || lang == DW_LANG_C_plus_plus_14;
+	s->cplus = cplus;
+	// Function names follow the unit's language, type names gdb's.
+	bool print = print_cplus < 0 ? cplus : print_cplus;
 	struct chain c = {.n = 0};
 	struct hd_error *err = NULL;
 	unit_line(dbg, cu, addr, s);
@@ -570,7 +574,7 @@ struct hd_error *hd_scopes_find(struct hd_mod_dwarf *md, uint64_t addr,
 		top++;
 	size_t cap = 0;
 	for (size_t i = top + 1; i-- > 0 && !err;)
-		err = block_vars(dbg, c.die[i], addr, cplus, s, &cap);
+		err = block_vars(dbg, c.die[i], addr, print, s, &cap);
 	s->has_frame_base = location_ops(dbg, c.die[0], DW_AT_frame_base, addr,
 					 s->frame_base, &s->num_frame_base);
 out:

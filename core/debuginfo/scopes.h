@@ -34,6 +34,9 @@ struct hd_scopes {
 	// inner one left out (gdb's frame.block() walk).
 	struct hd_scope_var *vars;
 	size_t num_vars;
+	// The unit's language is C++ (1), another (0), or unknown (-1: no
+	// unit).
+	int cplus;
 	// The line table row of the address in its unit: the file's basename
 	// and line (NULL, 0: none), as gdb's find_pc_line finds them.
 	char *file;
@@ -47,8 +50,12 @@ struct hd_scopes {
 // Fills *ret for link-time address addr of md's module; num_fns is 0 when
 // its DWARF has no function there, file NULL when no line row covers it.
 // Fails only when out of memory.
+// Type names are written in C++ style (no "struct " keyword) when
+// print_cplus is 1, in C style when 0, in the unit's own when -1: gdb
+// prints every type in its current language, the one of the thread's
+// innermost frame.
 struct hd_error *hd_scopes_find(struct hd_mod_dwarf *md, uint64_t addr,
-				struct hd_scopes *ret);
+				int print_cplus, struct hd_scopes *ret);
 void hd_scopes_free(struct hd_scopes *s);
 
 #endif
