@@ -279,6 +279,10 @@ static struct hd_error *unwind_thread(struct pass *p, const struct hd_thread *th
 			   : HD_UNWIND_NO_CFI;
 		if (st == HD_UNWIND_OUTERMOST)
 			return NULL;
+		// A module whose file is not used (not found, another
+		// build) has its own warning, which says frames stop there.
+		if (st == HD_UNWIND_NO_CFI && !m->file)
+			return NULL;
 		if (st != HD_UNWIND_OK) {
 			stopped(p, th->tid, level, pc,
 				st == HD_UNWIND_NO_CFI

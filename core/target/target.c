@@ -376,7 +376,9 @@ size_t hd_target_num_warnings(struct hd_target *t)
 			"types, its classes' vtables) stay unk<N>, its global "
 			"variables are roots named by mapping (\"PATH+0xOFFSET\") "
 			"instead of by name, its functions are unnamed in "
-			"allocation sites and samples, and framework modules "
+			"allocation sites and samples, threads are not unwound "
+			"through its code (the rest of their stacks stays "
+			"\"thread N stack\"), and framework modules "
 			"find none of its symbols; the blocks and what reaches "
 			"them are unaffected (its memory is in the target and "
 			"is scanned word by word)";
@@ -407,7 +409,7 @@ size_t hd_target_num_warnings(struct hd_target *t)
 		list_libraries(t, mismatch, names, sizeof(names), &n, &libc);
 		if (!n)
 			continue;
-		if (asprintf(&line, "%zu librar%s %s (%s): %s symbols and types are not used%s; give %s with --sysroot",
+		if (asprintf(&line, "%zu librar%s %s (%s): %s symbols, types and call frame information are not used (threads are not unwound through their code)%s; give %s with --sysroot",
 			     n, n == 1 ? "y" : "ies",
 			     mismatch ? (n == 1 ? "on this machine is not the build the process loaded"
 					: "on this machine are not the build the process loaded")
