@@ -237,6 +237,11 @@ struct hd_error *hd_session_dom(struct hd_session *s, const struct hd_dom **ret)
 	return NULL;
 }
 
+double hd_session_frames_seconds(const struct hd_session *s)
+{
+	return s->t_frames;
+}
+
 void hd_session_times(const struct hd_session *s, double *walk, double *types,
 		      double *graph, double *dom)
 {
