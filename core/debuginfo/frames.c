@@ -297,6 +297,13 @@ static struct hd_error *unwind_thread(struct pass *p, const struct hd_thread *th
 			return NULL;
 		}
 		struct hd_scopes s;
+		// A signal trampoline (its CIE says "S") is named at its pc,
+		// as gdb names a SIGTRAMP_FRAME; its FDE starts a byte early
+		// so that pc - 1 found it.
+		if (sig && lookup != pc) {
+			lookup = pc;
+			link = pc - m->bias;
+		}
 		struct hd_error *err = hd_scopes_find(md, link, print_cplus, &s);
 		if (err)
 			return err;

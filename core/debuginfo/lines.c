@@ -713,9 +713,24 @@ struct hd_error *hd_debuginfo_function_at(struct hd_debuginfo *di,
 	struct hd_error *err = get_module(di, m, false, &lm);
 	if (err)
 		return err;
-	ssize_t f = find_function(lm, addr - m->bias);
-	if (f < 0)
-		return NULL;
+	uint64_t link = addr - m->bias;
+	ssize_t f = find_function(lm, link);
+	if (f < 0) {
+		// As gdb's minimal symbols: a preceding symbol of size 0 (an
+		// assembly label without .size, __restore_rt) names what
+		// follows it when no sized symbol covers the address.
+		size_t lo = 0, hi = lm->num_fns;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (lm->fns[mid].value <= link)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo == 0 || lm->fns[lo - 1].size != 0)
+			return NULL;
+		f = (ssize_t)lo - 1;
+	}
 	*start = lm->fns[f].value + m->bias;
 	return function_name(lm, (size_t)f, name);
 }

@@ -266,9 +266,15 @@ static bool find_function(Dwarf_Debug dbg, Dwarf_Die parent, uint64_t addr,
 }
 
 // gdb's name of a function: C++ names qualified, without parameters (as
-// frame.name() prints them); others DW_AT_name.
+// frame.name() prints them); others their DW_AT_linkage_name when they
+// have one (glibc's raise is "__GI_raise"), else DW_AT_name.
 static char *function_name(Dwarf_Debug dbg, Dwarf_Die die, bool cplus)
 {
+	if (!cplus) {
+		char *link = hd_dw_string(dbg, die, DW_AT_linkage_name);
+		if (link)
+			return link;
+	}
 	if (cplus) {
 		char *link = hd_dw_string(dbg, die, DW_AT_linkage_name);
 		if (!link)
