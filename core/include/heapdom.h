@@ -695,6 +695,9 @@ HD_EXPORT struct hd_error *hd_session_typing(struct hd_session *s,
 // Seconds the semantic tree took (framework modules, its graph and
 // dominators), 0 if not computed.
 HD_EXPORT double hd_session_semantic_seconds(const struct hd_session *s);
+// Seconds the CLI's own unwinding took (a core or a ptrace-attached
+// process: frames and locals of every thread), 0 if not run.
+HD_EXPORT double hd_session_frames_seconds(const struct hd_session *s);
 HD_EXPORT void hd_session_times(const struct hd_session *s, double *walk,
 				double *types, double *graph, double *dom);
 

@@ -308,6 +308,10 @@ static void print_profile(struct hd_session *s, double open, double total)
 	size_t n = hd_heap_num_blocks(h);
 	size_t table = hd_heap_table_bytes(h), gbytes = 0, dbytes = 0;
 	fprintf(stderr, "profile: open %.3f s, walk %.3f s", open, walk);
+	double frames = hd_session_frames_seconds(s);
+	if (frames > 0)
+		fprintf(stderr, ", frames %.3f s (%zu frames and locals)", frames,
+			hd_target_num_frames(hd_session_target(s)));
 	const struct hd_typing *ty;
 	if (types > 0 && !hd_session_typing(s, &ty)) {
 		struct hd_typing_info ti;
@@ -334,7 +338,7 @@ static void print_profile(struct hd_session *s, double open, double total)
 	if (sem > 0)
 		fprintf(stderr, ", semantic %.3f s (modules, its graph, dominators)", sem);
 	fprintf(stderr, ", report %.3f s; total %.3f s\n",
-		total - open - walk - types - graph - dom - sem, total);
+		total - open - walk - frames - types - graph - dom - sem, total);
 	fprintf(stderr,
 		"profile: %zu blocks, %.1f M blocks/s walked; block table %.1f bytes/block",
 		n, walk > 0 ? n / walk / 1e6 : 0.0, n ? (double)table / n : 0.0);
