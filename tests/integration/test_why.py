@@ -241,12 +241,20 @@ def debugger_case(run_cmds, t, exprs):
         cmd = exprs[name] + (" --exclude " + ",".join(exclude) if exclude else "")
         cmds.append(cmd)
         asked.append((name, exclude, cmd))
-    outs, t = run_cmds(cmds)
+    # And once as JSON, through the front-end's option passing.
+    jcmd = exprs["slot.5"] + " --exclude registers --json"
+    outs, t = run_cmds(cmds + [jcmd])
     out = []
     for (name, exclude, cmd), text in zip(asked, outs):
         holders = holder_classes(t.held[name], named_locals=True)
         out += check_text(cmd, WhyText(text), t, name, holders, exclude, True)
-    return out
+    try:
+        # gdb prints its "Kill the program" after it.
+        doc = json.JSONDecoder().raw_decode(outs[-1].lstrip())[0]
+    except ValueError as e:
+        return out + ["%s: not one JSON document (%s): %r" % (jcmd, e, outs[-1][:300])]
+    holders = holder_classes(t.held["slot.5"], named_locals=True)
+    return out + check_json(jcmd, doc, t, "slot.5", holders, ("registers",))
 
 
 def main():
