@@ -514,7 +514,10 @@ def _address(expr):
 # ----------------------------------------------------------------- commands
 
 _VALUE_OPTS = {"--top", "--depth", "--min-size", "--state", "--format",
-               "--from", "--sort", "--output"}
+               "--from", "--sort", "--output", "--exclude"}
+
+# Root classes, strongest first (hd_root_rank_name): heap-why --exclude.
+_ROOT_CLASSES = ("globals", "tls", "locals", "stack", "registers")
 
 
 def _complete(text, word, candidates):
@@ -556,6 +559,12 @@ class _HeapCommand(gdb.Command):
             return _complete(text, word, self.choices[prev])
         if prev == "--output":
             return gdb.COMPLETE_FILENAME
+        if prev == "--exclude" and prev in self.options:
+            # A comma list: complete its last name, not one already given.
+            done = current[:current.rfind(",") + 1]
+            given = done.split(",")
+            return _complete(text, word, [done + c for c in _ROOT_CLASSES
+                                          if c not in given])
         if current.startswith("-"):
             return _complete(text, word, self.options)
         if (self.report == "why" and prev not in _VALUE_OPTS) or prev == "--from":
@@ -603,9 +612,14 @@ Usage: heap-blocks [--state used|free|internal] [--json] [--output FILE]"""
 
 
 class HeapDominators(_HeapCommand):
-    """What keeps memory alive: the blocks that hold the most (retained size: the
-bytes that would be freed with them), what holds them (a global, a stack frame,
-a local variable, a register), and with --depth what they hold.
+    """What keeps memory alive: who holds the heap (roots, and joint holders:
+blocks several roots reach, grouped by those roots; together a partition of
+the used heap), where memory accumulates, the blocks that hold the most
+(retained size: the bytes that would be freed with them), what holds them (a
+global, a stack frame, a local variable, a register), and with --depth what
+they hold. Roots are ranked (globals, TLS, locals, stack, registers): a
+register's copy of a global's pointer borrows, it does not own; --plain shows
+the exact dominator tree instead.
 
 With --semantic (or --framework NAME|PATH, repeatable) the tree is the
 semantic one: the framework modules' nodes (an allocator, a container, a
@@ -613,10 +627,10 @@ window, a Python global) with the memory each keeps alive, its framework and
 application share, and used vs allocated bytes.
 
 Usage: heap-dominators [--top N] [--depth D] [--min-size SIZE] [--json] [--all]
-                       [--semantic] [--framework NAME|PATH]... [--output FILE]
+                       [--plain] [--semantic] [--framework NAME|PATH]... [--output FILE]
 Defaults for --top and --depth: `set heapdom top N`, `set heapdom depth D`."""
     report = "dominators"
-    options = ("--top", "--depth", "--min-size", "--json", "--all", "--semantic",
+    options = ("--top", "--depth", "--min-size", "--json", "--all", "--plain", "--semantic",
                "--framework", "--output", "--partial")
 
     def defaults(self, words):
@@ -629,14 +643,19 @@ Defaults for --top and --depth: `set heapdom top N`, `set heapdom depth D`."""
 
 
 class HeapWhy(_HeapCommand):
-    """Why is a block alive: the shortest chain of references from a root (a
-global, a frame, a local, a register) to the block that holds an address.
+    """Why is a block alive: the shortest chain of references to the block that
+holds an address from the strongest class of roots that reaches it (globals,
+then TLS, locals, stack frames, registers), then "also reachable from" each
+other class: how many of its roots reach the block, and one shortest chain.
+A register's or a frame's copy of g_cache does not hide g_cache.
 
-Usage: heap-why EXPRESSION [--json]
+Usage: heap-why EXPRESSION [--exclude CLASSES] [--json] [--output FILE]
 EXPRESSION is any gdb expression: a pointer (cache->buckets[3]), an integer
-address, or an object (its address is used)."""
+address, or an object (its address is used). --exclude ignores roots of the
+given classes, comma-separated: globals, tls, locals, stack, registers
+(heap-why p --exclude registers,stack)."""
     report = "why"
-    options = ("--json", "--output", "--partial")
+    options = ("--exclude", "--json", "--output", "--partial")
 
     def words(self, arg):
         words = gdb.string_to_argv(arg)

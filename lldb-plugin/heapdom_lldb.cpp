@@ -382,7 +382,7 @@ public:
 		static const std::set<std::string> with_value = {
 			"--top", "--depth", "--min-size", "--state",
 			"--format", "--from", "--sort", "--output",
-			"--framework", "--by", "--what"};
+			"--framework", "--by", "--what", "--exclude"};
 		std::string expr;
 		for (size_t i = 0; i < args.size(); i++) {
 			if (with_value.count(args[i]) && i + 1 < args.size()) {
@@ -817,9 +817,9 @@ const subcommand kCommands[] = {
 	{"blocks", "Every heap block: address, usable size, chunk size, state (used, free on which list, internal), arena.",
 	 "heapdom blocks [--state used|free|internal] [--json] [--output FILE]"},
 	{"dominators", "What keeps memory alive: the blocks that hold the most (retained size), what holds them, and with --depth what they hold.",
-	 "heapdom dominators [--top N] [--depth D] [--min-size SIZE] [--json] [--all] [--semantic] [--framework NAME|PATH]... [--output FILE]"},
-	{"why", "The shortest chain of references from a root (global, frame, local, register) to the block holding an address; takes any expression.",
-	 "heapdom why EXPRESSION [--json] [--output FILE]"},
+	 "heapdom dominators [--top N] [--depth D] [--min-size SIZE] [--json] [--all] [--plain] [--semantic] [--framework NAME|PATH]... [--output FILE]"},
+	{"why", "The shortest chain of references to the block holding an address from the strongest class of roots reaching it (globals, TLS, locals, stack frames, registers), then one chain from each other class; --exclude ignores classes (comma-separated). Takes any expression.",
+	 "heapdom why EXPRESSION [--exclude globals,tls,locals,stack,registers] [--json] [--output FILE]"},
 	{"leaks", "Used blocks that no root reaches, grouped by size, unreferenced ones first, each with the memory it retains.",
 	 "heapdom leaks [--json] [--output FILE]"},
 	{"graph", "Export the object graph (roots, used blocks, references) as JSON or DOT, whole or from one block.",

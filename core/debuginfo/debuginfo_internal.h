@@ -17,4 +17,10 @@ struct hd_error *hd_debuginfo_module_sections(struct hd_debuginfo *di,
 					      struct hd_elf_section **secs,
 					      size_t *n);
 
+// Unwinds every thread of a target that has no frames of its own (a core,
+// a ptrace-attached process) and adds its frames and locals as the
+// debugger front-ends do (frames.c). A thread whose unwinding stops early
+// leaves one warning on the target.
+struct hd_error *hd_debuginfo_add_frames(struct hd_debuginfo *di);
+
 #endif

@@ -173,7 +173,8 @@ static struct hd_error *load_symbols(const char *path, bool functions,
 			for (size_t i = 0; i < count; i++) {
 				GElf_Sym sym;
 				if (!gelf_getsym(data, (int)i, &sym) ||
-				    sym.st_shndx == SHN_UNDEF || sym.st_size == 0)
+				    sym.st_shndx == SHN_UNDEF ||
+				    (sym.st_size == 0 && !functions))
 					continue;
 				if (!wanted(GELF_ST_TYPE(sym.st_info),
 					    functions))

@@ -32,7 +32,8 @@ struct hd_elf_section {
 // allocated sections. Arrays are malloc'd; free with hd_elf_free_*.
 struct hd_error *hd_elf_object_symbols(const char *path,
 				       struct hd_elf_symbol **syms, size_t *n);
-// Functions (STT_FUNC, STT_GNU_IFUNC with a size), the same way.
+// Functions (STT_FUNC, STT_GNU_IFUNC), the same way, with those of size 0
+// (assembly labels such as __restore_rt, which gdb names frames by).
 struct hd_error *hd_elf_function_symbols(const char *path,
 					 struct hd_elf_symbol **syms,
 					 size_t *n);

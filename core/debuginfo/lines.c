@@ -150,10 +150,19 @@ static void drop_error(struct build *b, Dwarf_Error derr)
 
 // A unit's file table as module file indexes; map[i] is for the line
 // program's file number base + i.
+//
+// DWARF 5 starts a sequence's file register at 1, but this libdwarf
+// reports 0 for rows before any DW_LNS_set_file. gcc's tables repeat
+// entry 0 (the primary file) later and never set file 0, so there a 0 is
+// read as 1 (*zero_is_one), as gdb and objdump read it (a static function
+// of an included header: "libc_start_call_main.h", not "libc-start.c").
+// clang's entry 0 is not repeated and is set explicitly: left as is.
 static struct hd_error *map_files(struct build *b, Dwarf_Line_Context ctx,
 				  Dwarf_Unsigned version, uint32_t **map,
-				  Dwarf_Signed *base, Dwarf_Signed *count)
+				  Dwarf_Signed *base, Dwarf_Signed *count,
+				  bool *zero_is_one)
 {
+	*zero_is_one = false;
 	Dwarf_Error derr = NULL;
 	Dwarf_Signed end;
 	const char *comp_dir = NULL;
@@ -174,6 +183,7 @@ static struct hd_error *map_files(struct build *b, Dwarf_Line_Context ctx,
 	*map = malloc(*count * sizeof(**map));
 	if (!*map)
 		return &hd_error_no_memory;
+	const char *name0 = NULL;
 	for (Dwarf_Signed i = 0; i < *count; i++) {
 		const char *name = NULL, *dir = NULL;
 		Dwarf_Unsigned dir_index = 0, mtime, length;
@@ -186,6 +196,10 @@ static struct hd_error *map_files(struct build *b, Dwarf_Line_Context ctx,
 			(*map)[i] = HD_LINE_NO_FILE;
 			continue;
 		}
+		if (version >= 5 && *base == 0 && i == 0)
+			name0 = name;
+		else if (name0 && i >= 2 && name && strcmp(name, name0) == 0)
+			*zero_is_one = true;
 		// Directory 0 is the compilation directory; DWARF 5 also
 		// lists it, DWARF 4 only implies it. libdwarf numbers the
 		// other entries as the line program does.
@@ -221,7 +235,8 @@ static bool push_row(struct build *b, struct hd_line_row row)
 // sequence at address 0 is code the linker discarded.
 static struct hd_error *add_lines(struct build *b, Dwarf_Line *lines,
 				  Dwarf_Signed n, const uint32_t *map,
-				  Dwarf_Signed base, Dwarf_Signed count)
+				  Dwarf_Signed base, Dwarf_Signed count,
+				  bool zero_is_one)
 {
 	bool in_seq = false, skip_seq = false;
 	size_t seq_start = 0;
@@ -255,6 +270,8 @@ static struct hd_error *add_lines(struct build *b, Dwarf_Line *lines,
 			row.file = HD_LINE_END;
 			in_seq = false;
 		} else {
+			if (fileno == 0 && zero_is_one)
+				fileno = 1;
 			Dwarf_Signed k = (Dwarf_Signed)fileno - base;
 			row.file = k >= 0 && k < count ? map[k]
 						       : HD_LINE_NO_FILE;
@@ -327,9 +344,12 @@ static struct hd_error *add_unit(struct build *b, Dwarf_Die unit_die)
 		drop_error(b, derr);
 		b->tab->bad_units++;
 	} else if (n > 0) {
-		err = map_files(b, ctx, version, &map, &base, &count);
+		bool zero_is_one = false;
+		err = map_files(b, ctx, version, &map, &base, &count,
+				&zero_is_one);
 		if (!err)
-			err = add_lines(b, lines, n, map, base, count);
+			err = add_lines(b, lines, n, map, base, count,
+					zero_is_one);
 		b->tab->num_units++;
 	}
 	free(map);
@@ -469,7 +489,8 @@ size_t hd_line_table_bytes(const struct hd_line_table *tab)
 
 struct lines_module {
 	const struct hd_module *m; // the module this entry was built for
-	bool loaded;
+	bool loaded;     // functions read
+	bool lines_read; // line table read (only when a lookup needs lines)
 	struct hd_line_table *tab; // NULL: no line info
 	struct hd_elf_symbol *fns; // function symbols, sorted by value
 	size_t num_fns;
@@ -540,7 +561,7 @@ static struct hd_error *load_functions(const char *const files[2],
 }
 
 static struct hd_error *get_module(struct hd_debuginfo *di,
-				   const struct hd_module *m,
+				   const struct hd_module *m, bool need_lines,
 				   struct lines_module **ret)
 {
 	struct hd_lines **slot = hd_debuginfo_lines(di);
@@ -569,18 +590,24 @@ static struct hd_error *get_module(struct hd_debuginfo *di,
 	struct lines_module *lm = &lines->mods[i];
 	if (lm->loaded && lm->m != m)
 		module_deinit(lm);
+	const char *files[2] = {hd_debuginfo_debug_file(di, m),
+				m->file ? m->file : m->name};
 	if (!lm->loaded) {
-		const char *files[2] = {hd_debuginfo_debug_file(di, m),
-					m->file ? m->file : m->name};
-		struct hd_error *err = load_lines(files, lm);
-		if (!err)
-			err = load_functions(files, lm);
+		struct hd_error *err = load_functions(files, lm);
 		if (err) {
 			module_deinit(lm);
 			return err;
 		}
 		lm->m = m;
 		lm->loaded = true;
+	}
+	// A module's line table is large (libc's: a few hundred ms to read):
+	// only lookups that show lines read it.
+	if (need_lines && !lm->lines_read) {
+		struct hd_error *err = load_lines(files, lm);
+		if (err)
+			return err;
+		lm->lines_read = true;
 	}
 	*ret = lm;
 	return NULL;
@@ -651,7 +678,7 @@ struct hd_error *hd_debuginfo_locate(struct hd_debuginfo *di, uint64_t addr,
 				   "address 0x%" PRIx64 " is in no module",
 				   addr);
 	struct lines_module *lm = NULL;
-	struct hd_error *err = get_module(di, m, &lm);
+	struct hd_error *err = get_module(di, m, true, &lm);
 	if (err)
 		return err;
 	const char *base = m->name ? strrchr(m->name, '/') : NULL;
@@ -670,4 +697,40 @@ struct hd_error *hd_debuginfo_locate(struct hd_debuginfo *di, uint64_t addr,
 		ret->line = row->line;
 	}
 	return NULL;
+}
+
+struct hd_error *hd_debuginfo_function_at(struct hd_debuginfo *di,
+					  uint64_t addr, const char **name,
+					  uint64_t *start)
+{
+	*name = NULL;
+	*start = 0;
+	const struct hd_module *m =
+		hd_target_find_module(hd_debuginfo_target(di), addr);
+	if (!m)
+		return NULL;
+	struct lines_module *lm = NULL;
+	struct hd_error *err = get_module(di, m, false, &lm);
+	if (err)
+		return err;
+	uint64_t link = addr - m->bias;
+	ssize_t f = find_function(lm, link);
+	if (f < 0) {
+		// As gdb's minimal symbols: a preceding symbol of size 0 (an
+		// assembly label without .size, __restore_rt) names what
+		// follows it when no sized symbol covers the address.
+		size_t lo = 0, hi = lm->num_fns;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (lm->fns[mid].value <= link)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo == 0 || lm->fns[lo - 1].size != 0)
+			return NULL;
+		f = (ssize_t)lo - 1;
+	}
+	*start = lm->fns[f].value + m->bias;
+	return function_name(lm, (size_t)f, name);
 }

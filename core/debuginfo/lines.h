@@ -47,6 +47,12 @@ size_t hd_line_table_bytes(const struct hd_line_table *tab);
 char *hd_line_file_name(const char *comp_dir, const char *dir,
 			const char *name);
 
+// The function symbol (ELF, demangled) containing addr and its start, or
+// *name NULL; reads the module's symbols but not its line table.
+struct hd_error *hd_debuginfo_function_at(struct hd_debuginfo *di,
+					  uint64_t addr, const char **name,
+					  uint64_t *start);
+
 // The per-debuginfo cache (one entry per module), freed by
 // hd_debuginfo_destroy.
 struct hd_lines;

@@ -187,20 +187,6 @@ struct hd_error *hd_dom_compute(const struct hd_graph *g,
 	return hd_dom_compute_view(g, h, HD_DOM_RANKED, ret);
 }
 
-// The super-root's edges come in root-class order (graph/scan.c): the end
-// of each class among them makes the groups of the ranked dominators.
-static void class_groups(const struct hd_graph *g, uint64_t *groups)
-{
-	memset(groups, 0, HD_ROOT_RANKS * sizeof(*groups));
-	for (uint64_t e = g->fwd.offsets[0]; e < g->fwd.offsets[1]; e++) {
-		int64_t r = hd_graph_vertex_root(g, HD_EDGE_TARGET(g->fwd.targets[e]));
-		if (r >= 0)
-			groups[hd_root_rank(g->roots[r].kind)]++;
-	}
-	for (unsigned k = 1; k < HD_ROOT_RANKS; k++)
-		groups[k] += groups[k - 1];
-}
-
 struct hd_error *hd_dom_compute_view(const struct hd_graph *g,
 				     const struct hd_heap *h,
 				     enum hd_dom_view view, struct hd_dom **ret)
@@ -211,7 +197,7 @@ struct hd_error *hd_dom_compute_view(const struct hd_graph *g,
 	d->n = g->num_vertices;
 	d->view = view;
 	uint64_t groups[HD_ROOT_RANKS];
-	class_groups(g, groups);
+	hd_graph_class_groups(g, groups);
 	struct hd_error *err =
 		view == HD_DOM_RANKED
 			? hd_dominators_grouped(&g->fwd, &g->rev, 0, groups,

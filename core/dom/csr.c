@@ -99,59 +99,145 @@ void hd_csr_free_owned(struct hd_csr *g)
 	g->n = 0;
 }
 
+// The backward breadth-first search: the visit list is also the queue,
+// and each entry keeps the index of the entry it was reached from (its next
+// step towards v), so memory grows with the vertices visited; the seen-set
+// is a bitmap of n / 8 bytes, calloc'd, so pages of vertices nothing
+// visits are never touched.
+static bool visit_push(struct hd_csr_search *s, size_t *cap, uint32_t vertex,
+		       uint32_t next, uint32_t dist)
+{
+	if (s->num_visits == *cap) {
+		size_t c = *cap ? 2 * *cap : 64;
+		struct hd_csr_visit *l = realloc(s->visits, c * sizeof(*l));
+		if (!l)
+			return false;
+		s->visits = l;
+		*cap = c;
+	}
+	s->visits[s->num_visits++] = (struct hd_csr_visit){ vertex, next, dist };
+	return true;
+}
+
+static bool found_push(struct hd_csr_search *s, size_t *cap, size_t slot,
+		       bool excluded)
+{
+	if (s->num_found == *cap) {
+		size_t c = *cap ? 2 * *cap : 16;
+		struct hd_csr_found *f = realloc(s->found, c * sizeof(*f));
+		if (!f)
+			return false;
+		s->found = f;
+		*cap = c;
+	}
+	s->found[s->num_found++] = (struct hd_csr_found){
+		.vertex = s->visits[slot].vertex, .dist = s->visits[slot].dist,
+		.excluded = excluded, .slot = slot };
+	return true;
+}
+
+struct hd_error *hd_csr_search(const struct hd_csr *rev, uint32_t v,
+			       enum hd_csr_stop stop,
+			       bool (*exclude)(void *arg, uint32_t root),
+			       void *arg, struct hd_csr_search *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	ret->source = SIZE_MAX;
+	if (v >= rev->n) {
+		return hd_error_create(HD_ERROR_INVALID,
+				       "vertex %" PRIu32 " of a graph of %" PRIu32,
+				       v, rev->n);
+	}
+	uint64_t *seen = calloc(((size_t)rev->n + 63) / 64, sizeof(*seen));
+	size_t cap = 0, found_cap = 0;
+	if (!seen || !visit_push(ret, &cap, v, 0, 0))
+		goto oom;
+	seen[v / 64] |= 1ULL << (v % 64);
+	for (size_t head = 0; head < ret->num_visits; head++) {
+		uint32_t u = ret->visits[head].vertex;
+		uint64_t b = rev->offsets[u], e = rev->offsets[u + 1];
+		if (b == e && ret->source == SIZE_MAX) {
+			ret->source = head;
+			if (stop == HD_CSR_FIRST_SOURCE)
+				break;
+		}
+		// A root: the super-root points at it.
+		bool root = false;
+		for (uint64_t i = b; i < e && !root; i++)
+			root = HD_EDGE_TARGET(rev->targets[i]) == 0;
+		if (root) {
+			bool ex = exclude && exclude(arg, u);
+			if (!found_push(ret, &found_cap, head, ex))
+				goto oom;
+			if (ex)
+				continue; // as if absent: no chain goes through it
+			if (stop == HD_CSR_FIRST_ROOT)
+				break;
+		}
+		uint32_t d = ret->visits[head].dist + 1;
+		for (uint64_t i = b; i < e; i++) {
+			uint32_t x = HD_EDGE_TARGET(rev->targets[i]);
+			if (x == 0 || (seen[x / 64] >> (x % 64)) & 1)
+				continue;
+			seen[x / 64] |= 1ULL << (x % 64);
+			if (!visit_push(ret, &cap, x, (uint32_t)head, d))
+				goto oom;
+		}
+	}
+	free(seen);
+	return NULL;
+oom:
+	free(seen);
+	hd_csr_search_deinit(ret);
+	return &hd_error_no_memory;
+}
+
+struct hd_error *hd_csr_search_path(const struct hd_csr_search *s, size_t slot,
+				    uint32_t **path, size_t *len)
+{
+	if (slot >= s->num_visits)
+		return hd_error_create(HD_ERROR_INVALID,
+				       "no visited vertex %zu (%zu visited)", slot,
+				       s->num_visits);
+	size_t cnt = (size_t)s->visits[slot].dist + 1;
+	*path = malloc(cnt * sizeof(**path));
+	if (!*path)
+		return &hd_error_no_memory;
+	size_t i = 0;
+	for (size_t k = slot;; k = s->visits[k].next) {
+		(*path)[i++] = s->visits[k].vertex;
+		if (k == 0)
+			break;
+	}
+	*len = cnt;
+	return NULL;
+}
+
+void hd_csr_search_deinit(struct hd_csr_search *s)
+{
+	free(s->visits);
+	free(s->found);
+	s->visits = NULL;
+	s->found = NULL;
+	s->num_visits = s->num_found = 0;
+}
+
 struct hd_error *hd_csr_chain(const struct hd_csr *rev, uint32_t v,
 			      bool to_root, uint32_t **path, size_t *len)
 {
-	uint32_t n = rev->n;
-	uint32_t *next = malloc((size_t)n * sizeof(*next));
-	uint32_t *queue = malloc((size_t)n * sizeof(*queue));
-	if (!next || !queue) {
-		free(next);
-		free(queue);
-		return &hd_error_no_memory;
-	}
-	memset(next, 0xff, (size_t)n * sizeof(*next));
-	size_t head = 0, tail = 0;
-	queue[tail++] = v;
-	next[v] = v;
-	uint32_t found = UINT32_MAX, last = v;
-	while (head < tail && found == UINT32_MAX) {
-		uint32_t u = queue[head++];
-		last = u;
-		uint64_t b = rev->offsets[u], e = rev->offsets[u + 1];
-		if (!to_root && b == e) {
-			found = u;
-			break;
-		}
-		for (uint64_t i = b; i < e; i++) {
-			uint32_t x = HD_EDGE_TARGET(rev->targets[i]);
-			if (x == 0 && to_root) {
-				found = u;
-				break;
-			}
-			if (x == 0 || next[x] != UINT32_MAX)
-				continue;
-			next[x] = u;
-			queue[tail++] = x;
-		}
-	}
-	// A leaked cycle: start at the last vertex reached.
-	if (found == UINT32_MAX)
-		found = last;
-	size_t cnt = 1;
-	for (uint32_t u = found; u != v; u = next[u])
-		cnt++;
-	*path = malloc(cnt * sizeof(**path));
-	if (*path) {
-		size_t i = 0;
-		for (uint32_t u = found;; u = next[u]) {
-			(*path)[i++] = u;
-			if (u == v)
-				break;
-		}
-		*len = cnt;
-	}
-	free(next);
-	free(queue);
-	return *path ? NULL : &hd_error_no_memory;
+	struct hd_csr_search s;
+	struct hd_error *err = hd_csr_search(
+		rev, v, to_root ? HD_CSR_FIRST_ROOT : HD_CSR_FIRST_SOURCE, NULL,
+		NULL, &s);
+	if (err)
+		return err;
+	// A leaked cycle (or a wrong to_root): start at the last vertex reached.
+	size_t slot = s.num_visits - 1;
+	if (to_root && s.num_found)
+		slot = s.found[0].slot;
+	else if (!to_root && s.source != SIZE_MAX)
+		slot = s.source;
+	err = hd_csr_search_path(&s, slot, path, len);
+	hd_csr_search_deinit(&s);
+	return err;
 }

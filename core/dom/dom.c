@@ -144,10 +144,23 @@ static void explore(struct dom_state *st, uint32_t i)
 	st->count = count;
 }
 
+// Numbers u, a successor of the root not yet found, and explores below it.
+static void explore_from_root(struct dom_state *st, uint32_t u)
+{
+	if (st->num[u] != HD_NO_VERTEX)
+		return;
+	uint32_t i = st->count++;
+	st->num[u] = i;
+	st->preorder[i] = u;
+	st->link[i].ancestor = 0;
+	explore(st, i);
+}
+
 // Depth-first search from root. With groups, root's successors are taken
 // group by group, each explored to the end before the next, so the
 // vertices first found from group k get the preorder numbers
-// [group_start[k], group_start[k + 1]).
+// [group_start[k], group_start[k + 1]); edges past the last group form
+// one more group.
 static void dfs(struct dom_state *st, uint32_t root, const uint64_t *groups,
 		uint32_t num_groups, uint32_t *group_start)
 {
@@ -160,32 +173,13 @@ static void dfs(struct dom_state *st, uint32_t root, const uint64_t *groups,
 		return;
 	}
 	const uint32_t *targets = st->g->targets;
-	uint64_t e = st->g->offsets[root], end = st->g->offsets[root + 1];
-	for (uint32_t k = 0; k < num_groups; k++) {
+	uint64_t first = st->g->offsets[root], end = st->g->offsets[root + 1];
+	uint64_t e = first;
+	for (uint32_t k = 0; k <= num_groups; k++) {
 		group_start[k] = st->count;
-		uint64_t gend = st->g->offsets[root] + groups[k];
-		for (; e < gend && e < end; e++) {
-			uint32_t u = HD_EDGE_TARGET(targets[e]);
-			if (st->num[u] != HD_NO_VERTEX)
-				continue;
-			uint32_t i = st->count++;
-			st->num[u] = i;
-			st->preorder[i] = u;
-			st->link[i].ancestor = 0;
-			explore(st, i);
-		}
-	}
-	// Edges past the last group form one more.
-	group_start[num_groups] = st->count;
-	for (; e < end; e++) {
-		uint32_t u = HD_EDGE_TARGET(targets[e]);
-		if (st->num[u] != HD_NO_VERTEX)
-			continue;
-		uint32_t i = st->count++;
-		st->num[u] = i;
-		st->preorder[i] = u;
-		st->link[i].ancestor = 0;
-		explore(st, i);
+		uint64_t gend = k < num_groups && first + groups[k] < end ? first + groups[k] : end;
+		for (; e < gend; e++)
+			explore_from_root(st, HD_EDGE_TARGET(targets[e]));
 	}
 	group_start[num_groups + 1] = st->count;
 }

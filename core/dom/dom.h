@@ -83,4 +83,44 @@ struct hd_error *hd_domtree_children(const struct hd_domtree *t,
 				     const uint64_t *retained,
 				     uint32_t **child_off, uint32_t **children);
 
+// Every root from which v is reachable, with the shortest chain from each:
+// one breadth-first search backwards from v over rev (hd_csr_reverse of a
+// graph whose vertex 0 is the super-root; a root is a vertex the
+// super-root points at), O(n + m) at worst; memory grows with the
+// vertices visited (plus a bitmap of n bits).
+enum hd_csr_stop {
+	HD_CSR_ALL_ROOTS,    // visit everything that reaches v
+	HD_CSR_FIRST_ROOT,   // stop at the nearest root not excluded
+	HD_CSR_FIRST_SOURCE, // stop at the nearest vertex nothing points at
+};
+struct hd_csr_visit {
+	uint32_t vertex;
+	uint32_t next; // visits[next] is the next step towards v (0 is v)
+	uint32_t dist; // edges from vertex to v
+};
+struct hd_csr_found {
+	uint32_t vertex; // the root
+	uint32_t dist;   // edges on its shortest chain to v
+	bool excluded;   // exclude() said so: no chain was followed through it
+	size_t slot;     // its entry in visits (for hd_csr_search_path)
+};
+struct hd_csr_search {
+	struct hd_csr_visit *visits; // in BFS order, visits[0] is v
+	size_t num_visits;
+	struct hd_csr_found *found;  // roots in BFS order (nearest first)
+	size_t num_found;
+	size_t source; // the first visit nothing points at, SIZE_MAX if none
+};
+// exclude (may be NULL) is asked about each root reached: an excluded root
+// is reported (excluded = true) but treated as absent: the search does not
+// go on through it, and it does not stop HD_CSR_FIRST_ROOT.
+struct hd_error *hd_csr_search(const struct hd_csr *rev, uint32_t v,
+			       enum hd_csr_stop stop,
+			       bool (*exclude)(void *arg, uint32_t root),
+			       void *arg, struct hd_csr_search *ret);
+// The chain from visits[slot] to v (malloc'd, *len vertices).
+struct hd_error *hd_csr_search_path(const struct hd_csr_search *s, size_t slot,
+				    uint32_t **path, size_t *len);
+void hd_csr_search_deinit(struct hd_csr_search *s);
+
 #endif

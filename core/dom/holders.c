@@ -48,6 +48,19 @@ static int proto_order(const void *a, const void *b)
 	return (x->vertices_at > y->vertices_at) - (x->vertices_at < y->vertices_at);
 }
 
+// The joint blocks' root sets, then one holder per distinct set.
+struct joints {
+	uint32_t *vertex;  // joint index -> vertex, in preorder
+	uint32_t num;
+	uint32_t *node;    // vertex -> node: root index, or nroots + joint index
+	unsigned *rank;    // joint index -> class
+	uint64_t *pred_off; // joint index -> its predecessor nodes
+	uint32_t *preds;
+	uint64_t *succ_off; // joint index -> joint successors
+	uint32_t *succs;
+	uint32_t *set;     // joint index -> set id
+};
+
 struct builder {
 	struct hd_dom *d;
 	const struct hd_graph *g;
@@ -59,6 +72,12 @@ struct builder {
 	struct proto *protos;
 	size_t num_protos, cap_protos;
 	struct item_vec items;
+	// Joint blocks sorted by set, and per name the run of them whose set
+	// is that name alone (roots of one name, none dominating alone: a
+	// global split by holes): they belong to the name's root holder.
+	uint32_t *joint_order;
+	uint32_t *single_start, *single_end; // per name id
+	const struct joints *j;
 };
 
 static bool push_item(struct builder *b, uint32_t x)
@@ -94,7 +113,8 @@ static uint32_t name_root(const struct builder *b, uint32_t id)
 	return b->order[b->name_start[id]];
 }
 
-// One holder per root name whose roots dominate something.
+// One holder per root name whose roots keep something alive: what they
+// dominate, and the joint blocks only roots of that name reach.
 static struct hd_error *root_holders(struct builder *b)
 {
 	const struct hd_dom *d = b->d;
@@ -110,7 +130,9 @@ static struct hd_error *root_holders(struct builder *b)
 			p.h.retained_blocks += d->count[v] - 1;
 		}
 		p.h.rank = hd_root_rank(b->g->roots[name_root(b, id)].kind);
-		if (!p.h.retained_blocks) {
+		uint32_t s0 = b->single_start ? b->single_start[id] : 0;
+		uint32_t s1 = b->single_end ? b->single_end[id] : 0;
+		if (!p.h.retained_blocks && s0 == s1) {
 			b->items.n = p.roots_at;
 			continue;
 		}
@@ -118,7 +140,14 @@ static struct hd_error *root_holders(struct builder *b)
 		for (size_t i = 0; i < p.h.num_roots; i++)
 			if (!push_item(b, 1 + b->items.v[p.roots_at + i]))
 				return &hd_error_no_memory;
-		p.h.num_vertices = p.h.num_roots;
+		for (uint32_t i = s0; i < s1; i++) {
+			uint32_t v = b->j->vertex[b->joint_order[i]];
+			if (!push_item(b, v))
+				return &hd_error_no_memory;
+			p.h.retained += d->retained[v];
+			p.h.retained_blocks += d->count[v];
+		}
+		p.h.num_vertices = p.h.num_roots + (s1 - s0);
 		if (!HD_VEC_PUSH(b->protos, b->num_protos, b->cap_protos, p))
 			return &hd_error_no_memory;
 	}
@@ -146,18 +175,6 @@ static struct hd_error *leak_holders(struct builder *b)
 	return NULL;
 }
 
-// The joint blocks' root sets, then one holder per distinct set.
-struct joints {
-	uint32_t *vertex;  // joint index -> vertex, in preorder
-	uint32_t num;
-	uint32_t *node;    // vertex -> node: root index, or nroots + joint index
-	unsigned *rank;    // joint index -> class
-	uint64_t *pred_off; // joint index -> its predecessor nodes
-	uint32_t *preds;
-	uint64_t *succ_off; // joint index -> joint successors
-	uint32_t *succs;
-	uint32_t *set;     // joint index -> set id
-};
 
 static void joints_free(struct joints *j)
 {
@@ -355,50 +372,71 @@ static int member_order(const void *a, const void *b)
 	return by_name(a, b);
 }
 
+// Sorts the joint blocks by set and finds the single-name runs.
+static struct hd_error *joint_runs(struct builder *b, struct joints *j,
+				   struct hd_setpool *pool)
+{
+	b->joint_order = malloc((j->num ? j->num : 1) * sizeof(*b->joint_order));
+	b->single_start = calloc(b->num_names ? b->num_names : 1, sizeof(uint32_t));
+	b->single_end = calloc(b->num_names ? b->num_names : 1, sizeof(uint32_t));
+	if (!b->joint_order || !b->single_start || !b->single_end)
+		return &hd_error_no_memory;
+	for (uint32_t x = 0; x < j->num; x++)
+		b->joint_order[x] = x;
+	g_sort_joints = j;
+	g_sort_retained = b->d->retained;
+	qsort(b->joint_order, j->num, sizeof(*b->joint_order), by_set);
+	for (uint32_t i = 0; i < j->num;) {
+		uint32_t s = j->set[b->joint_order[i]], i0 = i;
+		while (i < j->num && j->set[b->joint_order[i]] == s)
+			i++;
+		size_t nm;
+		const uint32_t *members = hd_setpool_items(pool, s, &nm);
+		if (nm == 1) {
+			b->single_start[members[0]] = i0;
+			b->single_end[members[0]] = i;
+		}
+	}
+	return NULL;
+}
+
+// One holder per set of two or more root names.
 static struct hd_error *joint_holders(struct builder *b, struct joints *j,
 				      struct hd_setpool *pool)
 {
-	uint32_t *order = malloc((j->num ? j->num : 1) * sizeof(*order));
-	if (!order)
-		return &hd_error_no_memory;
-	for (uint32_t x = 0; x < j->num; x++)
-		order[x] = x;
-	g_sort_joints = j;
-	g_sort_retained = b->d->retained;
-	qsort(order, j->num, sizeof(*order), by_set);
-	struct hd_error *err = NULL;
-	for (uint32_t i = 0; i < j->num && !err;) {
-		uint32_t s = j->set[order[i]];
-		struct proto p = {.h = {.kind = HD_HOLDER_JOINT}};
+	const uint32_t *order = b->joint_order;
+	for (uint32_t i = 0; i < j->num;) {
+		uint32_t s = j->set[order[i]], i0 = i;
+		while (i < j->num && j->set[order[i]] == s)
+			i++;
 		size_t nm;
 		const uint32_t *members = hd_setpool_items(pool, s, &nm);
+		if (nm < 2)
+			continue;
+		struct proto p = {.h = {.kind = HD_HOLDER_JOINT}};
 		p.roots_at = b->items.n;
-		for (size_t k = 0; k < nm && !err; k++)
+		for (size_t k = 0; k < nm; k++)
 			if (!push_item(b, name_root(b, members[k])))
-				err = &hd_error_no_memory;
+				return &hd_error_no_memory;
 		p.h.num_roots = nm;
 		p.h.overflow = nm >= HD_HOLDER_MAX_MEMBERS;
 		p.vertices_at = b->items.n;
-		for (; i < j->num && j->set[order[i]] == s && !err; i++) {
-			uint32_t v = j->vertex[order[i]];
+		for (uint32_t x = i0; x < i; x++) {
+			uint32_t v = j->vertex[order[x]];
 			if (!push_item(b, v))
-				err = &hd_error_no_memory;
+				return &hd_error_no_memory;
 			p.h.num_vertices++;
 			p.h.retained += b->d->retained[v];
 			p.h.retained_blocks += b->d->count[v];
 		}
-		if (err)
-			break;
 		g_sort_builder = b;
 		g_sort_graph = b->g;
 		qsort(b->items.v + p.roots_at, nm, sizeof(uint32_t), member_order);
-		p.h.rank = nm ? hd_root_rank(b->g->roots[b->items.v[p.roots_at]].kind)
-			      : HD_ROOT_RANKS;
+		p.h.rank = hd_root_rank(b->g->roots[b->items.v[p.roots_at]].kind);
 		if (!HD_VEC_PUSH(b->protos, b->num_protos, b->cap_protos, p))
-			err = &hd_error_no_memory;
+			return &hd_error_no_memory;
 	}
-	free(order);
-	return err;
+	return NULL;
 }
 
 struct hd_error *hd_dom_holders_compute(struct hd_dom *d,
@@ -411,11 +449,8 @@ struct hd_error *hd_dom_holders_compute(struct hd_dom *d,
 	struct hd_setpool pool;
 	if (!hd_setpool_init(&pool, HD_HOLDER_MAX_MEMBERS))
 		return &hd_error_no_memory;
+	b.j = &j;
 	struct hd_error *err = name_roots(&b);
-	if (!err)
-		err = root_holders(&b);
-	if (!err)
-		err = leak_holders(&b);
 	// Joint blocks are rare on most heaps: look only if the super-root
 	// dominates a block.
 	bool any_joint = false;
@@ -429,13 +464,22 @@ struct hd_error *hd_dom_holders_compute(struct hd_dom *d,
 	if (!err && j.num)
 		err = joint_sets(&b, &j, &pool);
 	if (!err && j.num)
+		err = joint_runs(&b, &j, &pool);
+	if (!err)
+		err = root_holders(&b);
+	if (!err && j.num)
 		err = joint_holders(&b, &j, &pool);
+	if (!err)
+		err = leak_holders(&b);
 	d->holders_overflow = pool.overflow;
 	joints_free(&j);
 	hd_setpool_deinit(&pool);
 	free(b.order);
 	free(b.name_id);
 	free(b.name_start);
+	free(b.joint_order);
+	free(b.single_start);
+	free(b.single_end);
 	if (!err) {
 		qsort(b.protos, b.num_protos, sizeof(*b.protos), proto_order);
 		d->holders = malloc((b.num_protos ? b.num_protos : 1) * sizeof(*d->holders));

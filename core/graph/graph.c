@@ -1,5 +1,6 @@
 // hd_graph_build: index the blocks, name the roots, scan.
 #include <stdlib.h>
+#include <string.h>
 
 #include "graph/graph_internal.h"
 
@@ -111,4 +112,16 @@ void hd_graph_predecessors(const struct hd_graph *g, uint32_t v,
 void hd_graph_get_info(const struct hd_graph *g, struct hd_graph_info *ret)
 {
 	*ret = g->info;
+}
+
+void hd_graph_class_groups(const struct hd_graph *g, uint64_t *groups)
+{
+	memset(groups, 0, HD_ROOT_RANKS * sizeof(*groups));
+	for (uint64_t e = g->fwd.offsets[0]; e < g->fwd.offsets[1]; e++) {
+		int64_t r = hd_graph_vertex_root(g, HD_EDGE_TARGET(g->fwd.targets[e]));
+		if (r >= 0)
+			groups[hd_root_rank(g->roots[r].kind)]++;
+	}
+	for (unsigned k = 1; k < HD_ROOT_RANKS; k++)
+		groups[k] += groups[k - 1];
 }

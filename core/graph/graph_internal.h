@@ -109,6 +109,11 @@ struct hd_dead_stack {
 struct hd_error *hd_dead_thread_stacks(struct hd_target *t,
 				       struct hd_dead_stack **ret, size_t *num);
 
+// The super-root's edges come in root-class order (scan.c): groups[k] is
+// the number of them to roots of class k or stronger, the groups of
+// hd_dominators_grouped (HD_ROOT_RANKS entries).
+void hd_graph_class_groups(const struct hd_graph *g, uint64_t *groups);
+
 // Collects the named roots of the target.
 struct hd_error *hd_roots_collect(struct hd_graph *g, struct hd_target *t,
 				  struct hd_debuginfo *di,

@@ -314,6 +314,16 @@ static struct hd_error *module_roots(struct hd_graph *g, struct claims *c,
 		struct hd_error *err = hd_debuginfo_module_objects(di, m, &syms, &nsyms);
 		if (!err)
 			err = hd_debuginfo_module_sections(di, m, &secs, &nsecs);
+		// Where the module's image ends in memory: its last allocated
+		// section (.bss) rounded up to a page. An anonymous mapping
+		// after the file's last page is its .bss only up to there; the
+		// kernel may place an unrelated mmap (an allocator's arena)
+		// right after it.
+		uint64_t image_end = 0;
+		for (size_t i = 0; i < nsecs; i++)
+			if (secs[i].addr && m->bias + secs[i].addr + secs[i].size > image_end)
+				image_end = m->bias + secs[i].addr + secs[i].size;
+		image_end = (image_end + 0xfff) & ~0xfffULL;
 		uint64_t prev_end = 0;
 		for (size_t i = 0; i < hd_target_num_mappings(t) && !err; i++) {
 			const struct hd_mapping *map = hd_target_mapping(t, i);
@@ -323,14 +333,15 @@ static struct hd_error *module_roots(struct hd_graph *g, struct claims *c,
 					      : map->start >= m->start && map->end <= m->end;
 			// .bss beyond the file's last page is anonymous.
 			bool bss = !map->path && map->start == prev_end &&
-				   map->start >= m->start && map->start <= m->end;
+				   map->start >= m->start && map->start < image_end;
 			if (mine)
 				prev_end = map->end;
 			if (!(mine || bss) || !(map->prot & HD_PROT_WRITE) ||
 			    !map->readable)
 				continue;
+			uint64_t hi = bss && map->end > image_end ? image_end : map->end;
 			err = module_range_roots(g, c, m, syms, nsyms, secs, nsecs,
-						 map->start, map->end);
+						 map->start, hi);
 		}
 		hd_elf_free_symbols(syms, nsyms);
 		hd_elf_free_sections(secs, nsecs);

@@ -637,8 +637,10 @@ struct hd_holder {
 	// per member name, strongest class first, then by name.
 	const uint32_t *roots;
 	size_t num_roots;
-	// ROOT: its root vertices; JOINT: the blocks held jointly, largest
-	// retained first; BLOCK: the leaked block.
+	// ROOT: its num_roots root vertices, then the blocks that only roots
+	// of its name reach and none alone dominates (a global split in
+	// parts); JOINT: the blocks held jointly, largest retained first;
+	// BLOCK: the leaked block.
 	const uint32_t *vertices;
 	size_t num_vertices;
 	uint64_t retained;        // chunk bytes
@@ -693,6 +695,9 @@ HD_EXPORT struct hd_error *hd_session_typing(struct hd_session *s,
 // Seconds the semantic tree took (framework modules, its graph and
 // dominators), 0 if not computed.
 HD_EXPORT double hd_session_semantic_seconds(const struct hd_session *s);
+// Seconds the CLI's own unwinding took (a core or a ptrace-attached
+// process: frames and locals of every thread), 0 if not run.
+HD_EXPORT double hd_session_frames_seconds(const struct hd_session *s);
 HD_EXPORT void hd_session_times(const struct hd_session *s, double *walk,
 				double *types, double *graph, double *dom);
 
@@ -722,6 +727,9 @@ struct hd_render_options {
 	// dominators: the exact dominator tree of the graph, without root
 	// precedence (docs/ownership.md).
 	bool plain;
+	// why: root classes ignored, as if absent: bit r set for
+	// hd_root_rank r (--exclude registers,stack).
+	unsigned exclude;
 	// Report what a truncated core holds, labelled partial, instead of
 	// failing (--partial).
 	bool partial;
@@ -738,7 +746,9 @@ HD_EXPORT struct hd_error *hd_render_blocks(FILE *out, struct hd_session *s,
 HD_EXPORT struct hd_error *
 hd_render_dominators(FILE *out, struct hd_session *s,
 		     const struct hd_render_options *o);
-// The shortest chain from a named root to the block holding o->address.
+// Why the block holding o->address is alive: the shortest chain from the
+// strongest class of roots that reaches it (hd_root_rank), then one from
+// each other class ("also reachable from"), ignoring o->exclude's classes.
 HD_EXPORT struct hd_error *hd_render_why(FILE *out, struct hd_session *s,
 					 const struct hd_render_options *o);
 HD_EXPORT struct hd_error *hd_render_leaks(FILE *out, struct hd_session *s,
@@ -812,7 +822,7 @@ hd_render_diff(FILE *out, struct hd_snapshot *const *snaps, size_t n,
 // "graph", "types", "frameworks", "trace", "snapshot", "diff"), then options (--top N, --depth D,
 // --min-size SIZE, --all, --json, --format FMT, --state STATE, --from ADDR,
 // --sort KEY, --output FILE, --color, --no-color, --semantic, --partial, --framework
-// NAME|PATH, --by KEY) and, for why, the address; for diff, two or more
+// NAME|PATH, --by KEY, --exclude CLASSES) and, for why, the address; for diff, two or more
 // snapshot files or cores. Front-ends share this parser so
 // every option means the same everywhere.
 enum hd_report { HD_REPORT_STATS, HD_REPORT_BLOCKS, HD_REPORT_DOMINATORS,

@@ -72,6 +72,35 @@ static bool is_opt(const char *arg, const char *opt)
 	return strncmp(arg, opt, n) == 0 && (arg[n] == '\0' || arg[n] == '=');
 }
 
+// "registers,stack": the root classes of hd_root_rank_name, as a mask.
+static struct hd_error *parse_exclude(const char *v, unsigned *mask)
+{
+	char names[128] = "";
+	for (unsigned k = 0; k < HD_ROOT_RANKS; k++)
+		snprintf(names + strlen(names), sizeof(names) - strlen(names),
+			 "%s%s", k ? ", " : "", hd_root_rank_name(k));
+	if (!v || !*v)
+		return hd_error_create(HD_ERROR_INVALID,
+				       "--exclude takes root classes, comma-separated: %s",
+				       names);
+	const char *p = v;
+	do {
+		const char *end = strchr(p, ',');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		unsigned r = 0;
+		while (r < HD_ROOT_RANKS && !(strlen(hd_root_rank_name(r)) == n &&
+					      strncmp(p, hd_root_rank_name(r), n) == 0))
+			r++;
+		if (r == HD_ROOT_RANKS)
+			return hd_error_create(HD_ERROR_INVALID,
+					       "--exclude: unknown root class '%.*s' in '%s': the classes are %s",
+					       (int)n, p, v, names);
+		*mask |= 1u << r;
+		p = end ? end + 1 : NULL;
+	} while (p);
+	return NULL;
+}
+
 struct hd_error *hd_command_parse(int argc, char *const *argv,
 				  struct hd_command *ret)
 {
@@ -198,6 +227,11 @@ struct hd_error *hd_command_parse(int argc, char *const *argv,
 						       "--by takes site, file, size or age%s%s",
 						       v ? ", not " : "", v ? v : "");
 			o->trace_by = (int)k;
+		} else if (is_opt(a, "--exclude")) {
+			v = value_of(argc, argv, &i, "--exclude", &bad);
+			struct hd_error *err = parse_exclude(bad ? NULL : v, &o->exclude);
+			if (err)
+				return err;
 		} else if (strcmp(a, "--semantic") == 0) {
 			o->semantic = true;
 		} else if (strcmp(a, "--partial") == 0) {
@@ -254,6 +288,8 @@ struct hd_error *hd_command_parse(int argc, char *const *argv,
 	    ret->report != HD_REPORT_DOMINATORS && ret->report != HD_REPORT_FRAMEWORKS)
 		return hd_error_create(HD_ERROR_INVALID,
 				       "--semantic and --framework are for dominators and frameworks");
+	if (o->exclude && ret->report != HD_REPORT_WHY)
+		return hd_error_create(HD_ERROR_INVALID, "--exclude is for why");
 	// Naming a framework asks for its tree.
 	if (o->num_frameworks && ret->report == HD_REPORT_DOMINATORS)
 		o->semantic = true;

@@ -7,6 +7,7 @@
 
 #include "report/holders.h"
 #include "report/report_internal.h"
+#include "semantic/semantic_internal.h"
 
 // A holder is examined for an accumulation point when it retains at least
 // this share of the used heap; the descent goes on while one child holds
@@ -14,19 +15,44 @@
 #define SUSPECT_PERCENT 10.0
 #define DOMINANT 0.8
 #define MAX_POINTS 3
-// A run of this many single-child steps is a chain (a linked list): the
-// point is its first block, not the block near its end where the descent
-// would stop.
+// A walk down this many dominant children is a chain (a linked list): the
+// point is the block where the walk began, not the one near the list's
+// end where it would stop.
 #define CHAIN_MIN 16
 #define JOINT_NAMES_SHOWN 4
+
+// What a framework module says a region root is ("pymalloc arenas"):
+// the label of a sub-allocator region inside it, or NULL. The plain graph
+// scans such regions as roots; the name tells a reader that the objects
+// living there hold the memory.
+static const char *region_label(const struct hd_analysis *a,
+				const struct hd_root *r)
+{
+	if (!a->fw || r->kind != HD_ROOT_REGION)
+		return NULL;
+	const struct hd_suballoc *sa = &a->fw->sa;
+	for (size_t i = 0; i < sa->num_regions; i++)
+		if (sa->regions[i].start < r->end && r->start < sa->regions[i].end &&
+		    sa->regions[i].label < a->fw->num_labels)
+			return a->fw->labels[sa->regions[i].label];
+	return NULL;
+}
 
 static void holder_name(const struct hd_analysis *a, const struct hd_holder *x,
 			char *buf, size_t len)
 {
 	switch (x->kind) {
-	case HD_HOLDER_ROOT:
-		snprintf(buf, len, "%s", hd_graph_root(a->g, x->roots[0])->name);
+	case HD_HOLDER_ROOT: {
+		const struct hd_root *r = hd_graph_root(a->g, x->roots[0]);
+		const char *label = NULL;
+		for (size_t i = 0; i < x->num_roots && !label; i++)
+			label = region_label(a, hd_graph_root(a->g, x->roots[i]));
+		if (label)
+			snprintf(buf, len, "%s (%s)", r->name, label);
+		else
+			snprintf(buf, len, "%s", r->name);
 		return;
+	}
 	case HD_HOLDER_BLOCK: {
 		struct hd_block b;
 		char type[256];
@@ -41,9 +67,13 @@ static void holder_name(const struct hd_analysis *a, const struct hd_holder *x,
 	}
 	size_t used = (size_t)snprintf(buf, len, "jointly:");
 	size_t shown = x->num_roots < JOINT_NAMES_SHOWN ? x->num_roots : JOINT_NAMES_SHOWN;
-	for (size_t i = 0; i < shown && used < len; i++)
-		used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : " ",
-					 hd_graph_root(a->g, x->roots[i])->name);
+	for (size_t i = 0; i < shown && used < len; i++) {
+		const struct hd_root *r = hd_graph_root(a->g, x->roots[i]);
+		const char *label = region_label(a, r);
+		used += (size_t)snprintf(buf + used, len - used, "%s%s%s%s%s", i ? ", " : " ",
+					 r->name, label ? " (" : "", label ? label : "",
+					 label ? ")" : "");
+	}
 	if (used < len && (x->num_roots > shown || x->overflow))
 		snprintf(buf + used, len - used, " (+%s%zu more)",
 			 x->overflow ? "at least " : "", x->num_roots - shown);
@@ -65,7 +95,15 @@ static size_t holder_children(const struct hd_analysis *a,
 	for (size_t i = 0; i < x->num_vertices; i++) {
 		const uint32_t *c;
 		size_t k;
-		hd_dom_children(a->d, x->vertices[i], &c, &k);
+		uint32_t v = x->vertices[i];
+		// Past its root vertices, a root holder's blocks are its
+		// children themselves.
+		if (i >= x->num_roots) {
+			c = &x->vertices[i];
+			k = 1;
+		} else {
+			hd_dom_children(a->d, v, &c, &k);
+		}
 		n += k;
 		if (k && hd_dom_retained(a->d, c[0]) > best) {
 			best = hd_dom_retained(a->d, c[0]);
@@ -75,6 +113,10 @@ static size_t holder_children(const struct hd_analysis *a,
 	return n;
 }
 
+// Walks down from holder x into the child holding at least DOMINANT of
+// its parent while there is one. A walk that goes on for CHAIN_MIN steps
+// is following a chain (a linked list, whose every node dominates the
+// rest): the point is where that walk began, and its length is counted.
 static void descend(const struct hd_analysis *a, struct hd_accum *p,
 		    const struct hd_holder *x)
 {
@@ -90,43 +132,34 @@ static void descend(const struct hd_analysis *a, struct hd_accum *p,
 		p->largest = 0;
 		return;
 	}
-	uint32_t v = 0, chain_start = 0;
-	unsigned run = 0;
+	uint32_t v = 0;
+	struct hd_accum start = {0};
 	while (k && (double)p->largest >= DOMINANT * (double)p->retained) {
 		v = c0;
 		p->depth++;
 		const uint32_t *c;
 		hd_dom_children(a->d, v, &c, &k);
-		if (k == 1) {
-			if (run++ == 0)
-				chain_start = v;
-		} else {
-			run = 0;
-		}
 		p->retained = hd_dom_retained(a->d, v);
 		p->retained_blocks = hd_dom_retained_blocks(a->d, v);
 		p->children = k;
 		p->largest = k ? hd_dom_retained(a->d, c[0]) : 0;
+		p->v = v;
 		c0 = k ? c[0] : 0;
-		if (run >= CHAIN_MIN) {
-			// Report the chain from its first block, and how deep
-			// it goes.
-			v = chain_start;
-			p->depth -= run - 1;
-			p->retained = hd_dom_retained(a->d, v);
-			p->retained_blocks = hd_dom_retained_blocks(a->d, v);
-			uint32_t u = v;
-			for (;;) {
-				hd_dom_children(a->d, u, &c, &k);
-				p->chain++;
-				if (k != 1)
-					break;
-				u = c[0];
+		if (p->depth == 1)
+			start = *p;
+		if (p->depth == CHAIN_MIN) {
+			// Count the rest of the chain, then report its start.
+			uint64_t n = p->depth;
+			while (k && (double)hd_dom_retained(a->d, c0) >=
+					    DOMINANT * (double)hd_dom_retained(a->d, v)) {
+				v = c0;
+				n++;
+				hd_dom_children(a->d, v, &c, &k);
+				c0 = k ? c[0] : 0;
 			}
-			p->children = 1;
-			hd_dom_children(a->d, v, &c, &k);
-			p->largest = hd_dom_retained(a->d, c[0]);
-			break;
+			*p = start;
+			p->chain = n;
+			return;
 		}
 	}
 	p->v = v;
@@ -160,14 +193,17 @@ struct hd_error *hd_holders_model_init(struct hd_holders_model *m,
 			m->named_bytes += x->retained;
 		if (x->kind == HD_HOLDER_JOINT)
 			nj += x->num_vertices;
+		else if (x->kind == HD_HOLDER_ROOT)
+			nj += x->num_vertices - x->num_roots;
 	}
 	m->joint = malloc((nj ? nj : 1) * sizeof(*m->joint));
 	if (!m->joint)
 		return &hd_error_no_memory;
 	for (size_t i = 0; i < n; i++) {
 		const struct hd_holder *x = hd_dom_holder(a->d, i);
-		if (x->kind == HD_HOLDER_JOINT)
-			for (size_t k = 0; k < x->num_vertices; k++)
+		if (x->kind != HD_HOLDER_BLOCK)
+			for (size_t k = x->kind == HD_HOLDER_ROOT ? x->num_roots : 0;
+			     k < x->num_vertices; k++)
 				m->joint[m->num_joint++] =
 					(struct hd_joint_entry){x->vertices[k], i};
 	}

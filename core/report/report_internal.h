@@ -3,6 +3,7 @@
 #define HD_REPORT_INTERNAL_H
 
 #include "heapdom.h"
+#include "dom/dom.h"
 
 void hd_json_string(FILE *out, const char *s);
 // "target", "method", "partial", "problems", "arenas" members (no braces).
@@ -109,6 +110,39 @@ struct hd_error *hd_chain_refs(const struct hd_analysis *a,
 void hd_chain_line(FILE *out, const struct hd_analysis *a, const uint32_t *path,
 		   size_t len, const struct hd_chain_ref *refs, const char *sep,
 		   bool stable);
+
+// The roots that reach a vertex, by class (hd_root_rank): one search
+// backwards over rev (hd_csr_search), roots of the classes in exclude
+// (bit per rank) ignored as if absent but counted. rank(arg, root) is a
+// root vertex's class.
+typedef unsigned (*hd_root_rank_fn)(const void *arg, uint32_t root);
+struct hd_why_roots {
+	struct hd_csr_search search;
+	size_t roots[HD_ROOT_RANKS];    // roots of each class that reach it
+	size_t excluded[HD_ROOT_RANKS]; // excluded roots that reach it
+	size_t best[HD_ROOT_RANKS];     // in search.found: the class's nearest
+					// root (ties: root order), or SIZE_MAX
+	int first; // the strongest class reaching it, -1 if none
+};
+struct hd_error *hd_why_roots_find(const struct hd_csr *rev, uint32_t v,
+				   hd_root_rank_fn rank, const void *arg,
+				   unsigned exclude, struct hd_why_roots *ret);
+// The shortest chain from class r's nearest root (w->roots[r] > 0).
+struct hd_error *hd_why_roots_path(const struct hd_why_roots *w, unsigned r,
+				   uint32_t **path, size_t *len);
+void hd_why_roots_deinit(struct hd_why_roots *w);
+// "registers (1 root), stack (2 roots)" for the classes counted.
+void hd_why_class_counts(FILE *out, const size_t counts[HD_ROOT_RANKS]);
+// Indentation of step i of a why chain in text: deeper steps of a long
+// chain (a million-node list) are not indented further, or the text would
+// grow with the square of the chain.
+#define HD_WHY_INDENT(i) ((int)((i) < 32 ? 2 * (i) : 64))
+// "ignored (--exclude): registers (1 root)" when excluded roots reach it.
+void hd_why_text_ignored(FILE *out, const size_t excluded[HD_ROOT_RANKS]);
+// JSON members "exclude" (the class names in the mask) and
+// "excluded_roots" (excluded: per class, may be NULL).
+void hd_why_json_classes(FILE *out, unsigned exclude,
+			 const size_t excluded[HD_ROOT_RANKS]);
 
 // The name of register k of a thread's registers ("rax").
 const char *hd_reg_name(int k);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dom/dom.h"
 #include "heap/heap_internal.h"
 #include "report/trace_tables.h"
 #include "semantic/semantic_internal.h"
@@ -230,6 +231,294 @@ void hd_chain_line(FILE *out, const struct hd_analysis *a, const uint32_t *path,
 	}
 }
 
+// ------------------------------------------------------ roots by class
+
+struct exclude_arg {
+	hd_root_rank_fn rank;
+	const void *arg;
+	unsigned mask;
+};
+
+static bool exclude_root(void *arg, uint32_t root)
+{
+	const struct exclude_arg *x = arg;
+	return (x->mask >> x->rank(x->arg, root)) & 1;
+}
+
+struct hd_error *hd_why_roots_find(const struct hd_csr *rev, uint32_t v,
+				   hd_root_rank_fn rank, const void *arg,
+				   unsigned exclude, struct hd_why_roots *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	struct exclude_arg x = { rank, arg, exclude };
+	struct hd_error *err = hd_csr_search(rev, v, HD_CSR_ALL_ROOTS,
+					     exclude ? exclude_root : NULL, &x,
+					     &ret->search);
+	if (err)
+		return err;
+	for (unsigned r = 0; r < HD_ROOT_RANKS; r++)
+		ret->best[r] = SIZE_MAX;
+	const struct hd_csr_search *s = &ret->search;
+	for (size_t i = 0; i < s->num_found; i++) {
+		const struct hd_csr_found *f = &s->found[i];
+		unsigned r = rank(arg, f->vertex);
+		if (r >= HD_ROOT_RANKS)
+			r = HD_ROOT_RANKS - 1;
+		if (f->excluded) {
+			ret->excluded[r]++;
+			continue;
+		}
+		ret->roots[r]++;
+		// The nearest root of the class; ties: root order.
+		size_t b = ret->best[r];
+		if (b == SIZE_MAX || f->dist < s->found[b].dist ||
+		    (f->dist == s->found[b].dist && f->vertex < s->found[b].vertex))
+			ret->best[r] = i;
+	}
+	ret->first = -1;
+	for (unsigned r = HD_ROOT_RANKS; r-- > 0;)
+		if (ret->roots[r])
+			ret->first = (int)r;
+	return NULL;
+}
+
+void hd_why_roots_deinit(struct hd_why_roots *w)
+{
+	hd_csr_search_deinit(&w->search);
+}
+
+struct hd_error *hd_why_roots_path(const struct hd_why_roots *w, unsigned r,
+				   uint32_t **path, size_t *len)
+{
+	return hd_csr_search_path(&w->search, w->search.found[w->best[r]].slot,
+				  path, len);
+}
+
+void hd_why_class_counts(FILE *out, const size_t counts[HD_ROOT_RANKS])
+{
+	bool any = false;
+	for (unsigned r = 0; r < HD_ROOT_RANKS; r++) {
+		if (!counts[r])
+			continue;
+		fprintf(out, "%s%s (%zu root%s)", any ? ", " : "", hd_root_rank_name(r),
+			counts[r], counts[r] == 1 ? "" : "s");
+		any = true;
+	}
+}
+
+void hd_why_text_ignored(FILE *out, const size_t excluded[HD_ROOT_RANKS])
+{
+	for (unsigned r = 0; r < HD_ROOT_RANKS; r++) {
+		if (excluded[r]) {
+			fputs("ignored (--exclude): ", out);
+			hd_why_class_counts(out, excluded);
+			fputc('\n', out);
+			return;
+		}
+	}
+}
+
+void hd_why_json_classes(FILE *out, unsigned exclude,
+			 const size_t excluded[HD_ROOT_RANKS])
+{
+	fputs(", \"exclude\": [", out);
+	bool any = false;
+	for (unsigned r = 0; r < HD_ROOT_RANKS; r++) {
+		if ((exclude >> r) & 1) {
+			fprintf(out, "%s\"%s\"", any ? ", " : "", hd_root_rank_name(r));
+			any = true;
+		}
+	}
+	fputs("], \"excluded_roots\": [", out);
+	any = false;
+	for (unsigned r = 0; r < HD_ROOT_RANKS; r++) {
+		if (excluded && excluded[r]) {
+			fprintf(out, "%s{\"class\": \"%s\", \"roots\": %zu}",
+				any ? ", " : "", hd_root_rank_name(r), excluded[r]);
+			any = true;
+		}
+	}
+	fputc(']', out);
+}
+
+static unsigned graph_rank(const void *arg, uint32_t u)
+{
+	const struct hd_graph *g = arg;
+	int64_t r = hd_graph_vertex_root(g, u);
+	return r >= 0 ? hd_root_rank(hd_graph_root(g, (size_t)r)->kind) : 0;
+}
+
+// ------------------------------------------------------------- rendering
+
+// The steps of a chain: JSON array elements, or one indented line per step
+// with the word (or register) referring to the next.
+static void print_steps(FILE *out, const struct hd_analysis *a,
+			const uint32_t *path, size_t len,
+			const struct hd_chain_ref *refs, bool json)
+{
+	for (size_t i = 0; i < len; i++) {
+		uint32_t u = path[i];
+		int64_t r = hd_graph_vertex_root(a->g, u);
+		uint64_t off = refs[i].off, val = refs[i].val;
+		int reg = refs[i].reg;
+		bool ref = refs[i].ok;
+		if (json) {
+			fputs(i ? ", {" : "{", out);
+			if (r >= 0) {
+				const struct hd_root *root = hd_graph_root(a->g, (size_t)r);
+				fputs("\"root\": ", out);
+				hd_json_string(out, root->name);
+				fprintf(out, ", \"kind\": \"%s\", \"start\": \"0x%" PRIx64 "\"",
+					hd_root_kind_name(root->kind), root->start);
+			} else {
+				describe_block(out, a, u, true);
+			}
+			if (ref) {
+				char stype[512], member[512];
+				if (reg >= 0)
+					fprintf(out, ", \"register\": \"%s\"", reg_names[reg]);
+				else
+					fprintf(out, ", \"offset\": %" PRIu64, off);
+				step_member(a, u, off, stype, sizeof(stype), member,
+					    sizeof(member));
+				if (reg < 0 && member[0]) {
+					fputs(", \"member\": ", out);
+					hd_json_string(out, member);
+				}
+				if (r >= 0 && stype[0]) {
+					fputs(", \"type\": ", out);
+					hd_json_string(out, stype);
+				}
+				struct hd_block nb;
+				hd_heap_block(a->h, (size_t)hd_graph_vertex_block(a->g, path[i + 1]), &nb);
+				fprintf(out, ", \"pointer\": \"0x%" PRIx64 "\", \"interior\": %s",
+					val, val != nb.addr ? "true" : "false");
+			}
+			fputc('}', out);
+			continue;
+		}
+		fprintf(out, "  %*s", HD_WHY_INDENT(i), "");
+		if (r >= 0) {
+			const struct hd_root *root = hd_graph_root(a->g, (size_t)r);
+			fprintf(out, "%s (%s", root->name, hd_root_kind_name(root->kind));
+			if (root->kind != HD_ROOT_REGISTERS)
+				fprintf(out, " at 0x%" PRIx64, root->start);
+			fputc(')', out);
+		} else {
+			describe_block(out, a, u, false);
+		}
+		if (ref) {
+			struct hd_block nb;
+			hd_heap_block(a->h, (size_t)hd_graph_vertex_block(a->g, path[i + 1]), &nb);
+			char stype[512], member[512];
+			step_member(a, u, off, stype, sizeof(stype), member, sizeof(member));
+			if (reg >= 0)
+				fprintf(out, "\n  %*s  %%%s = 0x%" PRIx64, HD_WHY_INDENT(i), "",
+					reg_names[reg], val);
+			else if (member[0])
+				fprintf(out, "\n  %*s  +0x%" PRIx64 " .%s = 0x%" PRIx64,
+					HD_WHY_INDENT(i), "", off, member, val);
+			else
+				fprintf(out, "\n  %*s  +0x%" PRIx64 " = 0x%" PRIx64, HD_WHY_INDENT(i),
+					"", off, val);
+			if (val != nb.addr)
+				fprintf(out, " (interior: +0x%" PRIx64 " into the block)",
+					val - nb.addr);
+			fputs(" ->", out);
+		}
+		fputc('\n', out);
+	}
+}
+
+// One chain: text, the one-line form (short chains) and the steps; JSON,
+// the steps' array. refs: hd_chain_refs of the chain.
+static void print_chain(FILE *out, const struct hd_analysis *a,
+			const uint32_t *path, size_t len,
+			const struct hd_chain_ref *refs, bool json)
+{
+	if (json) {
+		fputc('[', out);
+		print_steps(out, a, path, len, refs, true);
+		fputc(']', out);
+		return;
+	}
+	if (len <= 64) {
+		fputs("  ", out);
+		hd_chain_line(out, a, path, len, refs, " → ", false);
+		fputs("\n", out);
+	}
+	print_steps(out, a, path, len, refs, false);
+}
+
+// "also reachable from": one line per other class, its roots and its
+// shortest chain (in one line, or its root when the chain is long).
+static struct hd_error *print_also(FILE *out, const struct hd_analysis *a,
+				   const struct hd_why_roots *w)
+{
+	bool any = false;
+	for (unsigned r = 0; r < HD_ROOT_RANKS; r++) {
+		if (!w->roots[r] || (int)r == w->first)
+			continue;
+		if (!any)
+			fputs("also reachable from:\n", out);
+		any = true;
+		uint32_t *path;
+		size_t len;
+		struct hd_error *err = hd_why_roots_path(w, r, &path, &len);
+		if (err)
+			return err;
+		struct hd_chain_ref *refs;
+		if ((err = hd_chain_refs(a, path, len, &refs))) {
+			free(path);
+			return err;
+		}
+		fprintf(out, "  %s (%zu root%s), %zu step%s: ", hd_root_rank_name(r),
+			w->roots[r], w->roots[r] == 1 ? "" : "s", len - 1,
+			len == 2 ? "" : "s");
+		hd_chain_line(out, a, path, len <= 64 ? len : 1, refs, " → ", false);
+		fputs(len <= 64 ? "\n" : " → …\n", out);
+		free(refs);
+		free(path);
+	}
+	return NULL;
+}
+
+// The "paths" member; the first class's chain is main (with its refs),
+// already found.
+static struct hd_error *print_json_paths(FILE *out, const struct hd_analysis *a,
+					 const struct hd_why_roots *w,
+					 const uint32_t *main, size_t main_len,
+					 const struct hd_chain_ref *main_refs)
+{
+	fputs(", \"paths\": [", out);
+	bool any = false;
+	for (unsigned r = 0; r < HD_ROOT_RANKS; r++) {
+		if (!w->roots[r])
+			continue;
+		uint32_t *path = NULL;
+		size_t len = main_len;
+		struct hd_chain_ref *refs = NULL;
+		struct hd_error *err = NULL;
+		if ((int)r != w->first &&
+		    !(err = hd_why_roots_path(w, r, &path, &len)))
+			err = hd_chain_refs(a, path, len, &refs);
+		if (err) {
+			free(path);
+			return err;
+		}
+		fprintf(out, "%s{\"class\": \"%s\", \"roots\": %zu, \"path\": ",
+			any ? ", " : "", hd_root_rank_name(r), w->roots[r]);
+		print_chain(out, a, path ? path : main, len, refs ? refs : main_refs,
+			    true);
+		free(refs);
+		free(path);
+		fputc('}', out);
+		any = true;
+	}
+	fputc(']', out);
+	return NULL;
+}
+
 struct hd_error *hd_render_why(FILE *out, struct hd_session *s,
 			       const struct hd_render_options *o)
 {
@@ -265,18 +554,29 @@ struct hd_error *hd_render_why(FILE *out, struct hd_session *s,
 				   b.state == HD_STATE_FREE ? hd_free_list_name(b.list) : "");
 	uint32_t v = hd_graph_block_vertex(a.g, (size_t)id);
 	bool reachable = hd_dom_idom(a.d, v) != HD_DOM_NONE;
-	struct hd_alloc_sites as;
-	err = hd_alloc_sites_init(&as, s);
-	if (err)
-		return err;
-	const struct traced_block *tb = hd_alloc_sites_find(&as, b.addr);
-	uint32_t *path;
-	size_t len;
-	err = hd_shortest_chain(&a, v, reachable, &path, &len);
+	// Every root that reaches the block, by class; for a leaked block the
+	// chain from a block nothing points at.
+	struct hd_why_roots w = { .first = -1 };
+	uint32_t *path = NULL;
+	size_t len = 0;
+	if (reachable)
+		err = hd_why_roots_find(&a.g->rev, v, graph_rank, a.g, o->exclude, &w);
+	else
+		err = hd_shortest_chain(&a, v, false, &path, &len);
+	if (!err && w.first >= 0)
+		err = hd_why_roots_path(&w, (unsigned)w.first, &path, &len);
 	if (err) {
-		hd_alloc_sites_deinit(&as);
+		hd_why_roots_deinit(&w);
 		return err;
 	}
+	struct hd_alloc_sites as;
+	err = hd_alloc_sites_init(&as, s);
+	if (err) {
+		hd_why_roots_deinit(&w);
+		free(path);
+		return err;
+	}
+	const struct traced_block *tb = hd_alloc_sites_find(&as, b.addr);
 	bool json = o->format == HD_FORMAT_JSON;
 	if (json) {
 		fputc('{', out);
@@ -288,8 +588,12 @@ struct hd_error *hd_render_why(FILE *out, struct hd_session *s,
 		describe_block(out, &a, v, true);
 		if (as.present)
 			hd_alloc_site_json(out, &as, tb);
-		fprintf(out, "}, \"reachable\": %s, \"path\": [",
-			reachable ? "true" : "false");
+		fprintf(out, "}, \"reachable\": %s", reachable ? "true" : "false");
+		hd_why_json_classes(out, o->exclude, w.excluded);
+		if (w.first >= 0)
+			fprintf(out, ", \"class\": \"%s\"", hd_root_rank_name((unsigned)w.first));
+		else
+			fputs(", \"class\": null", out);
 	} else {
 		hd_alloc_sites_text_note(out, &as, o->color);
 	}
@@ -306,107 +610,45 @@ struct hd_error *hd_render_why(FILE *out, struct hd_session *s,
 			 "0x%" PRIx64 " was allocated while the tracer was off\n", b.addr);
 	}
 	hd_alloc_sites_deinit(&as);
-	if (!json && reachable) {
+	if (!json) {
 		fprintf(out, "0x%" PRIx64 " is in ", o->address);
 		describe_block(out, &a, v, false);
-		fprintf(out, ", kept alive by this chain (%zu step%s):\n", len - 1,
-			len == 2 ? "" : "s");
+	}
+	if (!json && w.first >= 0) {
+		fprintf(out, ", kept alive by this chain from %s (%zu step%s):\n",
+			hd_root_rank_name((unsigned)w.first), len - 1, len == 2 ? "" : "s");
+	} else if (!json && reachable) {
+		fputs(", which is not reachable from any root outside the excluded classes (reachable only from: ", out);
+		hd_why_class_counts(out, w.excluded);
+		fputs(")\n", out);
 	} else if (!json) {
-		fprintf(out, "0x%" PRIx64 " is in ", o->address);
-		describe_block(out, &a, v, false);
 		fprintf(out, ", which is LEAKED: no root reaches it. Chain from a leaked block nothing points at:\n");
 	}
 	// Where each step refers to the next, found once for both listings.
-	struct hd_chain_ref *refs;
-	err = hd_chain_refs(&a, path, len, &refs);
-	if (err) {
-		free(path);
-		return err;
-	}
-	// The chain in one line, C-style, before the detail: for short chains.
-	if (!json && len <= 64) {
-		fputs("  ", out);
-		hd_chain_line(out, &a, path, len, refs, " → ", false);
-		fputs("\n", out);
-	}
-	for (size_t i = 0; i < len; i++) {
-		uint32_t u = path[i];
-		int64_t r = hd_graph_vertex_root(a.g, u);
-		uint64_t off = refs[i].off, val = refs[i].val;
-		int reg = refs[i].reg;
-		bool ref = refs[i].ok;
-		if (json) {
-			fputs(i ? ", {" : "{", out);
-			if (r >= 0) {
-				const struct hd_root *root = hd_graph_root(a.g, (size_t)r);
-				fputs("\"root\": ", out);
-				hd_json_string(out, root->name);
-				fprintf(out, ", \"kind\": \"%s\", \"start\": \"0x%" PRIx64 "\"",
-					hd_root_kind_name(root->kind), root->start);
-			} else {
-				describe_block(out, &a, u, true);
-			}
-			if (ref) {
-				char stype[512], member[512];
-				if (reg >= 0)
-					fprintf(out, ", \"register\": \"%s\"", reg_names[reg]);
-				else
-					fprintf(out, ", \"offset\": %" PRIu64, off);
-				step_member(&a, u, off, stype, sizeof(stype), member,
-					    sizeof(member));
-				if (reg < 0 && member[0]) {
-					fputs(", \"member\": ", out);
-					hd_json_string(out, member);
-				}
-				if (r >= 0 && stype[0]) {
-					fputs(", \"type\": ", out);
-					hd_json_string(out, stype);
-				}
-				struct hd_block nb;
-				hd_heap_block(a.h, (size_t)hd_graph_vertex_block(a.g, path[i + 1]), &nb);
-				fprintf(out, ", \"pointer\": \"0x%" PRIx64 "\", \"interior\": %s",
-					val, val != nb.addr ? "true" : "false");
-			}
-			fputc('}', out);
-			continue;
-		}
-		fprintf(out, "  %*s", (int)(2 * i), "");
-		if (r >= 0) {
-			const struct hd_root *root = hd_graph_root(a.g, (size_t)r);
-			fprintf(out, "%s (%s", root->name, hd_root_kind_name(root->kind));
-			if (root->kind != HD_ROOT_REGISTERS)
-				fprintf(out, " at 0x%" PRIx64, root->start);
-			fputc(')', out);
-		} else {
-			describe_block(out, &a, u, false);
-		}
-		if (ref) {
-			struct hd_block nb;
-			hd_heap_block(a.h, (size_t)hd_graph_vertex_block(a.g, path[i + 1]), &nb);
-			char stype[512], member[512];
-			step_member(&a, u, off, stype, sizeof(stype), member, sizeof(member));
-			if (reg >= 0)
-				fprintf(out, "\n  %*s  %%%s = 0x%" PRIx64, (int)(2 * i), "",
-					reg_names[reg], val);
-			else if (member[0])
-				fprintf(out, "\n  %*s  +0x%" PRIx64 " .%s = 0x%" PRIx64,
-					(int)(2 * i), "", off, member, val);
-			else
-				fprintf(out, "\n  %*s  +0x%" PRIx64 " = 0x%" PRIx64, (int)(2 * i),
-					"", off, val);
-			if (val != nb.addr)
-				fprintf(out, " (interior: +0x%" PRIx64 " into the block)",
-					val - nb.addr);
-			fputs(" ->", out);
-		}
-		fputc('\n', out);
-	}
-	if (json)
-		fputs("]}\n", out);
-	else
-		fputs(site_line, out);
+	struct hd_chain_ref *refs = NULL;
+	if (path)
+		err = hd_chain_refs(&a, path, len, &refs);
+	if (!err && json)
+		fputs(", \"path\": ", out);
+	if (!err && path)
+		print_chain(out, &a, path, len, refs, json);
+	else if (!err && json)
+		fputs("[]", out);
+	if (!err && json)
+		err = print_json_paths(out, &a, &w, path, len, refs);
+	if (!err && !json)
+		err = print_also(out, &a, &w);
+	if (!err && !json && w.first >= 0)
+		hd_why_text_ignored(out, w.excluded);
+	hd_why_roots_deinit(&w);
 	free(refs);
 	free(path);
+	if (err)
+		return err;
+	if (json)
+		fputs("}\n", out);
+	else
+		fputs(site_line, out);
 	if (ferror(out))
 		return hd_error_create(HD_ERROR_OS, "cannot write output");
 	return NULL;

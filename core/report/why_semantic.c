@@ -218,6 +218,131 @@ static void sshort(FILE *out, const struct sview *w, uint32_t v)
 	}
 }
 
+// The steps of a chain: JSON array elements, or one indented line per step
+// with the word, register or assignment leading to the next.
+static void sprint_steps(FILE *out, const struct sview *w, const uint32_t *path,
+			 size_t len, bool json)
+{
+	for (size_t i = 0; i < len; i++) {
+		uint32_t u = path[i];
+		uint64_t off = 0, val = 0;
+		int reg = -1;
+		bool ref = i + 1 < len && sreference(w, u, path[i + 1], &off, &val, &reg);
+		// A node's edge to a block: the module assigned the block to it.
+		bool assigned = i + 1 < len && skind_of(w, u) == S_NODE &&
+				skind_of(w, path[i + 1]) != S_NODE;
+		char member[512] = "";
+		if (ref && reg < 0 && skind_of(w, u) != S_ROOT)
+			smember(w, u, off, member, sizeof(member));
+		else if (ref && reg < 0 && w->a->ty) {
+			char t[512];
+			const struct hd_root *root = hd_graph_root(w->s->g, u - 1);
+			if (root->kind == HD_ROOT_GLOBAL || root->kind == HD_ROOT_REGION)
+				hd_typing_global_member(w->a->ty, root->start + off, t,
+							sizeof(t), member, sizeof(member));
+		}
+		if (member[0] == '+') // an offset, printed anyway
+			member[0] = '\0';
+		uint64_t nlo = 0, nhi = 0;
+		if (ref)
+			srange(w, path[i + 1], &nlo, &nhi);
+		if (json) {
+			fputs(i ? ", {" : "{", out);
+			sdescribe(out, w, u, true);
+			if (ref) {
+				if (reg >= 0)
+					fprintf(out, ", \"register\": \"%s\"", hd_reg_name(reg));
+				else
+					fprintf(out, ", \"offset\": %" PRIu64, off);
+				if (member[0]) {
+					fputs(", \"member\": ", out);
+					hd_json_string(out, member);
+				}
+				fprintf(out, ", \"pointer\": \"0x%" PRIx64 "\", \"interior\": %s",
+					val, val != nlo ? "true" : "false");
+			} else if (assigned) {
+				fputs(", \"assigned\": true", out);
+			}
+			fputc('}', out);
+			continue;
+		}
+		fprintf(out, "  %*s", HD_WHY_INDENT(i), "");
+		sdescribe(out, w, u, false);
+		if (ref) {
+			if (reg >= 0)
+				fprintf(out, "\n  %*s  %%%s = 0x%" PRIx64, HD_WHY_INDENT(i), "",
+					hd_reg_name(reg), val);
+			else if (member[0])
+				fprintf(out, "\n  %*s  +0x%" PRIx64 " .%s = 0x%" PRIx64,
+					HD_WHY_INDENT(i), "", off, member, val);
+			else
+				fprintf(out, "\n  %*s  +0x%" PRIx64 " = 0x%" PRIx64,
+					HD_WHY_INDENT(i), "", off, val);
+			if (val != nlo)
+				fprintf(out, " (interior: +0x%" PRIx64 " into the block)",
+					val - nlo);
+			fputs(" ->", out);
+		} else if (assigned) {
+			fprintf(out, "\n  %*s  owns (assigned by %s) ->", HD_WHY_INDENT(i), "",
+				module_name(w->fw, w->fw->nodes[u - w->s->nv].module));
+		} else if (i + 1 < len) {
+			fprintf(out, "\n  %*s  ->", HD_WHY_INDENT(i), "");
+		}
+		fputc('\n', out);
+	}
+}
+
+// "also reachable from" (text) or the "paths" member (JSON): the shortest
+// chain of each class of roots that reaches the block.
+static struct hd_error *sprint_classes(FILE *out, const struct sview *w,
+				       const struct hd_why_roots *r, bool json)
+{
+	bool any = false;
+	if (json)
+		fputs(", \"paths\": [", out);
+	for (unsigned k = 0; k < HD_ROOT_RANKS; k++) {
+		if (!r->roots[k] || (!json && (int)k == r->first))
+			continue;
+		uint32_t *path;
+		size_t len;
+		struct hd_error *err = hd_why_roots_path(r, k, &path, &len);
+		if (err)
+			return err;
+		if (json) {
+			fprintf(out, "%s{\"class\": \"%s\", \"roots\": %zu, \"path\": [",
+				any ? ", " : "", hd_root_rank_name(k), r->roots[k]);
+			sprint_steps(out, w, path, len, true);
+			fputs("]}", out);
+		} else {
+			if (!any)
+				fputs("also reachable from:\n", out);
+			fprintf(out, "  %s (%zu root%s), %zu step%s: ", hd_root_rank_name(k),
+				r->roots[k], r->roots[k] == 1 ? "" : "s", len - 1,
+				len == 2 ? "" : "s");
+			for (size_t i = 0; i < len && i < 64; i++) {
+				if (i)
+					fputs(" → ", out);
+				sshort(out, w, path[i]);
+			}
+			fputs(len <= 64 ? "\n" : " → …\n", out);
+		}
+		any = true;
+		free(path);
+	}
+	if (json)
+		fputc(']', out);
+	return NULL;
+}
+
+// A root's class: a root's rank; a node the super-root holds (a module's
+// owner, "CPython") is static data.
+static unsigned srank(const void *arg, uint32_t u)
+{
+	const struct sview *w = arg;
+	return skind_of(w, u) == S_ROOT
+		       ? hd_root_rank(hd_graph_root(w->s->g, u - 1)->kind) : 0;
+}
+
 struct hd_error *hd_render_why_semantic(FILE *out, struct hd_session *ses,
 					const struct hd_analysis *a,
 					int64_t heap_id, int64_t sub,
@@ -250,10 +375,19 @@ struct hd_error *hd_render_why_semantic(FILE *out, struct hd_session *ses,
 		snprintf(site_line, sizeof(site_line),
 			 "0x%" PRIx64 " was allocated while the tracer was off\n", lo);
 	}
-	uint32_t *path;
-	size_t len;
-	err = hd_csr_chain(&w.s->rev, v, reachable, &path, &len);
+	// Every root that reaches the block, by class, as in the plain graph;
+	// for a leaked block the chain from a block nothing points at.
+	struct hd_why_roots r = { .first = -1 };
+	uint32_t *path = NULL;
+	size_t len = 0;
+	if (reachable)
+		err = hd_why_roots_find(&w.s->rev, v, srank, &w, o->exclude, &r);
+	else
+		err = hd_csr_chain(&w.s->rev, v, false, &path, &len);
+	if (!err && r.first >= 0)
+		err = hd_why_roots_path(&r, (unsigned)r.first, &path, &len);
 	if (err) {
+		hd_why_roots_deinit(&r);
 		if (sub < 0)
 			hd_alloc_sites_deinit(&as);
 		return err;
@@ -271,100 +405,55 @@ struct hd_error *hd_render_why_semantic(FILE *out, struct hd_session *ses,
 		sdescribe(out, &w, v, true);
 		if (sub < 0 && as.present)
 			hd_alloc_site_json(out, &as, tb);
-		fprintf(out, "}, \"reachable\": %s, \"path\": [", reachable ? "true" : "false");
+		fprintf(out, "}, \"reachable\": %s", reachable ? "true" : "false");
+		hd_why_json_classes(out, o->exclude, r.excluded);
+		if (r.first >= 0)
+			fprintf(out, ", \"class\": \"%s\"", hd_root_rank_name((unsigned)r.first));
+		else
+			fputs(", \"class\": null", out);
+		fputs(", \"path\": [", out);
 	} else {
 		if (sub < 0)
 			hd_alloc_sites_text_note(out, &as, o->color);
 		fprintf(out, "0x%" PRIx64 " is in ", o->address);
 		sdescribe(out, &w, v, false);
-		if (reachable)
-			fprintf(out, ", kept alive by this chain of the semantic graph (%zu step%s):\n",
-				len - 1, len == 2 ? "" : "s");
-		else
+		if (r.first >= 0)
+			fprintf(out, ", kept alive by this chain of the semantic graph from %s (%zu step%s):\n",
+				hd_root_rank_name((unsigned)r.first), len - 1, len == 2 ? "" : "s");
+		else if (reachable) {
+			fputs(", which is not reachable from any root outside the excluded classes (reachable only from: ", out);
+			hd_why_class_counts(out, r.excluded);
+			fputs(")\n", out);
+		} else
 			fputs(", which is LEAKED: nothing the semantic graph starts from reaches it. "
 			      "Chain from a block nothing points at:\n", out);
-		fputs("  ", out);
-		for (size_t i = 0; i < len; i++) {
-			if (i)
-				fputs(" → ", out);
-			sshort(out, &w, path[i]);
-		}
-		fputc('\n', out);
-	}
-	for (size_t i = 0; i < len; i++) {
-		uint32_t u = path[i];
-		uint64_t off = 0, val = 0;
-		int reg = -1;
-		bool ref = i + 1 < len && sreference(&w, u, path[i + 1], &off, &val, &reg);
-		// A node's edge to a block: the module assigned the block to it.
-		bool assigned = i + 1 < len && skind_of(&w, u) == S_NODE &&
-				skind_of(&w, path[i + 1]) != S_NODE;
-		char member[512] = "";
-		if (ref && reg < 0 && skind_of(&w, u) != S_ROOT)
-			smember(&w, u, off, member, sizeof(member));
-		else if (ref && reg < 0 && a->ty) {
-			char t[512];
-			const struct hd_root *root = hd_graph_root(s->g, u - 1);
-			if (root->kind == HD_ROOT_GLOBAL || root->kind == HD_ROOT_REGION)
-				hd_typing_global_member(a->ty, root->start + off, t,
-							sizeof(t), member, sizeof(member));
-		}
-		if (member[0] == '+') // an offset, printed anyway
-			member[0] = '\0';
-		uint64_t nlo = 0, nhi = 0;
-		if (ref)
-			srange(&w, path[i + 1], &nlo, &nhi);
-		if (json) {
-			fputs(i ? ", {" : "{", out);
-			sdescribe(out, &w, u, true);
-			if (ref) {
-				if (reg >= 0)
-					fprintf(out, ", \"register\": \"%s\"", hd_reg_name(reg));
-				else
-					fprintf(out, ", \"offset\": %" PRIu64, off);
-				if (member[0]) {
-					fputs(", \"member\": ", out);
-					hd_json_string(out, member);
-				}
-				fprintf(out, ", \"pointer\": \"0x%" PRIx64 "\", \"interior\": %s",
-					val, val != nlo ? "true" : "false");
-			} else if (assigned) {
-				fputs(", \"assigned\": true", out);
+		if (path) {
+			fputs("  ", out);
+			for (size_t i = 0; i < len; i++) {
+				if (i)
+					fputs(" → ", out);
+				sshort(out, &w, path[i]);
 			}
-			fputc('}', out);
-			continue;
+			fputc('\n', out);
 		}
-		fprintf(out, "  %*s", (int)(2 * i), "");
-		sdescribe(out, &w, u, false);
-		if (ref) {
-			if (reg >= 0)
-				fprintf(out, "\n  %*s  %%%s = 0x%" PRIx64, (int)(2 * i), "",
-					hd_reg_name(reg), val);
-			else if (member[0])
-				fprintf(out, "\n  %*s  +0x%" PRIx64 " .%s = 0x%" PRIx64,
-					(int)(2 * i), "", off, member, val);
-			else
-				fprintf(out, "\n  %*s  +0x%" PRIx64 " = 0x%" PRIx64,
-					(int)(2 * i), "", off, val);
-			if (val != nlo)
-				fprintf(out, " (interior: +0x%" PRIx64 " into the block)",
-					val - nlo);
-			fputs(" ->", out);
-		} else if (assigned) {
-			fprintf(out, "\n  %*s  owns (assigned by %s) ->", (int)(2 * i), "",
-				module_name(w.fw, w.fw->nodes[u - s->nv].module));
-		} else if (i + 1 < len) {
-			fprintf(out, "\n  %*s  ->", (int)(2 * i), "");
-		}
-		fputc('\n', out);
 	}
+	if (path)
+		sprint_steps(out, &w, path, len, json);
 	if (json)
-		fputs("]}\n", out);
+		fputc(']', out);
+	err = sprint_classes(out, &w, &r, json);
+	if (!err && !json && r.first >= 0)
+		hd_why_text_ignored(out, r.excluded);
+	if (json)
+		fputs("}\n", out);
 	else
 		fputs(site_line, out);
 	if (sub < 0)
 		hd_alloc_sites_deinit(&as);
+	hd_why_roots_deinit(&r);
 	free(path);
+	if (err)
+		return err;
 	if (ferror(out))
 		return hd_error_create(HD_ERROR_OS, "cannot write output");
 	return NULL;

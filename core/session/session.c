@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "debuginfo/debuginfo_internal.h"
 #include "heapdom.h"
 #include "semantic/semantic_internal.h"
 #include "session/session_internal.h"
@@ -33,7 +34,8 @@ struct hd_session {
 	// sub-allocator blocks: their whole semantic tree, the only one in
 	// which those blocks are vertices (types, why).
 	struct hd_semantic *names_sem;
-	double t_walk, t_types, t_graph, t_dom, t_semantic;
+	bool frames_done; // the target's frames are known (frames.c)
+	double t_walk, t_types, t_graph, t_dom, t_semantic, t_frames;
 };
 
 static double now(void)
@@ -145,6 +147,26 @@ static struct hd_error *session_index(struct hd_session *s)
 	return err;
 }
 
+// A core or a ptrace-attached process has no debugger to tell its frames:
+// unwind its threads here, once, before typing (typed locals type blocks)
+// and the graph (frames and locals are roots). Front-ends' targets come
+// with their own frames.
+static struct hd_error *session_frames(struct hd_session *s)
+{
+	if (s->frames_done)
+		return NULL;
+	s->frames_done = true;
+	bool own = strcmp(hd_target_kind(s->t), "core") == 0 ||
+		   (strcmp(hd_target_kind(s->t), "live") == 0 &&
+		    !s->t->frontend_threads);
+	if (!own || hd_target_num_frames(s->t))
+		return NULL;
+	double t0 = now();
+	struct hd_error *err = hd_debuginfo_add_frames(s->di);
+	s->t_frames = now() - t0;
+	return err;
+}
+
 struct hd_error *hd_session_typing(struct hd_session *s,
 				   const struct hd_typing **ret)
 {
@@ -156,7 +178,9 @@ struct hd_error *hd_session_typing(struct hd_session *s,
 		if (s->g)
 			return hd_error_create(HD_ERROR_INVALID,
 					       "typing must be computed before the graph");
-		struct hd_error *err = session_index(s);
+		struct hd_error *err = session_frames(s);
+		if (!err)
+			err = session_index(s);
 		if (err)
 			return err;
 		double t0 = now();
@@ -175,7 +199,9 @@ struct hd_error *hd_session_graph(struct hd_session *s,
 {
 	if (!s->g) {
 		const struct hd_typing *ty = NULL;
-		struct hd_error *err = session_index(s);
+		struct hd_error *err = session_frames(s);
+		if (!err)
+			err = session_index(s);
 		if (!err && !s->opts.untyped)
 			err = hd_session_typing(s, &ty);
 		if (err)
@@ -219,6 +245,11 @@ struct hd_error *hd_session_dom_view(struct hd_session *s,
 	}
 	*ret = *d;
 	return NULL;
+}
+
+double hd_session_frames_seconds(const struct hd_session *s)
+{
+	return s->t_frames;
 }
 
 void hd_session_times(const struct hd_session *s, double *walk, double *types,
@@ -367,7 +398,9 @@ static struct hd_error *framework_run(struct hd_session *s,
 	if (err)
 		return err;
 	bool had_ix = s->have_ix;
-	err = session_index(s);
+	err = session_frames(s);
+	if (!err)
+		err = session_index(s);
 	struct hd_graph *g = NULL;
 	if (!err)
 		err = hd_graph_build_with(s->t, s->di, h, &s->ix,

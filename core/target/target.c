@@ -101,6 +101,9 @@ void hd_target_destroy(struct hd_target *t)
 	for (size_t i = 0; i < t->num_warnings; i++)
 		free(t->warnings[i]);
 	free(t->warnings);
+	for (size_t i = 0; i < t->num_notes; i++)
+		free(t->notes[i]);
+	free(t->notes);
 	free(t->auxv);
 	free(t->name);
 	free(t->sysroot);
@@ -373,7 +376,9 @@ size_t hd_target_num_warnings(struct hd_target *t)
 			"types, its classes' vtables) stay unk<N>, its global "
 			"variables are roots named by mapping (\"PATH+0xOFFSET\") "
 			"instead of by name, its functions are unnamed in "
-			"allocation sites and samples, and framework modules "
+			"allocation sites and samples, threads are not unwound "
+			"through its code (the rest of their stacks stays "
+			"\"thread N stack\"), and framework modules "
 			"find none of its symbols; the blocks and what reaches "
 			"them are unaffected (its memory is in the target and "
 			"is scanned word by word)";
@@ -404,7 +409,7 @@ size_t hd_target_num_warnings(struct hd_target *t)
 		list_libraries(t, mismatch, names, sizeof(names), &n, &libc);
 		if (!n)
 			continue;
-		if (asprintf(&line, "%zu librar%s %s (%s): %s symbols and types are not used%s; give %s with --sysroot",
+		if (asprintf(&line, "%zu librar%s %s (%s): %s symbols, types and call frame information are not used (threads are not unwound through their code)%s; give %s with --sysroot",
 			     n, n == 1 ? "y" : "ies",
 			     mismatch ? (n == 1 ? "on this machine is not the build the process loaded"
 					: "on this machine are not the build the process loaded")
@@ -415,7 +420,36 @@ size_t hd_target_num_warnings(struct hd_target *t)
 			line = NULL;
 		push_line(t, line);
 	}
+	for (size_t i = 0; i < t->num_notes; i++)
+		push_line(t, strdup(t->notes[i]));
+	if (t->dropped_notes &&
+	    asprintf(&line, "%zu more thread%s stopped their backtrace early (their stacks stay in \"thread N stack\")",
+		     t->dropped_notes, t->dropped_notes == 1 ? "" : "s") >= 0)
+		push_line(t, line);
 	return t->num_warnings;
+}
+
+// A few notes are kept; past them, only how many more there were.
+#define MAX_NOTES 4
+
+void hd_target_note(struct hd_target *t, char *msg)
+{
+	for (size_t i = 0; i < t->num_notes; i++) {
+		if (strcmp(t->notes[i], msg) == 0) {
+			free(msg);
+			return;
+		}
+	}
+	char **n = t->num_notes < MAX_NOTES
+			   ? realloc(t->notes, (t->num_notes + 1) * sizeof(*n))
+			   : NULL;
+	if (!n) {
+		t->dropped_notes++;
+		free(msg);
+		return;
+	}
+	t->notes = n;
+	t->notes[t->num_notes++] = msg;
 }
 
 const char *hd_target_warning(const struct hd_target *t, size_t i)

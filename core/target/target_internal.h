@@ -44,6 +44,10 @@ struct hd_target {
 	size_t num_issues, cap_issues;
 	char **warnings; // the lines of the last hd_target_num_warnings
 	size_t num_warnings;
+	// Warnings of later stages about the target (a thread whose
+	// backtrace stopped early), capped: hd_target_note.
+	char **notes;
+	size_t num_notes, dropped_notes;
 	// A core without NT_FILE: no module is known (core backend).
 	bool no_file_note;
 	// A core file shorter than its headers (core backend).
@@ -63,6 +67,10 @@ struct hd_error *hd_target_push_issue(struct hd_target *t, const char *name,
 				      const char *file, bool is_exe,
 				      bool mismatch, const char *target_id,
 				      const char *file_id);
+
+// Adds a warning (takes msg, a malloc'd line); duplicates and those past a
+// few are only counted.
+void hd_target_note(struct hd_target *t, char *msg);
 
 // Allocates a target with no mappings; name is copied.
 struct hd_error *hd_target_alloc(const char *kind, const char *name,

@@ -19,7 +19,10 @@ static const char usage[] =
 	"  stats            heap totals per arena, free lists, size classes\n"
 	"  blocks           every heap block: address, size, state, list, arena\n"
 	"  dominators       what keeps memory alive: top holders by retained size\n"
-	"  why ADDR         the shortest chain from a root to the block at ADDR\n"
+	"  why ADDR         the shortest chain to the block at ADDR from the\n"
+	"                   strongest class of roots reaching it (globals, tls,\n"
+	"                   locals, stack, registers), then one from each other\n"
+	"                   class (--exclude CLASSES)\n"
 	"  leaks            used blocks no root reaches, grouped by size\n"
 	"  graph            export the object graph (--format dot|json)\n"
 	"  types            heap histogram by type: count, bytes, retained\n"
@@ -52,6 +55,8 @@ static const char usage[] =
 	"  --from ADDR       graph: only what ADDR's block reaches in --depth steps\n"
 	"  --sort KEY        types: by bytes (default), count or retained\n"
 	"  --by KEY          trace: by site (default), file, size or age\n"
+	"  --exclude LIST    why: ignore roots of these classes, comma-separated:\n"
+	"                    globals, tls, locals, stack, registers\n"
 	"  --semantic        dominators: the semantic tree of the framework modules\n"
 	"  --framework M     run framework module M (a built-in's name or a .so\n"
 	"                    path; repeatable; implies --semantic); default: the\n"
@@ -91,7 +96,8 @@ static bool takes_value(const char *a)
 {
 	static const char *const opts[] = {"--top", "--depth", "--min-size",
 					   "--state", "--format", "--from",
-					   "--sort", "--output", "--framework", "--by"};
+					   "--sort", "--output", "--framework", "--by",
+					   "--exclude"};
 	for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
 		if (strcmp(a, opts[i]) == 0)
 			return true;
@@ -302,6 +308,10 @@ static void print_profile(struct hd_session *s, double open, double total)
 	size_t n = hd_heap_num_blocks(h);
 	size_t table = hd_heap_table_bytes(h), gbytes = 0, dbytes = 0;
 	fprintf(stderr, "profile: open %.3f s, walk %.3f s", open, walk);
+	double frames = hd_session_frames_seconds(s);
+	if (frames > 0)
+		fprintf(stderr, ", frames %.3f s (%zu frames and locals)", frames,
+			hd_target_num_frames(hd_session_target(s)));
 	const struct hd_typing *ty;
 	if (types > 0 && !hd_session_typing(s, &ty)) {
 		struct hd_typing_info ti;
@@ -328,7 +338,7 @@ static void print_profile(struct hd_session *s, double open, double total)
 	if (sem > 0)
 		fprintf(stderr, ", semantic %.3f s (modules, its graph, dominators)", sem);
 	fprintf(stderr, ", report %.3f s; total %.3f s\n",
-		total - open - walk - types - graph - dom - sem, total);
+		total - open - walk - frames - types - graph - dom - sem, total);
 	fprintf(stderr,
 		"profile: %zu blocks, %.1f M blocks/s walked; block table %.1f bytes/block",
 		n, walk > 0 ? n / walk / 1e6 : 0.0, n ? (double)table / n : 0.0);

@@ -36,6 +36,13 @@ VALUES = [
     ("heap-watch main --what d", ["heap-watch main --what dominators"]),
     ("heap-diff a.json b.json --what t", ["heap-diff a.json b.json --what types"]),
     ("heap-dominators --top 5 --d", ["heap-dominators --top 5 --depth"]),
+    ("heap-why p --exclude r", ["heap-why p --exclude registers"]),
+    ("heap-why p --exclude registers,s", ["heap-why p --exclude registers,stack"]),
+    ("heap-why p --exclude stack,l", ["heap-why p --exclude stack,locals"]),
+    ("heap-why p --exclude stack,", ["heap-why p --exclude stack,globals",
+                                     "heap-why p --exclude stack,tls",
+                                     "heap-why p --exclude stack,locals",
+                                     "heap-why p --exclude stack,registers"]),
 ]
 
 MARK = "@@@"

@@ -745,6 +745,99 @@ START_TEST(test_random_medium_chk)
 }
 END_TEST
 
+// ----------------------------------------------------- grouped (ranked)
+
+// hd_dominators_grouped against the oracle run on the graph it stands
+// for, built here from the definition: vertex 0 points at "roots" 1..R in
+// groups; a vertex belongs to the first group that reaches it (searched
+// group by group, over what earlier groups left); the edges from a later
+// group's vertex into an earlier group's are removed.
+static void grouped_case(int iter)
+{
+	rng_seed(9000 + iter);
+	uint32_t nroots = 1 + rng_below(8), ngroups = 1 + rng_below(4);
+	struct graph g;
+	graph_init(&g, 1 + nroots + 1 + rng_below(iter < 200 ? 30 : 600));
+	// Roots in group order; groups[k] = roots of groups 0..k.
+	uint64_t groups[4] = {0};
+	uint32_t *grp = calloc(g.n, sizeof(*grp));
+	ck_assert_ptr_nonnull(grp);
+	for (uint32_t r = 1; r <= nroots; r++) {
+		grp[r] = r == 1 ? 0 : grp[r - 1] + (rng_chance(40) && grp[r - 1] + 1 < ngroups);
+		add_edge(&g, 0, r);
+	}
+	for (uint32_t k = 0; k < ngroups; k++)
+		for (uint32_t r = 1; r <= nroots; r++)
+			groups[k] += grp[r] <= k;
+	uint32_t first = 1 + nroots;
+	size_t m = (size_t)(g.n - first) * (1 + rng_below(3));
+	for (size_t i = 0; i < m; i++) {
+		uint32_t u = 1 + rng_below(g.n - 1), t = first + rng_below(g.n - first);
+		add_edge(&g, u, rng_chance(10) ? t | HD_EDGE_INTERIOR : t);
+	}
+	struct hd_csr csr = graph_csr(&g);
+	struct hd_csr rev;
+	ck_assert_no_error(hd_csr_reverse(&csr, &rev));
+	struct hd_domtree t;
+	ck_assert_no_error(hd_dominators_grouped(&csr, &rev, 0, groups, ngroups, &t));
+	hd_csr_free_owned(&rev);
+	// The classes, by searching group by group.
+	uint32_t *cls = malloc(g.n * sizeof(*cls)), *queue = malloc(g.n * sizeof(*queue));
+	ck_assert(cls && queue);
+	for (uint32_t v = 0; v < g.n; v++)
+		cls[v] = UINT32_MAX;
+	cls[0] = 0;
+	for (uint32_t k = 0; k < ngroups; k++) {
+		size_t head = 0, tail = 0;
+		for (uint32_t r = 1; r <= nroots; r++)
+			if (grp[r] == k) {
+				cls[r] = k;
+				queue[tail++] = r;
+			}
+		while (head < tail) {
+			uint32_t u = queue[head++];
+			for (uint64_t e = g.offsets[u]; e < g.offsets[u + 1]; e++) {
+				uint32_t w = HD_EDGE_TARGET(g.targets[e]);
+				if (cls[w] == UINT32_MAX) {
+					cls[w] = k;
+					queue[tail++] = w;
+				}
+			}
+		}
+	}
+	// The vertices' groups as the tree records them.
+	ck_assert_uint_eq(t.num_groups, ngroups + 1);
+	for (uint32_t i = 1; i < t.num_reachable; i++) {
+		uint32_t k = 0;
+		while (k + 1 < t.num_groups && t.group_start[k + 1] <= i)
+			k++;
+		expect_eq(k, cls[t.preorder[i]]);
+	}
+	struct graph f;
+	graph_init(&f, g.n);
+	memcpy(f.size, g.size, g.n * sizeof(*f.size));
+	for (size_t e = 0; e < g.num_edges; e++) {
+		uint32_t u = g.src[e], w = HD_EDGE_TARGET(g.dst[e]);
+		if (cls[u] == UINT32_MAX || cls[w] == UINT32_MAX || cls[u] <= cls[w])
+			add_edge(&f, u, g.dst[e]);
+	}
+	graph_csr(&f);
+	check_against_oracle(&f, 0, &t);
+	hd_domtree_deinit(&t);
+	free(cls);
+	free(queue);
+	free(grp);
+	graph_deinit(&f);
+	graph_deinit(&g);
+}
+
+START_TEST(test_grouped_random)
+{
+	for (int iter = 0; iter < 260; iter++)
+		grouped_case(iter);
+}
+END_TEST
+
 // ------------------------------------------------------------ known shapes
 
 // Checks idom against a table (HD_NO_VERTEX for unreachable) and the
@@ -1122,6 +1215,7 @@ int main(void)
 	tcase_add_test(tc, test_random_small);
 	tcase_add_test(tc, test_random_larger);
 	tcase_add_test(tc, test_random_medium_chk);
+	tcase_add_test(tc, test_grouped_random);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("big");
