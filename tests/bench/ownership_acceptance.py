@@ -294,8 +294,11 @@ def single(doc):
 
 
 def anonymous_name(n):
-    # a global without a symbol (stripped executable) or an anonymous mapping
-    return "+0x" in n or n.startswith("anon ")
+    # a global without a symbol (stripped executable), an anonymous mapping
+    # no framework module labels ("anon 0x..-0x.. (pymalloc arenas)" is
+    # named), or a frame without a function name
+    return ("+0x" in n or (n.startswith("anon ") and not n.endswith(")"))
+            or " ?? " in n or n.endswith(" ??"))
 
 
 def unnamed(doc):
