@@ -16,7 +16,7 @@ struct hd_accum {
 	uint64_t retained, retained_blocks;
 	size_t children;
 	uint64_t largest;         // retained by the largest child
-	uint64_t chain;           // blocks in the chain, 0 when no chain
+	bool chain;               // v starts a chain (a linked list)
 };
 
 struct hd_joint_entry {

@@ -351,7 +351,7 @@ def accumulation(doc):
     else:
         where = "%s %s, %d level(s) under %s" % (ap["addr"], ap.get("type") or "(untyped)",
                                                   ap.get("depth", 0), short(ap["holder"], 40))
-    chain = ", a chain of %d blocks" % ap["chain"] if ap.get("chain") else ""
+    chain = ", a chain of %d blocks" % ap["retained_blocks"] if ap.get("chain") else ""
     return "%s: %.1f%%, %d children, the largest %.2f%%%s" % (
         where, 100.0 * ap["retained"] / used, ap["children"],
         100.0 * ap["largest_child_retained"] / used, chain)
