@@ -6,8 +6,9 @@ CFI unwinder, core/debuginfo/frames.c) against gdb's and lldb's.
                    [--lldb-plugin PATH] --frames-fixture PATH
                    --dom-fixture PATH --workdir DIR
 
-Cores: frames_fixture (-O0, three threads several frames deep) and
-dom_fixture (-O1, a thread blocked in libc under inlined frames).
+Cores: frames_fixture (-O0, four threads several frames deep, one in a
+signal handler) and dom_fixture (-O1, a thread blocked in libc under
+inlined frames).
 
 Cases, on each core:
   bt      ground truth is gdb's own `thread apply all bt` (no heapdom): every
@@ -144,6 +145,12 @@ class Tester:
             m = re.match(r"^Thread \d+ \(.*LWP (\d+)\)", line)
             if m:
                 tid = int(m.group(1))
+                continue
+            m = re.match(r"^#(\d+)\s+<signal handler called>$", line)
+            if m and tid is not None:
+                # gdb's frame.name() of a signal trampoline (a frame of
+                # its own, pc looked up as is): libc's __restore_rt.
+                bt[tid][int(m.group(1))] = ("__restore_rt", False, None, None)
                 continue
             m = re.match(r"^#(\d+)\s+(0x[0-9a-f]+ in )?(\S+) \(.*\)(?: at (\S+):(\d+))?$", line)
             if m and tid is not None:
@@ -295,10 +302,23 @@ class Tester:
                                 % (tid, sorted(levels), level))
         self.check("corrupt", problems)
 
+    def make_core(self, fixture, truth, core):
+        """heaptest.make_core, passing SIGUSR2 (frames_fixture's signal
+        thread) to the program."""
+        for p in (truth, core):
+            if os.path.exists(p):
+                os.unlink(p)
+        run(["gdb", "-q", "-nx", "-batch", "-ex", "handle SIGUSR2 nostop noprint pass",
+             "-ex", "break hd_fixture_stop", "-ex", "run", "-ex", "gcore " + core,
+             "-ex", "kill", "--args", fixture, truth], self.e, timeout=600)
+        if not os.path.isfile(core) or not os.path.isfile(truth):
+            raise HarnessError("gdb made no core of %s" % fixture)
+        heaptest.check_core(core, fixture)
+
     def run_core(self, tag, fixture):
         truth = os.path.join(self.a.workdir, tag + ".truth")
         core = os.path.join(self.a.workdir, tag + ".core")
-        heaptest.make_core(fixture, truth, core)
+        self.make_core(fixture, truth, core)
         gdoc = heaptest.heapdom_json(self.a.heapdom, ["graph", core, "--format", "json"])
         cli_graph = stack_roots(gdoc)
         self.case_bt(tag, fixture, core, cli_graph)
