@@ -18,7 +18,8 @@ Cases, on each core:
           "0x... in") and that has a caller is a CLI root
   names   the CLI's frame and local root names (`graph --format json`, all
           roots) equal the gdb front-end's (`heap-graph`, frames from gdb's
-          unwinder and gdb's `_locals`), as multisets
+          unwinder and gdb's `_locals`) and the lldb front-end's (`heapdom
+          graph`), as multisets
   types   the CLI's locals and their type names (HEAPDOM_DEBUG_LOCALS)
           equal gdb's str(val.type.strip_typedefs()) for the locals the gdb
           front-end finds (its _locals, run in gdb on the same core)
@@ -129,6 +130,13 @@ class Tester:
         argv += [exe, core]
         return run(argv, self.e)
 
+    def lldb(self, exe, core, cmd):
+        e = dict(self.e)
+        if os.path.isdir(LLDB_PYTHON):
+            e["PYTHONPATH"] = LLDB_PYTHON
+        return run(["lldb-14", "-x", "-b", "-c", core, exe, "-o",
+                    "plugin load " + self.a.lldb_plugin, "-o", cmd], e)
+
     def cli(self, args, extra_env=None):
         e = dict(self.e)
         e.update(extra_env or {})
@@ -191,9 +199,19 @@ class Tester:
         r = self.gdb(exe, core, ["heap-graph --format json --output " + gfile])
         with open(gfile) as f:
             g = stack_roots(json.load(f))
-        ca, cb = collections.Counter(cli_graph), collections.Counter(g)
-        problems = ["%s: only in the CLI: %r x%d" % (tag, k, v) for k, v in (ca - cb).items()]
-        problems += ["%s: only in gdb: %r x%d" % (tag, k, v) for k, v in (cb - ca).items()]
+        others = [("gdb", g)]
+        if self.a.lldb_plugin:
+            lfile = os.path.join(self.a.workdir, tag + "-lldb-graph.json")
+            self.lldb(exe, core, "heapdom graph --format json --output " + lfile)
+            with open(lfile) as f:
+                others.append(("lldb", stack_roots(json.load(f))))
+        problems = []
+        ca = collections.Counter(cli_graph)
+        for who, names in others:
+            cb = collections.Counter(names)
+            problems += ["%s: only in the CLI, not %s: %r x%d" % (tag, who, k, v)
+                         for k, v in (ca - cb).items()]
+            problems += ["%s: only in %s: %r x%d" % (tag, who, k, v) for k, v in (cb - ca).items()]
         if not any(": " in n and not FRAME_RE.match(n) for n in cli_graph):
             problems.append("%s: no local roots at all" % tag)
         self.check("%s names" % tag, problems)
@@ -225,11 +243,7 @@ class Tester:
         docs = [("gdb", gdoc)]
         if self.a.lldb_plugin:
             lfile = os.path.join(self.a.workdir, tag + "-lldb-dom.json")
-            e = dict(self.e)
-            if os.path.isdir(LLDB_PYTHON):
-                e["PYTHONPATH"] = LLDB_PYTHON
-            run(["lldb-14", "-x", "-b", "-c", core, exe, "-o", "plugin load " + self.a.lldb_plugin,
-                 "-o", "heapdom dominators --json --output " + lfile], e)
+            self.lldb(exe, core, "heapdom dominators --json --output " + lfile)
             with open(lfile) as f:
                 docs.append(("lldb", json.load(f)))
         key = lambda r: (r["name"], r["retained"], r.get("retained_blocks"))  # noqa: E731
