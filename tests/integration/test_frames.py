@@ -6,8 +6,9 @@ CFI unwinder, core/debuginfo/frames.c) against gdb's and lldb's.
                    [--lldb-plugin PATH] --frames-fixture PATH
                    --dom-fixture PATH --workdir DIR
 
-Cores: frames_fixture (-O0, three threads several frames deep) and
-dom_fixture (-O1, a thread blocked in libc under inlined frames).
+Cores: frames_fixture (-O0, four threads several frames deep, one in a
+signal handler) and dom_fixture (-O1, a thread blocked in libc under
+inlined frames).
 
 Cases, on each core:
   bt      ground truth is gdb's own `thread apply all bt` (no heapdom): every
@@ -17,7 +18,8 @@ Cases, on each core:
           "0x... in") and that has a caller is a CLI root
   names   the CLI's frame and local root names (`graph --format json`, all
           roots) equal the gdb front-end's (`heap-graph`, frames from gdb's
-          unwinder and gdb's `_locals`), as multisets
+          unwinder and gdb's `_locals`) and the lldb front-end's (`heapdom
+          graph`), as multisets
   types   the CLI's locals and their type names (HEAPDOM_DEBUG_LOCALS)
           equal gdb's str(val.type.strip_typedefs()) for the locals the gdb
           front-end finds (its _locals, run in gdb on the same core)
@@ -128,6 +130,13 @@ class Tester:
         argv += [exe, core]
         return run(argv, self.e)
 
+    def lldb(self, exe, core, cmd):
+        e = dict(self.e)
+        if os.path.isdir(LLDB_PYTHON):
+            e["PYTHONPATH"] = LLDB_PYTHON
+        return run(["lldb-14", "-x", "-b", "-c", core, exe, "-o",
+                    "plugin load " + self.a.lldb_plugin, "-o", cmd], e)
+
     def cli(self, args, extra_env=None):
         e = dict(self.e)
         e.update(extra_env or {})
@@ -144,6 +153,12 @@ class Tester:
             m = re.match(r"^Thread \d+ \(.*LWP (\d+)\)", line)
             if m:
                 tid = int(m.group(1))
+                continue
+            m = re.match(r"^#(\d+)\s+<signal handler called>$", line)
+            if m and tid is not None:
+                # gdb's frame.name() of a signal trampoline (a frame of
+                # its own, pc looked up as is): libc's __restore_rt.
+                bt[tid][int(m.group(1))] = ("__restore_rt", False, None, None)
                 continue
             m = re.match(r"^#(\d+)\s+(0x[0-9a-f]+ in )?(\S+) \(.*\)(?: at (\S+):(\d+))?$", line)
             if m and tid is not None:
@@ -184,9 +199,19 @@ class Tester:
         r = self.gdb(exe, core, ["heap-graph --format json --output " + gfile])
         with open(gfile) as f:
             g = stack_roots(json.load(f))
-        ca, cb = collections.Counter(cli_graph), collections.Counter(g)
-        problems = ["%s: only in the CLI: %r x%d" % (tag, k, v) for k, v in (ca - cb).items()]
-        problems += ["%s: only in gdb: %r x%d" % (tag, k, v) for k, v in (cb - ca).items()]
+        others = [("gdb", g)]
+        if self.a.lldb_plugin:
+            lfile = os.path.join(self.a.workdir, tag + "-lldb-graph.json")
+            self.lldb(exe, core, "heapdom graph --format json --output " + lfile)
+            with open(lfile) as f:
+                others.append(("lldb", stack_roots(json.load(f))))
+        problems = []
+        ca = collections.Counter(cli_graph)
+        for who, names in others:
+            cb = collections.Counter(names)
+            problems += ["%s: only in the CLI, not %s: %r x%d" % (tag, who, k, v)
+                         for k, v in (ca - cb).items()]
+            problems += ["%s: only in %s: %r x%d" % (tag, who, k, v) for k, v in (cb - ca).items()]
         if not any(": " in n and not FRAME_RE.match(n) for n in cli_graph):
             problems.append("%s: no local roots at all" % tag)
         self.check("%s names" % tag, problems)
@@ -218,11 +243,7 @@ class Tester:
         docs = [("gdb", gdoc)]
         if self.a.lldb_plugin:
             lfile = os.path.join(self.a.workdir, tag + "-lldb-dom.json")
-            e = dict(self.e)
-            if os.path.isdir(LLDB_PYTHON):
-                e["PYTHONPATH"] = LLDB_PYTHON
-            run(["lldb-14", "-x", "-b", "-c", core, exe, "-o", "plugin load " + self.a.lldb_plugin,
-                 "-o", "heapdom dominators --json --output " + lfile], e)
+            self.lldb(exe, core, "heapdom dominators --json --output " + lfile)
             with open(lfile) as f:
                 docs.append(("lldb", json.load(f)))
         key = lambda r: (r["name"], r["retained"], r.get("retained_blocks"))  # noqa: E731
@@ -295,10 +316,23 @@ class Tester:
                                 % (tid, sorted(levels), level))
         self.check("corrupt", problems)
 
+    def make_core(self, fixture, truth, core):
+        """heaptest.make_core, passing SIGUSR2 (frames_fixture's signal
+        thread) to the program."""
+        for p in (truth, core):
+            if os.path.exists(p):
+                os.unlink(p)
+        run(["gdb", "-q", "-nx", "-batch", "-ex", "handle SIGUSR2 nostop noprint pass",
+             "-ex", "break hd_fixture_stop", "-ex", "run", "-ex", "gcore " + core,
+             "-ex", "kill", "--args", fixture, truth], self.e, timeout=600)
+        if not os.path.isfile(core) or not os.path.isfile(truth):
+            raise HarnessError("gdb made no core of %s" % fixture)
+        heaptest.check_core(core, fixture)
+
     def run_core(self, tag, fixture):
         truth = os.path.join(self.a.workdir, tag + ".truth")
         core = os.path.join(self.a.workdir, tag + ".core")
-        heaptest.make_core(fixture, truth, core)
+        self.make_core(fixture, truth, core)
         gdoc = heaptest.heapdom_json(self.a.heapdom, ["graph", core, "--format", "json"])
         cli_graph = stack_roots(gdoc)
         self.case_bt(tag, fixture, core, cli_graph)

@@ -332,8 +332,36 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+// gdb's "info line *ADDR" on the debug file agrees with file:line? The
+// second oracle, for rows addr2line misreads: binutils 2.40 takes a DWARF 5
+// line program's initial file register (1) as entry 0, so a static function
+// of an included header (libc's __ctype_toupper_loc in ctype.h, its
+// __libc_start_call_main in libc_start_call_main.h) is put in the unit's
+// main file; gdb and objdump --dwarf=decodedline read entry 1.
+static bool gdb_agrees(const char *debug, uint64_t addr, const char *file,
+		       unsigned line)
+{
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd),
+		 "gdb -q -nx -batch -ex 'info line *%#" PRIx64 "' '%s' 2>/dev/null",
+		 addr, debug);
+	FILE *p = popen(cmd, "r");
+	if (!p)
+		return false;
+	char out[1024];
+	bool ok = false;
+	unsigned l;
+	char path[512];
+	while (fgets(out, sizeof(out), p))
+		if (sscanf(out, "Line %u of \"%511[^\"]\"", &l, path) == 2)
+			ok = l == line && strcmp(basename_of(path), basename_of(file)) == 0;
+	pclose(p);
+	return ok;
+}
+
 // Compares our file:line with addr2line's for addrs (link-time) of the
-// debug file; returns how many addr2line could name.
+// debug file (or, where they differ, gdb's); returns how many addr2line
+// could name.
 static size_t compare_addr2line(struct hd_debuginfo *di,
 				const struct hd_module *m, const char *debug,
 				const uint64_t *addrs, size_t n)
@@ -366,12 +394,13 @@ static size_t compare_addr2line(struct hd_debuginfo *di,
 			continue;
 		}
 		named++;
-		ck_assert_msg(loc.file &&
-				      strcmp(basename_of(loc.file),
-					     basename_of(line)) == 0 &&
-				      loc.line == want,
+		bool same = loc.file &&
+			    strcmp(basename_of(loc.file), basename_of(line)) == 0 &&
+			    loc.line == want;
+		ck_assert_msg(same || (loc.file && gdb_agrees(debug, addrs[i],
+							      loc.file, loc.line)),
 			      "%#" PRIx64 " (%s+%#" PRIx64 "): %s:%u, "
-			      "addr2line: %s:%u",
+			      "addr2line: %s:%u (and gdb disagrees too)",
 			      addrs[i], loc.function, loc.offset, loc.file,
 			      loc.line, line, want);
 	}
