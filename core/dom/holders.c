@@ -50,9 +50,11 @@ static int proto_order(const void *a, const void *b)
 
 // The joint blocks' root sets, then one holder per distinct set.
 struct joints {
-	uint32_t *vertex;  // joint index -> vertex, in preorder
+	uint32_t *vertex;  // joint index -> vertex, ascending
 	uint32_t num;
-	uint32_t *node;    // vertex -> node: root index, or nroots + joint index
+	uint32_t *node;    // vertex -> node (root index, or nroots + joint
+			   // index) once walking up costs too much, else NULL
+	uint64_t walked;   // steps walked up so far
 	unsigned *rank;    // joint index -> class
 	uint64_t *pred_off; // joint index -> its predecessor nodes
 	uint32_t *preds;
@@ -188,44 +190,102 @@ static void joints_free(struct joints *j)
 	free(j->set);
 }
 
-// The class a vertex at preorder position i was first reached from.
-static unsigned group_of(const struct hd_domtree *t, uint32_t i)
+static int u32_order(const void *a, const void *b)
 {
-	unsigned k = 0;
-	while (k + 1 < t->num_groups && t->group_start[k + 1] <= i)
-		k++;
-	return k;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return (x > y) - (x < y);
 }
 
+// The joint blocks: the super-root's children that are blocks, by vertex;
+// in the ranked view with the class each was first reached from, found by
+// one pass over the preorder with a bitmap of them.
 static struct hd_error *find_joints(struct builder *b, struct joints *j)
 {
 	const struct hd_dom *d = b->d;
 	const struct hd_domtree *t = &d->tree;
 	uint32_t v0 = 1 + (uint32_t)b->nroots;
-	j->node = malloc((size_t)d->n * sizeof(*j->node));
+	uint32_t lo = d->child_off[t->root], hi = d->child_off[t->root + 1];
+	j->vertex = malloc(((size_t)(hi - lo) + 1) * sizeof(*j->vertex));
+	j->rank = calloc((size_t)(hi - lo) + 1, sizeof(*j->rank));
+	if (!j->vertex || !j->rank)
+		return &hd_error_no_memory;
+	for (uint32_t k = lo; k < hi; k++)
+		if (d->children[k] >= v0)
+			j->vertex[j->num++] = d->children[k];
+	qsort(j->vertex, j->num, sizeof(*j->vertex), u32_order);
+	if (!t->group_start || !j->num)
+		return NULL;
+	uint64_t *bits = calloc(((size_t)d->n + 63) / 64, sizeof(*bits));
+	if (!bits)
+		return &hd_error_no_memory;
+	for (uint32_t x = 0; x < j->num; x++)
+		bits[j->vertex[x] / 64] |= 1ULL << (j->vertex[x] % 64);
+	unsigned k = 0;
+	for (uint32_t i = 1; i < t->num_reachable; i++) {
+		uint32_t v = t->preorder[i];
+		if (!(bits[v / 64] >> (v % 64) & 1))
+			continue;
+		while (k + 1 < t->num_groups && t->group_start[k + 1] <= i)
+			k++;
+		uint32_t *at = bsearch(&v, j->vertex, j->num, sizeof(v), u32_order);
+		j->rank[at - j->vertex] = k;
+	}
+	free(bits);
+	return NULL;
+}
+
+// The holder node of vertex u: the root or joint block at the top of its
+// dominator-tree branch. Walking up costs the depth, usually a few steps;
+// past a budget (a joint block pointed at from deep in an 11M-node list)
+// one pass over the preorder writes every vertex's node instead.
+#define WALK_BUDGET (1u << 20)
+
+static struct hd_error *node_table(struct builder *b, struct joints *j)
+{
+	const struct hd_domtree *t = &b->d->tree;
+	uint32_t v0 = 1 + (uint32_t)b->nroots;
+	j->node = malloc((size_t)b->d->n * sizeof(*j->node));
 	if (!j->node)
 		return &hd_error_no_memory;
-	size_t cap = 0, rank_cap = 0;
 	// In preorder a vertex's dominator comes first, so its node is known.
 	for (uint32_t i = 1; i < t->num_reachable; i++) {
 		uint32_t v = t->preorder[i], p = t->idom[v];
 		if (p != t->root) {
 			j->node[v] = j->node[p];
-			continue;
-		}
-		if (v < v0) {
+		} else if (v < v0) {
 			j->node[v] = v - 1;
-			continue;
+		} else {
+			uint32_t *at = bsearch(&v, j->vertex, j->num, sizeof(v), u32_order);
+			j->node[v] = (uint32_t)b->nroots + (uint32_t)(at - j->vertex);
 		}
-		if (!hd_vec_reserve((void **)&j->vertex, &cap, j->num, sizeof(*j->vertex),
-				    j->num + 1) ||
-		    !hd_vec_reserve((void **)&j->rank, &rank_cap, j->num,
-				    sizeof(*j->rank), j->num + 1))
-			return &hd_error_no_memory;
-		j->node[v] = (uint32_t)b->nroots + j->num;
-		j->rank[j->num] = t->group_start ? group_of(t, i) : 0;
-		j->vertex[j->num++] = v;
 	}
+	return NULL;
+}
+
+static struct hd_error *node_of(struct builder *b, struct joints *j, uint32_t u,
+				uint32_t *ret)
+{
+	const struct hd_domtree *t = &b->d->tree;
+	if (!j->node) {
+		uint32_t w = u;
+		while (t->idom[w] != t->root && j->walked < WALK_BUDGET) {
+			w = t->idom[w];
+			j->walked++;
+		}
+		if (t->idom[w] == t->root) {
+			if (w <= b->nroots) {
+				*ret = w - 1;
+			} else {
+				uint32_t *at = bsearch(&w, j->vertex, j->num, sizeof(w), u32_order);
+				*ret = (uint32_t)b->nroots + (uint32_t)(at - j->vertex);
+			}
+			return NULL;
+		}
+		struct hd_error *err = node_table(b, j);
+		if (err)
+			return err;
+	}
+	*ret = j->node[u];
 	return NULL;
 }
 
@@ -257,7 +317,10 @@ static struct hd_error *joint_edges(struct builder *b, struct joints *j)
 				uint32_t u = rev->targets[e];
 				if (u == d->tree.root || d->tree.idom[u] == HD_NO_VERTEX)
 					continue;
-				uint32_t nu = j->node[u];
+				uint32_t nu;
+				struct hd_error *err = node_of(b, j, u, &nu);
+				if (err)
+					return err;
 				if (nu == me || (ranked && node_rank(b, j, nu) > j->rank[x]))
 					continue;
 				if (pass == 1) {
