@@ -278,7 +278,6 @@ def _locals(frame, lo, hi):
         block = frame.block()
     except RuntimeError:
         return out
-    func = frame.name() or "??"
     seen = set()
     while block is not None:
         for sym in block:
@@ -296,7 +295,7 @@ def _locals(frame, lo, hi):
             except (gdb.error, RuntimeError):
                 continue
             if size > 0 and lo <= start and start + size <= hi:
-                out.append(("%s: %s" % (func, sym.name), start, start + size, tname))
+                out.append((sym.name, start, start + size, tname))
         if block.function is not None:
             break
         block = block.superblock

@@ -188,7 +188,6 @@ void describe_threads(hd_target *t, lldb::SBProcess &process, bool add_regs)
 			if (caller_sp < sp || sp == LLDB_INVALID_ADDRESS)
 				continue;
 			frames.push_back({tid, level, sp, caller_sp, frame_name(f, level), ""});
-			const char *fn = f.GetFunctionName();
 			lldb::SBValueList vars = f.GetVariables(true, true, false, true);
 			for (uint32_t k = 0; k < vars.GetSize() && locals.size() < 20000; k++) {
 				lldb::SBValue v = vars.GetValueAtIndex(k);
@@ -199,7 +198,7 @@ void describe_threads(hd_target *t, lldb::SBProcess &process, bool add_regs)
 					continue;
 				const char *tn = v.GetType().GetCanonicalType().GetName();
 				locals.push_back({tid, level, a, a + size,
-						  std::string(fn ? fn : "??") + ": " + v.GetName(),
+						  v.GetName(),
 						  tn ? tn : ""});
 			}
 		}

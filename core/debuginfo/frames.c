@@ -167,7 +167,6 @@ static struct hd_error *add_locals(struct pass *p, int tid, unsigned level,
 				   uint64_t cfa, uint64_t sp,
 				   uint64_t caller_sp)
 {
-	const char *fn = s->fns[s->num_fns - 1].name;
 	struct hd_expr_ctx ctx = {.regs = regs, .cfa = cfa, .has_cfa = true,
 				  .read = read_word, .arg = p->t};
 	if (s->has_frame_base) {
@@ -196,7 +195,7 @@ static struct hd_error *add_locals(struct pass *p, int tid, unsigned level,
 		if (addr < sp || addr + v->size > caller_sp || addr + v->size < addr)
 			continue;
 		char *name;
-		if (asprintf(&name, "%s: %s", fn ? fn : "??", v->name) < 0)
+		if (asprintf(&name, "%s", v->name) < 0)
 			return &hd_error_no_memory;
 		char *type = v->type_name ? strdup(v->type_name) : NULL;
 		// A diagnostic for tests and bug reports: the locals found,

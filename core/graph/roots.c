@@ -131,6 +131,23 @@ static uint64_t static_tls_size(struct hd_target *t)
 	return (total + 63) & ~63ULL;
 }
 
+// A local is named after its thread, its frame and itself, "thread 1234
+// #2 worker (file.c:48) local mine", so that one function's locals in two
+// threads or two frames are two owners.
+static void local_name(struct hd_target *t, const struct hd_frame *f,
+		       char *buf, size_t len)
+{
+	for (size_t i = 0; i < hd_target_num_frames(t); i++) {
+		const struct hd_frame *fr = hd_target_frame(t, i);
+		if (!fr->local && fr->tid == f->tid && fr->level == f->level) {
+			snprintf(buf, len, "thread %d %s local %s", f->tid, fr->name,
+				 f->name);
+			return;
+		}
+	}
+	snprintf(buf, len, "thread %d #%u local %s", f->tid, f->level, f->name);
+}
+
 // Frames the front-end knows split the live stack: each frame is a root
 // named after its function; what no frame covers stays "thread N stack".
 static struct hd_error *frame_roots(struct hd_graph *g, struct claims *c,
@@ -145,9 +162,9 @@ static struct hd_error *frame_roots(struct hd_graph *g, struct claims *c,
 		uint64_t b = f->caller_sp > hi ? hi : f->caller_sp;
 		if (a >= b)
 			continue;
-		char name[600];
+		char name[800];
 		if (f->local)
-			snprintf(name, sizeof(name), "%s", f->name);
+			local_name(t, f, name, sizeof(name));
 		else
 			snprintf(name, sizeof(name), "thread %d %s", tid, f->name);
 		struct hd_error *err = add_unclaimed(g, c, name,

@@ -107,8 +107,9 @@ struct hd_thread {
 // A stack frame a debugger knows: its stack bytes are [sp, caller_sp).
 // name says which frame it is ("#1 worker (fixture.c:42)"). A local
 // variable is given the same way with local set, [sp, caller_sp) being the
-// variable's bytes and name its full root name ("main: cache"); locals are
-// added before frames so they take their bytes first.
+// variable's bytes, level its frame's and name the variable's ("cache");
+// its root is named "thread TID #1 worker (fixture.c:42) local cache".
+// Locals are added before frames so they take their bytes first.
 struct hd_frame {
 	int tid;
 	unsigned level;

@@ -48,6 +48,8 @@ from heaptest import HarnessError  # noqa: E402
 
 LLDB_PYTHON = "/usr/lib/python3/dist-packages"
 FRAME_RE = re.compile(r"^thread (\d+) #(\d+) (.+)$")
+# A local's root: its thread, its frame, "local" and its name.
+LOCAL_RE = re.compile(r"^thread (\d+) #(\d+) (.+) local ([A-Za-z_][A-Za-z_0-9]*)$")
 
 
 def env(lib):
@@ -72,8 +74,7 @@ def stack_roots(doc):
         name = n.get("root")
         if name is None:
             continue
-        if FRAME_RE.match(name) or (": " in name and not name.startswith(
-                ("thread ", "exited thread")) and ":" not in name.split(": ")[0]):
+        if FRAME_RE.match(name):
             out.append(name)
     return out
 
@@ -174,6 +175,9 @@ class Tester:
             if not m:
                 continue
             t, lvl, rest = int(m.group(1)), int(m.group(2)), m.group(3)
+            lm = LOCAL_RE.match(name)
+            if lm:  # a local names its frame first
+                rest = lm.group(3)
             cli[t].add(lvl)
             g = bt.get(t, {}).get(lvl)
             if g is None:
@@ -212,7 +216,7 @@ class Tester:
             problems += ["%s: only in the CLI, not %s: %r x%d" % (tag, who, k, v)
                          for k, v in (ca - cb).items()]
             problems += ["%s: only in %s: %r x%d" % (tag, who, k, v) for k, v in (cb - ca).items()]
-        if not any(": " in n and not FRAME_RE.match(n) for n in cli_graph):
+        if not any(LOCAL_RE.match(n) for n in cli_graph):
             problems.append("%s: no local roots at all" % tag)
         self.check("%s names" % tag, problems)
 
@@ -255,8 +259,7 @@ class Tester:
                 problems.append("%s: owner %r in the CLI, not in %s" % (tag, x, who))
             for x in sorted(set(theirs) - set(mine)):
                 problems.append("%s: owner %r in %s, not in the CLI" % (tag, x, who))
-        if not any(FRAME_RE.match(r["name"]) or (": " in r["name"] and r.get("kind") == "local")
-                   for r in cdoc["roots"]):
+        if not any(FRAME_RE.match(r["name"]) for r in cdoc["roots"]):
             problems.append("%s: no frame or local owns anything (fixture?)" % tag)
         self.check("%s owners" % tag, problems)
 

@@ -99,27 +99,24 @@ def frame_functions(doc):
 
 def thread_root_ok(name, tid, fns):
     """Is root NAME (with or without "root:") a root of thread TID's stack
-    as gdb names them: "thread TID ..." or a local "FN: VAR" of one of its
-    frames' functions?"""
+    as gdb names them: "thread TID ..." (its stack, a frame, or a local
+    "thread TID #L FN (FILE:LINE) local VAR")?"""
     if name is None:
         return False
     if name.startswith("root:"):
         name = name[5:]
     if name.startswith("thread %d " % tid):
         return True
-    if ": " in name and not name.startswith("thread "):
-        return name.split(": ", 1)[0] in fns.get(tid, set())
     return False
 
 
 def strict_thread_root(name, tid):
-    """A frame of THREAD_FN on thread TID, or a local of THREAD_FN."""
+    """A frame of THREAD_FN on thread TID, or a local of it."""
     if name is None:
         return False
     if name.startswith("root:"):
         name = name[5:]
-    return (bool(re.match(r"^thread %d #\d+ %s\b" % (tid, THREAD_FN), name))
-            or name.startswith(THREAD_FN + ": "))
+    return bool(re.match(r"^thread %d #\d+ %s\b" % (tid, THREAD_FN), name))
 
 
 def no_traceback(res, what):
@@ -645,10 +642,11 @@ class Runner(heaptest.CaseRunner):
             doc = load_json(self.path("dom-live-why-head.json"), "heap-why head")
             path = doc.get("path") or [{}]
             if (doc.get("query") != hx(head) or len(path) != 2
-                    or THREAD_FN + ": " not in path[0].get("root", "")
+                    or not re.match(r"^thread \d+ #\d+ %s\b.* local head$" % THREAD_FN,
+                                    path[0].get("root", ""))
                     or path[0].get("kind") != "local"):
                 out.append("heap-why head in %s's frame: query %r, path %r; expected %s held by the "
-                           "local %s: head" % (THREAD_FN, doc.get("query"), path[:2], hx(head), THREAD_FN))
+                           "local head of %s" % (THREAD_FN, doc.get("query"), path[:2], hx(head), THREAD_FN))
             sel = res.results.get("selection")
             if not sel or sel[1][1] != THREAD_FN or sel[2] != sel[1]:
                 out.append("selected thread/frame not restored after a heap command: before %s, "

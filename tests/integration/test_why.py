@@ -13,7 +13,7 @@ blocks' addresses and, by construction, what holds each):
              only from excluded classes; the TLS-only session from tls; the
              local-only scratch buffer from the stack/locals; JSON the same
   b gdb      the same at the stop in gdb (heap-why EXPR [--exclude ...]),
-             where the local is named (serve: job)
+             where the local is named (thread N #L serve (FILE:LINE) local job)
   c lldb     the same in lldb (heapdom why), when --lldb-plugin is given
   d errors   an unknown class is an error naming the valid ones
 
@@ -143,8 +143,10 @@ def check_text(what, w, t, name, holders, exclude, named_locals):
                        % (what, c, sorted(w.also), w.text))
     if named_locals and "locals" in want[1:] and "locals" in w.also:
         local = [h for h in t.held[name] if h.startswith("local:")][0].split(":")
-        if not w.also["locals"][1].startswith("%s: %s " % (local[1], local[2])):
-            out.append("%s: the locals chain %r does not start at %s: %s"
+        if not re.match(r"^thread \d+ #\d+ %s\b.* local %s " % (re.escape(local[1]),
+                                                                 re.escape(local[2])),
+                        w.also["locals"][1]):
+            out.append("%s: the locals chain %r does not start at %s's local %s"
                        % (what, w.also["locals"][1], local[1], local[2]))
     for c in exclude:
         if c in w.also or w.first == c:

@@ -912,14 +912,17 @@ START_TEST(test_roots_locals)
 	put64(&w, RSP + 0x20, baddr(&w, 0));
 	put64(&w, RSP + 0x28, baddr(&w, 1));
 	struct hd_frame l = {.tid = TID, .level = 0, .sp = RSP + 0x20,
-			     .caller_sp = RSP + 0x28, .name = "f0: head",
+			     .caller_sp = RSP + 0x28, .name = "head",
 			     .local = true};
 	ck_assert_no_error(hd_target_add_frame(w.t, &l));
 	add_frame(&w, 0, RSP, RSP + 0x100, "#0 f0");
 	world_build(&w);
 	check_root_invariants(&w);
 	ck_assert_uint_eq(hd_graph_num_roots(w.g), 6 + (RED_ZONE ? 1 : 0));
-	check_root(&w, 1, "f0: head", HD_ROOT_LOCAL, RSP + 0x20, RSP + 0x28, TID);
+	// Named after its thread and frame: one function's locals in two
+	// threads are two owners.
+	check_root(&w, 1, "thread 1234 #0 f0 local head", HD_ROOT_LOCAL, RSP + 0x20,
+		   RSP + 0x28, TID);
 	check_root(&w, 2, "thread 1234 #0 f0", HD_ROOT_FRAME, RSP, RSP + 0x20,
 		   TID);
 	check_root(&w, 3, "thread 1234 #0 f0", HD_ROOT_FRAME, RSP + 0x28,
@@ -1235,7 +1238,7 @@ START_TEST(test_dominators_joint)
 	// Three locals: x -> A, y -> B, z -> E2; A -> E1, B -> E1, E1 -> E2.
 	// The untyped stack holds S, and S points at E1 (borrowed).
 	struct hd_frame f = {.tid = TID, .level = 1, .local = true};
-	const char *names[3] = {"main: x", "main: y", "main: z"};
+	const char *names[3] = {"x", "y", "z"};
 	uint64_t targets[3] = {addr[A], addr[B], addr[E2]};
 	for (int i = 0; i < 3; i++) {
 		f.sp = RSP + 0x40 + 8 * (uint64_t)i;
@@ -1256,8 +1259,8 @@ START_TEST(test_dominators_joint)
 	for (size_t i = 0; i < N; i++)
 		used += size[i];
 	check_holders_partition(d, used, N);
-	size_t rx = find_root(&w, "main: x", 0), ry = find_root(&w, "main: y", 0);
-	size_t rz = find_root(&w, "main: z", 0);
+	size_t rx = find_root(&w, "thread 1234 #1 local x", 0), ry = find_root(&w, "thread 1234 #1 local y", 0);
+	size_t rz = find_root(&w, "thread 1234 #1 local z", 0);
 	size_t regs = find_root(&w, "thread 1234 registers", 0);
 	// E1 is x's and y's, E2 theirs and z's: two joint holders.
 	ck_assert_uint_eq(hd_dom_idom(d, bv(&w, E1)), 0);
