@@ -631,7 +631,9 @@ static bool better_name(const struct hd_elf_symbol *a,
 
 // The function symbol containing addr: the nearest start at or below it
 // whose size covers it (bounded search: nested symbols are rare).
-static ssize_t find_function(const struct lines_module *lm, uint64_t addr)
+// How many of the module's function symbols (sorted by value) start at
+// or below addr.
+static size_t functions_upto(const struct lines_module *lm, uint64_t addr)
 {
 	size_t lo = 0, hi = lm->num_fns;
 	while (lo < hi) {
@@ -641,6 +643,12 @@ static ssize_t find_function(const struct lines_module *lm, uint64_t addr)
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+static ssize_t find_function(const struct lines_module *lm, uint64_t addr)
+{
+	size_t lo = functions_upto(lm, addr);
 	ssize_t best = -1;
 	for (size_t k = 0; lo > 0 && k < 64; k++, lo--) {
 		const struct hd_elf_symbol *s = &lm->fns[lo - 1];
@@ -719,14 +727,7 @@ struct hd_error *hd_debuginfo_function_at(struct hd_debuginfo *di,
 		// As gdb's minimal symbols: a preceding symbol of size 0 (an
 		// assembly label without .size, __restore_rt) names what
 		// follows it when no sized symbol covers the address.
-		size_t lo = 0, hi = lm->num_fns;
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-			if (lm->fns[mid].value <= link)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
+		size_t lo = functions_upto(lm, link);
 		if (lo == 0 || lm->fns[lo - 1].size != 0)
 			return NULL;
 		f = (ssize_t)lo - 1;

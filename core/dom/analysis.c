@@ -217,7 +217,7 @@ struct hd_error *hd_dom_compute_view(const struct hd_graph *g,
 	if (!err && any_leak(d, g, h))
 		err = leak_forest(d, g, h);
 	if (!err)
-		err = hd_dom_holders_compute(d, g, h);
+		err = hd_dom_holders_compute(d, g);
 	if (err) {
 		hd_dom_destroy(d);
 		return err;

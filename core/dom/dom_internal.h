@@ -26,14 +26,12 @@ struct hd_dom {
 	struct hd_holder *holders;
 	size_t num_holders;
 	uint32_t *holder_items;
-	bool holders_overflow;
 	size_t bytes;
 };
 
 // The partition of the used blocks into top-level holders (holders.c).
 struct hd_error *hd_dom_holders_compute(struct hd_dom *d,
-					const struct hd_graph *g,
-					const struct hd_heap *h);
+					const struct hd_graph *g);
 void hd_dom_holders_free(struct hd_dom *d);
 
 #endif

@@ -503,10 +503,8 @@ static struct hd_error *joint_holders(struct builder *b, struct joints *j,
 }
 
 struct hd_error *hd_dom_holders_compute(struct hd_dom *d,
-					const struct hd_graph *g,
-					const struct hd_heap *h)
+					const struct hd_graph *g)
 {
-	(void)h;
 	struct builder b = {.d = d, .g = g, .nroots = g->num_roots};
 	struct joints j = {0};
 	struct hd_setpool pool;
@@ -534,7 +532,6 @@ struct hd_error *hd_dom_holders_compute(struct hd_dom *d,
 		err = joint_holders(&b, &j, &pool);
 	if (!err)
 		err = leak_holders(&b);
-	d->holders_overflow = pool.overflow;
 	joints_free(&j);
 	hd_setpool_deinit(&pool);
 	free(b.order);

@@ -166,10 +166,8 @@ uint32_t hd_setpool_union(struct hd_setpool *p, uint32_t a, uint32_t b)
 			v = y[k++];
 		else
 			v = x[i++], k++;
-		if (n == p->max_members) {
-			p->overflow = true;
+		if (n == p->max_members)
 			break;
-		}
 		m[n++] = v;
 	}
 	uint32_t id = intern(p, m, n);

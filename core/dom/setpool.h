@@ -23,9 +23,8 @@ struct hd_setpool {
 	size_t memo_size;
 	size_t memo_used;
 	// Sets stop growing past this many members: the union then keeps the
-	// first max_members of them and sets overflow.
+	// first max_members of them.
 	size_t max_members;
-	bool overflow;
 };
 
 bool hd_setpool_init(struct hd_setpool *p, size_t max_members);

@@ -14,7 +14,6 @@
 // at least DOMINANT of what its parent retains.
 #define SUSPECT_PERCENT 10.0
 #define DOMINANT 0.8
-#define MAX_POINTS 3
 // A walk down this many dominant children is a chain (a linked list): the
 // point is the block where the walk began, not the one near the list's
 // end where it would stop.
@@ -156,8 +155,6 @@ static void descend(const struct hd_analysis *a, struct hd_accum *p,
 	}
 }
 
-static const struct hd_analysis *g_sort_a;
-
 static int vertex_order(const void *x, const void *y)
 {
 	const struct hd_joint_entry *a = x, *b = y;
@@ -198,9 +195,8 @@ struct hd_error *hd_holders_model_init(struct hd_holders_model *m,
 				m->joint[m->num_joint++] =
 					(struct hd_joint_entry){x->vertices[k], i};
 	}
-	g_sort_a = a;
 	qsort(m->joint, m->num_joint, sizeof(*m->joint), vertex_order);
-	for (size_t i = 0; i < n && m->num_points < MAX_POINTS; i++) {
+	for (size_t i = 0; i < n && m->num_points < HD_ACCUM_MAX; i++) {
 		const struct hd_holder *x = hd_dom_holder(a->d, i);
 		if (hd_percent(a, x->retained) < SUSPECT_PERCENT)
 			break; // largest first: none further qualifies

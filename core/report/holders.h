@@ -19,6 +19,9 @@ struct hd_accum {
 	bool chain;               // v starts a chain (a linked list)
 };
 
+// Accumulation points shown at most: one below each of the largest holders.
+#define HD_ACCUM_MAX 3
+
 struct hd_joint_entry {
 	uint32_t v;
 	size_t holder;
@@ -30,7 +33,7 @@ struct hd_holders_model {
 	uint64_t named_bytes; // under root and joint holders
 	struct hd_joint_entry *joint; // joint blocks by vertex
 	size_t num_joint;
-	struct hd_accum points[3];
+	struct hd_accum points[HD_ACCUM_MAX];
 	size_t num_points;
 };
 

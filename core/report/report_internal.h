@@ -139,10 +139,10 @@ void hd_why_class_counts(FILE *out, const size_t counts[HD_ROOT_RANKS]);
 #define HD_WHY_INDENT(i) ((int)((i) < 32 ? 2 * (i) : 64))
 // "ignored (--exclude): registers (1 root)" when excluded roots reach it.
 void hd_why_text_ignored(FILE *out, const size_t excluded[HD_ROOT_RANKS]);
-// JSON members "exclude" (the class names in the mask) and
-// "excluded_roots" (excluded: per class, may be NULL).
+// JSON members "exclude" (the class names in the mask), "excluded_roots"
+// (per class) and "class" (the strongest class reaching it, or null).
 void hd_why_json_classes(FILE *out, unsigned exclude,
-			 const size_t excluded[HD_ROOT_RANKS]);
+			 const struct hd_why_roots *w);
 
 // The name of register k of a thread's registers ("rax").
 const char *hd_reg_name(int k);

@@ -21,26 +21,11 @@ struct sem_view {
 	uint32_t first_block, first_sub;
 };
 
-enum vkind { V_SUPER, V_ROOT, V_BLOCK, V_SUB, V_NODE };
-
-static enum vkind kind_of(const struct sem_view *w, uint32_t v)
-{
-	if (v == 0)
-		return V_SUPER;
-	if (v < w->first_block)
-		return V_ROOT;
-	if (v < w->first_sub)
-		return V_BLOCK;
-	if (v < w->s->nv)
-		return V_SUB;
-	return V_NODE;
-}
-
 static const char *const kind_names[] = {"super", "root", "block", "subblock", "node"};
 
 static uint64_t vertex_addr(const struct sem_view *w, uint32_t v)
 {
-	if (kind_of(w, v) == V_BLOCK) {
+	if (hd_semantic_vertex_kind(w->s, v) == HD_SV_BLOCK) {
 		struct hd_block b;
 		hd_heap_block(w->h, v - w->first_block, &b);
 		return b.addr;
@@ -50,7 +35,7 @@ static uint64_t vertex_addr(const struct sem_view *w, uint32_t v)
 
 static enum hd_block_state vertex_state(const struct sem_view *w, uint32_t v)
 {
-	if (kind_of(w, v) == V_BLOCK)
+	if (hd_semantic_vertex_kind(w->s, v) == HD_SV_BLOCK)
 		return hd_heap_state(w->h, v - w->first_block);
 	return (enum hd_block_state)w->fw->sa.blocks[v - w->first_sub].state;
 }
@@ -70,12 +55,12 @@ static bool vertex_type(const struct sem_view *w, uint32_t v, char *buf,
 static void vertex_ref(const struct sem_view *w, uint32_t v, char *buf,
 		       size_t len)
 {
-	switch (kind_of(w, v)) {
-	case V_SUPER: snprintf(buf, len, "super"); break;
-	case V_ROOT:
+	switch (hd_semantic_vertex_kind(w->s, v)) {
+	case HD_SV_SUPER: snprintf(buf, len, "super"); break;
+	case HD_SV_ROOT:
 		snprintf(buf, len, "root:%s", hd_graph_root(w->s->g, v - 1)->name);
 		break;
-	case V_NODE: snprintf(buf, len, "node:%u", v - w->s->nv); break;
+	case HD_SV_NODE: snprintf(buf, len, "node:%u", v - w->s->nv); break;
 	default:
 		snprintf(buf, len, "0x%" PRIx64, vertex_addr(w, v));
 	}
@@ -84,14 +69,14 @@ static void vertex_ref(const struct sem_view *w, uint32_t v, char *buf,
 static void json_sizes(FILE *out, const struct sem_view *w, uint32_t v)
 {
 	const struct hd_semantic *s = w->s;
-	enum vkind k = kind_of(w, v);
+	enum hd_svertex k = hd_semantic_vertex_kind(w->s, v);
 	uint64_t oa = 0, ou = 0;
 	uint32_t oc = 0;
-	if (k == V_NODE) {
+	if (k == HD_SV_NODE) {
 		oa = s->obj_alloc[v - s->nv];
 		ou = s->obj_used[v - s->nv];
 		oc = s->obj_count[v - s->nv];
-	} else if (k == V_BLOCK || k == V_SUB) {
+	} else if (k == HD_SV_BLOCK || k == HD_SV_SUB) {
 		uint64_t f;
 		hd_semantic_own(s, v, &oa, &ou, &f);
 		oc = 1;
@@ -202,7 +187,7 @@ static void json_blocks(FILE *out, const struct sem_view *w)
 		if (d == HD_NO_VERTEX)
 			continue;
 		fprintf(out, "%s\n  {\"address\": \"0x%" PRIx64 "\", \"kind\": \"%s\", \"type\": ",
-			first ? "" : ",", vertex_addr(w, v), kind_names[kind_of(w, v)]);
+			first ? "" : ",", vertex_addr(w, v), kind_names[hd_semantic_vertex_kind(w->s, v)]);
 		first = false;
 		if (vertex_type(w, v, buf, sizeof(buf)))
 			hd_json_string(out, buf);
@@ -229,13 +214,13 @@ static void entry(FILE *out, const struct sem_view *w, uint32_t v,
 {
 	const struct hd_semantic *s = w->s;
 	const struct hd_fw *fw = w->fw;
-	enum vkind k = kind_of(w, v);
+	enum hd_svertex k = hd_semantic_vertex_kind(w->s, v);
 	char label[1024], type[512];
 	bool typed = false;
-	if (k == V_NODE) {
+	if (k == HD_SV_NODE) {
 		const struct hd_snode *n = &fw->nodes[v - s->nv];
 		snprintf(label, sizeof(label), "%s", n->label);
-	} else if (k == V_ROOT) {
+	} else if (k == HD_SV_ROOT) {
 		snprintf(label, sizeof(label), "%s", hd_graph_root(s->g, v - 1)->name);
 	} else {
 		typed = vertex_type(w, v, type, sizeof(type));
@@ -244,14 +229,14 @@ static void entry(FILE *out, const struct sem_view *w, uint32_t v,
 	if (json) {
 		fprintf(out, "{\"kind\": \"%s\", \"label\": ", kind_names[k]);
 		hd_json_string(out, label);
-		if (k == V_NODE) {
+		if (k == HD_SV_NODE) {
 			const struct hd_snode *n = &fw->nodes[v - s->nv];
 			fprintf(out, ", \"node\": %u, \"node_kind\": ", v - s->nv);
 			hd_json_string(out, n->kind);
 			fputs(", \"framework\": ", out);
 			hd_json_string(out, fw->mods[n->module].ops->name);
 			fprintf(out, ", \"owner\": \"%s\"", n->owner ? "framework" : "application");
-		} else if (k == V_BLOCK || k == V_SUB) {
+		} else if (k == HD_SV_BLOCK || k == HD_SV_SUB) {
 			fprintf(out, ", \"address\": \"0x%" PRIx64 "\", \"type\": ",
 				vertex_addr(w, v));
 			if (typed)
@@ -269,18 +254,18 @@ static void entry(FILE *out, const struct sem_view *w, uint32_t v,
 	hd_format_size(s->r_used[v], used, sizeof(used));
 	hd_format_size(s->r_fwb[v], fwb, sizeof(fwb));
 	uint64_t own = 0, ou, of;
-	if (k == V_NODE)
+	if (k == HD_SV_NODE)
 		own = s->obj_alloc[v - s->nv];
 	else
 		hd_semantic_own(s, v, &own, &ou, &of);
 	hd_format_size(own, obj, sizeof(obj));
 	fprintf(out, "  %-11s %-11s %-11s %-11s %8u  %*s", bound, used, fwb,
-		k == V_ROOT ? "" : obj, s->r_count[v], (int)(2 * level), "");
-	if (k == V_NODE) {
+		k == HD_SV_ROOT ? "" : obj, s->r_count[v], (int)(2 * level), "");
+	if (k == HD_SV_NODE) {
 		const struct hd_snode *n = &fw->nodes[v - s->nv];
 		fprintf(out, "%s[%s]%s %s (%s)\n", color ? "\033[1;36m" : "", n->kind,
 			color ? "\033[0m" : "", n->label, fw->mods[n->module].ops->name);
-	} else if (k == V_ROOT) {
+	} else if (k == HD_SV_ROOT) {
 		fprintf(out, "root %s\n", label);
 	} else {
 		fprintf(out, "0x%" PRIx64 " %s\n", vertex_addr(w, v), label);

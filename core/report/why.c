@@ -319,8 +319,9 @@ void hd_why_text_ignored(FILE *out, const size_t excluded[HD_ROOT_RANKS])
 }
 
 void hd_why_json_classes(FILE *out, unsigned exclude,
-			 const size_t excluded[HD_ROOT_RANKS])
+			 const struct hd_why_roots *w)
 {
+	const size_t *excluded = w->excluded;
 	fputs(", \"exclude\": [", out);
 	bool any = false;
 	for (unsigned r = 0; r < HD_ROOT_RANKS; r++) {
@@ -332,13 +333,17 @@ void hd_why_json_classes(FILE *out, unsigned exclude,
 	fputs("], \"excluded_roots\": [", out);
 	any = false;
 	for (unsigned r = 0; r < HD_ROOT_RANKS; r++) {
-		if (excluded && excluded[r]) {
+		if (excluded[r]) {
 			fprintf(out, "%s{\"class\": \"%s\", \"roots\": %zu}",
 				any ? ", " : "", hd_root_rank_name(r), excluded[r]);
 			any = true;
 		}
 	}
 	fputc(']', out);
+	if (w->first >= 0)
+		fprintf(out, ", \"class\": \"%s\"", hd_root_rank_name((unsigned)w->first));
+	else
+		fputs(", \"class\": null", out);
 }
 
 static unsigned graph_rank(const void *arg, uint32_t u)
@@ -589,11 +594,7 @@ struct hd_error *hd_render_why(FILE *out, struct hd_session *s,
 		if (as.present)
 			hd_alloc_site_json(out, &as, tb);
 		fprintf(out, "}, \"reachable\": %s", reachable ? "true" : "false");
-		hd_why_json_classes(out, o->exclude, w.excluded);
-		if (w.first >= 0)
-			fprintf(out, ", \"class\": \"%s\"", hd_root_rank_name((unsigned)w.first));
-		else
-			fputs(", \"class\": null", out);
+		hd_why_json_classes(out, o->exclude, &w);
 	} else {
 		hd_alloc_sites_text_note(out, &as, o->color);
 	}

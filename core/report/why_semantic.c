@@ -21,19 +21,11 @@ struct sview {
 	uint32_t first_block, first_sub;
 };
 
-enum skind { S_SUPER, S_ROOT, S_BLOCK, S_SUB, S_NODE };
-
-static enum skind skind_of(const struct sview *w, uint32_t v)
-{
-	return v == 0 ? S_SUPER : v < w->first_block ? S_ROOT
-	     : v < w->first_sub ? S_BLOCK : v < w->s->nv ? S_SUB : S_NODE;
-}
-
 // The memory of a block vertex: its usable bytes.
 static void srange(const struct sview *w, uint32_t v, uint64_t *lo,
 		   uint64_t *hi)
 {
-	if (skind_of(w, v) == S_BLOCK) {
+	if (hd_semantic_vertex_kind(w->s, v) == HD_SV_BLOCK) {
 		struct hd_block b;
 		hd_heap_block(w->a->h, v - w->first_block, &b);
 		*lo = b.addr;
@@ -51,12 +43,12 @@ static bool sreference(const struct sview *w, uint32_t u, uint32_t v,
 		       uint64_t *off, uint64_t *val, int *reg)
 {
 	*reg = -1;
-	enum skind ku = skind_of(w, u), kv = skind_of(w, v);
-	if (kv != S_BLOCK && kv != S_SUB)
+	enum hd_svertex ku = hd_semantic_vertex_kind(w->s, u), kv = hd_semantic_vertex_kind(w->s, v);
+	if (kv != HD_SV_BLOCK && kv != HD_SV_SUB)
 		return false;
 	uint64_t lo, hi, s_lo, s_hi;
 	srange(w, v, &lo, &hi);
-	if (ku == S_ROOT) {
+	if (ku == HD_SV_ROOT) {
 		const struct hd_root *root = hd_graph_root(w->s->g, u - 1);
 		if (root->kind == HD_ROOT_REGISTERS) {
 			for (size_t i = 0; i < hd_target_num_threads(w->a->t); i++) {
@@ -77,7 +69,7 @@ static bool sreference(const struct sview *w, uint32_t u, uint32_t v,
 		}
 		s_lo = root->start;
 		s_hi = root->end;
-	} else if (ku == S_BLOCK || ku == S_SUB) {
+	} else if (ku == HD_SV_BLOCK || ku == HD_SV_SUB) {
 		srange(w, u, &s_lo, &s_hi);
 	} else {
 		return false;
@@ -118,14 +110,14 @@ static void smember(const struct sview *w, uint32_t u, uint64_t off,
 {
 	buf[0] = '\0';
 	const struct hd_fw *fw = w->fw;
-	if (skind_of(w, u) == S_BLOCK) {
+	if (hd_semantic_vertex_kind(w->s, u) == HD_SV_BLOCK) {
 		size_t id = u - w->first_block;
 		if (!hd_fw_block_member(fw, id, off, buf, len) && w->a->ty)
 			hd_typing_block_member(w->a->ty, id, off, buf, len);
 		return;
 	}
 	uint64_t d = fw->dwarf ? fw->dwarf[u] : UINT64_MAX;
-	if (skind_of(w, u) == S_SUB && d != UINT64_MAX && fw->ty &&
+	if (hd_semantic_vertex_kind(w->s, u) == HD_SV_SUB && d != UINT64_MAX && fw->ty &&
 	    (d >> 32) < fw->ty->num_mods)
 		hd_type_member_path(fw->ty->mods[d >> 32].ix, (uint32_t)d, off,
 				    buf, len);
@@ -138,9 +130,9 @@ static const char *module_name(const struct hd_fw *fw, uint16_t m)
 
 static void sdescribe(FILE *out, const struct sview *w, uint32_t v, bool json)
 {
-	enum skind k = skind_of(w, v);
+	enum hd_svertex k = hd_semantic_vertex_kind(w->s, v);
 	const struct hd_semantic *s = w->s;
-	if (k == S_ROOT) {
+	if (k == HD_SV_ROOT) {
 		const struct hd_root *root = hd_graph_root(s->g, v - 1);
 		if (json) {
 			fputs("\"root\": ", out);
@@ -155,7 +147,7 @@ static void sdescribe(FILE *out, const struct sview *w, uint32_t v, bool json)
 		}
 		return;
 	}
-	if (k == S_NODE) {
+	if (k == HD_SV_NODE) {
 		const struct hd_snode *n = &w->fw->nodes[v - s->nv];
 		if (json) {
 			fprintf(out, "\"node\": %u, \"label\": ", v - s->nv);
@@ -176,8 +168,8 @@ static void sdescribe(FILE *out, const struct sview *w, uint32_t v, bool json)
 	srange(w, v, &lo, &hi);
 	if (json) {
 		fprintf(out, "\"addr\": \"0x%" PRIx64 "\", \"kind\": \"%s\", \"size\": %" PRIu64,
-			lo, k == S_SUB ? "subblock" : "block", hi - lo);
-		if (k == S_BLOCK) {
+			lo, k == HD_SV_SUB ? "subblock" : "block", hi - lo);
+		if (k == HD_SV_BLOCK) {
 			struct hd_block b;
 			hd_heap_block(w->a->h, v - w->first_block, &b);
 			fprintf(out, ", \"chunk\": %" PRIu64, b.chunk);
@@ -195,7 +187,7 @@ static void sdescribe(FILE *out, const struct sview *w, uint32_t v, bool json)
 	}
 	hd_format_size(hi - lo, sz, sizeof(sz));
 	hd_format_size(s->r_alloc[v], ret, sizeof(ret));
-	if (k == S_SUB)
+	if (k == HD_SV_SUB)
 		fprintf(out, "0x%" PRIx64 " (%s, %s block of %s's sub-allocator, retains %s)",
 			lo, type, sz, module_name(w->fw,
 				w->fw->sa.blocks[v - w->first_sub].module), ret);
@@ -208,10 +200,10 @@ static void sdescribe(FILE *out, const struct sview *w, uint32_t v, bool json)
 static void sshort(FILE *out, const struct sview *w, uint32_t v)
 {
 	char type[512];
-	switch (skind_of(w, v)) {
-	case S_ROOT: fputs(hd_graph_root(w->s->g, v - 1)->name, out); break;
-	case S_NODE: fputs(w->fw->nodes[v - w->s->nv].label, out); break;
-	case S_SUPER: fputs("super", out); break;
+	switch (hd_semantic_vertex_kind(w->s, v)) {
+	case HD_SV_ROOT: fputs(hd_graph_root(w->s->g, v - 1)->name, out); break;
+	case HD_SV_NODE: fputs(w->fw->nodes[v - w->s->nv].label, out); break;
+	case HD_SV_SUPER: fputs("super", out); break;
 	default:
 		stype(w, v, type, sizeof(type));
 		fputs(type, out);
@@ -229,10 +221,10 @@ static void sprint_steps(FILE *out, const struct sview *w, const uint32_t *path,
 		int reg = -1;
 		bool ref = i + 1 < len && sreference(w, u, path[i + 1], &off, &val, &reg);
 		// A node's edge to a block: the module assigned the block to it.
-		bool assigned = i + 1 < len && skind_of(w, u) == S_NODE &&
-				skind_of(w, path[i + 1]) != S_NODE;
+		bool assigned = i + 1 < len && hd_semantic_vertex_kind(w->s, u) == HD_SV_NODE &&
+				hd_semantic_vertex_kind(w->s, path[i + 1]) != HD_SV_NODE;
 		char member[512] = "";
-		if (ref && reg < 0 && skind_of(w, u) != S_ROOT)
+		if (ref && reg < 0 && hd_semantic_vertex_kind(w->s, u) != HD_SV_ROOT)
 			smember(w, u, off, member, sizeof(member));
 		else if (ref && reg < 0 && w->a->ty) {
 			char t[512];
@@ -339,7 +331,7 @@ static struct hd_error *sprint_classes(FILE *out, const struct sview *w,
 static unsigned srank(const void *arg, uint32_t u)
 {
 	const struct sview *w = arg;
-	return skind_of(w, u) == S_ROOT
+	return hd_semantic_vertex_kind(w->s, u) == HD_SV_ROOT
 		       ? hd_root_rank(hd_graph_root(w->s->g, u - 1)->kind) : 0;
 }
 
@@ -406,11 +398,7 @@ struct hd_error *hd_render_why_semantic(FILE *out, struct hd_session *ses,
 		if (sub < 0 && as.present)
 			hd_alloc_site_json(out, &as, tb);
 		fprintf(out, "}, \"reachable\": %s", reachable ? "true" : "false");
-		hd_why_json_classes(out, o->exclude, r.excluded);
-		if (r.first >= 0)
-			fprintf(out, ", \"class\": \"%s\"", hd_root_rank_name((unsigned)r.first));
-		else
-			fputs(", \"class\": null", out);
+		hd_why_json_classes(out, o->exclude, &r);
 		fputs(", \"path\": [", out);
 	} else {
 		if (sub < 0)

@@ -137,6 +137,22 @@ struct hd_semantic {
 	uint32_t unreachable_blocks;
 };
 
+// What vertex v of the semantic graph is: the super-root, a root, a heap
+// block, a sub-allocator block (after the heap's blocks) or a framework
+// node (after the graph's vertices).
+enum hd_svertex { HD_SV_SUPER, HD_SV_ROOT, HD_SV_BLOCK, HD_SV_SUB, HD_SV_NODE };
+static inline enum hd_svertex hd_semantic_vertex_kind(const struct hd_semantic *s,
+						      uint32_t v)
+{
+	if (v == 0)
+		return HD_SV_SUPER;
+	if (v < 1 + s->g->num_roots)
+		return HD_SV_ROOT;
+	if (v < s->nv - s->g->num_sub)
+		return HD_SV_BLOCK;
+	return v < s->nv ? HD_SV_SUB : HD_SV_NODE;
+}
+
 // Builds the semantic graph (suspending assigned blocks' incoming edges,
 // adding node edges) and its dominator tree. Takes ownership of fw and g.
 struct hd_error *hd_semantic_compute(struct hd_fw *fw, struct hd_graph *g,
