@@ -477,12 +477,16 @@ static struct hd_error *joint_holders(struct builder *b, struct joints *j,
 		if (nm < 2)
 			continue;
 		struct proto p = {.h = {.kind = HD_HOLDER_JOINT}};
+		// The pool keeps one name more than a holder lists, so that a
+		// set of exactly HD_HOLDER_MAX_MEMBERS is known to be whole.
+		p.h.overflow = nm > HD_HOLDER_MAX_MEMBERS;
+		if (p.h.overflow)
+			nm = HD_HOLDER_MAX_MEMBERS;
 		p.roots_at = b->items.n;
 		for (size_t k = 0; k < nm; k++)
 			if (!push_item(b, name_root(b, members[k])))
 				return &hd_error_no_memory;
 		p.h.num_roots = nm;
-		p.h.overflow = nm >= HD_HOLDER_MAX_MEMBERS;
 		p.vertices_at = b->items.n;
 		for (uint32_t x = i0; x < i; x++) {
 			uint32_t v = j->vertex[order[x]];
@@ -508,7 +512,7 @@ struct hd_error *hd_dom_holders_compute(struct hd_dom *d,
 	struct builder b = {.d = d, .g = g, .nroots = g->num_roots};
 	struct joints j = {0};
 	struct hd_setpool pool;
-	if (!hd_setpool_init(&pool, HD_HOLDER_MAX_MEMBERS))
+	if (!hd_setpool_init(&pool, HD_HOLDER_MAX_MEMBERS + 1))
 		return &hd_error_no_memory;
 	b.j = &j;
 	struct hd_error *err = name_roots(&b);

@@ -1306,6 +1306,40 @@ START_TEST(test_dominators_joint)
 }
 END_TEST
 
+// A joint holder lists up to HD_HOLDER_MAX_MEMBERS root names and says
+// whether that is all of them: n locals pointing at one block.
+static void joint_of_locals(unsigned n, bool complete)
+{
+	struct world w;
+	world_init(&w, 0);
+	push_block(&w, HEAP, 0x40, HD_STATE_USED);
+	char names[HD_HOLDER_MAX_MEMBERS + 1][16];
+	for (unsigned i = 0; i < n; i++) {
+		snprintf(names[i], sizeof(names[i]), "v%u", i);
+		struct hd_frame f = {.tid = TID, .level = 1, .local = true,
+				     .sp = RSP + 0x40 + 8 * (uint64_t)i,
+				     .caller_sp = RSP + 0x48 + 8 * (uint64_t)i,
+				     .name = names[i]};
+		ck_assert_no_error(hd_target_add_frame(w.t, &f));
+		put64(&w, f.sp, baddr(&w, 0));
+	}
+	world_build(&w);
+	ck_assert_no_error(hd_dom_compute(w.g, w.h, &w.d));
+	ck_assert_uint_eq(hd_dom_num_holders(w.d), 1);
+	const struct hd_holder *x = hd_dom_holder(w.d, 0);
+	ck_assert_int_eq(x->kind, HD_HOLDER_JOINT);
+	ck_assert_uint_eq(x->num_roots, complete ? n : HD_HOLDER_MAX_MEMBERS);
+	ck_assert_int_eq(x->overflow, !complete);
+	world_destroy(&w);
+}
+
+START_TEST(test_dominators_joint_cap)
+{
+	joint_of_locals(HD_HOLDER_MAX_MEMBERS, true);
+	joint_of_locals(HD_HOLDER_MAX_MEMBERS + 1, false);
+}
+END_TEST
+
 START_TEST(test_dominators_no_leak)
 {
 	// Everything reachable: no leak forest, leak queries answer "none".
@@ -1364,6 +1398,7 @@ int main(void)
 	tcase_add_test(tc, test_dominators);
 	tcase_add_test(tc, test_dominators_no_leak);
 	tcase_add_test(tc, test_dominators_joint);
+	tcase_add_test(tc, test_dominators_joint_cap);
 	suite_add_tcase(s, tc);
 
 	int failed = hd_run_suite(s);
