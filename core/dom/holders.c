@@ -307,37 +307,29 @@ static struct hd_error *joint_edges(struct builder *b, struct joints *j)
 	j->succ_off = calloc((size_t)j->num + 1, sizeof(*j->succ_off));
 	if (!j->pred_off || !j->succ_off)
 		return &hd_error_no_memory;
-	for (int pass = 0; pass < 2; pass++) {
-		uint64_t n = 0;
-		for (uint32_t x = 0; x < j->num; x++) {
-			uint32_t v = j->vertex[x], me = (uint32_t)b->nroots + x;
-			if (pass == 0)
-				j->pred_off[x] = n;
-			for (uint64_t e = rev->offsets[v]; e < rev->offsets[v + 1]; e++) {
-				uint32_t u = rev->targets[e];
-				if (u == d->tree.root || d->tree.idom[u] == HD_NO_VERTEX)
-					continue;
-				uint32_t nu;
-				struct hd_error *err = node_of(b, j, u, &nu);
-				if (err)
-					return err;
-				if (nu == me || (ranked && node_rank(b, j, nu) > j->rank[x]))
-					continue;
-				if (pass == 1) {
-					j->preds[n] = nu;
-					if (nu >= b->nroots)
-						j->succ_off[nu - b->nroots + 1]++;
-				}
-				n++;
-			}
-		}
-		if (pass == 0) {
-			j->pred_off[j->num] = n;
-			j->preds = malloc((n ? n : 1) * sizeof(*j->preds));
-			if (!j->preds)
+	// One pass: finding a predecessor's holder may walk up the tree, so
+	// it is done once per edge, into an array grown as it goes.
+	size_t n = 0, cap = 0;
+	for (uint32_t x = 0; x < j->num; x++) {
+		uint32_t v = j->vertex[x], me = (uint32_t)b->nroots + x;
+		j->pred_off[x] = n;
+		for (uint64_t e = rev->offsets[v]; e < rev->offsets[v + 1]; e++) {
+			uint32_t u = rev->targets[e];
+			if (u == d->tree.root || d->tree.idom[u] == HD_NO_VERTEX)
+				continue;
+			uint32_t nu;
+			struct hd_error *err = node_of(b, j, u, &nu);
+			if (err)
+				return err;
+			if (nu == me || (ranked && node_rank(b, j, nu) > j->rank[x]))
+				continue;
+			if (!HD_VEC_PUSH(j->preds, n, cap, nu))
 				return &hd_error_no_memory;
+			if (nu >= b->nroots)
+				j->succ_off[nu - b->nroots + 1]++;
 		}
 	}
+	j->pred_off[j->num] = n;
 	for (uint32_t x = 0; x < j->num; x++)
 		j->succ_off[x + 1] += j->succ_off[x];
 	uint64_t m = j->succ_off[j->num];
