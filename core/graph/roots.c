@@ -131,30 +131,39 @@ static uint64_t static_tls_size(struct hd_target *t)
 	return (total + 63) & ~63ULL;
 }
 
-// A local is named after its thread, its frame and itself, "thread 1234
-// #2 worker (file.c:48) local mine", so that one function's locals in two
-// threads or two frames are two owners.
-static void local_name(struct hd_target *t, const struct hd_frame *f,
-		       char *buf, size_t len)
-{
-	for (size_t i = 0; i < hd_target_num_frames(t); i++) {
-		const struct hd_frame *fr = hd_target_frame(t, i);
-		if (!fr->local && fr->tid == f->tid && fr->level == f->level) {
-			snprintf(buf, len, "thread %d %s local %s", f->tid, fr->name,
-				 f->name);
-			return;
-		}
-	}
-	snprintf(buf, len, "thread %d #%u local %s", f->tid, f->level, f->name);
-}
+#define MAX_FRAME_LEVELS (1u << 20)
 
 // Frames the front-end knows split the live stack: each frame is a root
 // named after its function; what no frame covers stays "thread N stack".
+// A local is named after its thread, its frame and itself, "thread 1234
+// #2 worker (file.c:48) local mine", so that one function's locals in two
+// threads or two frames are two owners; its frame is found by level in a
+// table of the thread's frames, not by searching them for every local.
 static struct hd_error *frame_roots(struct hd_graph *g, struct claims *c,
 				    struct hd_target *t, int tid, uint64_t lo,
 				    uint64_t hi)
 {
-	for (size_t i = 0; i < hd_target_num_frames(t); i++) {
+	size_t nframes = hd_target_num_frames(t);
+	unsigned levels = 0;
+	for (size_t i = 0; i < nframes; i++) {
+		const struct hd_frame *f = hd_target_frame(t, i);
+		// A front-end's levels are bounded (gdb's backtrace limit);
+		// one past that is no frame this table holds.
+		if (f->tid == tid && !f->local && f->level >= levels &&
+		    f->level < MAX_FRAME_LEVELS)
+			levels = f->level + 1;
+	}
+	const char **frame_of = calloc(levels ? levels : 1, sizeof(*frame_of));
+	if (!frame_of)
+		return &hd_error_no_memory;
+	for (size_t i = 0; i < nframes; i++) {
+		const struct hd_frame *f = hd_target_frame(t, i);
+		if (f->tid == tid && !f->local && f->level < levels &&
+		    !frame_of[f->level])
+			frame_of[f->level] = f->name;
+	}
+	struct hd_error *err = NULL;
+	for (size_t i = 0; i < nframes && !err; i++) {
 		const struct hd_frame *f = hd_target_frame(t, i);
 		if (f->tid != tid)
 			continue;
@@ -163,17 +172,19 @@ static struct hd_error *frame_roots(struct hd_graph *g, struct claims *c,
 		if (a >= b)
 			continue;
 		char name[800];
-		if (f->local)
-			local_name(t, f, name, sizeof(name));
-		else
+		if (!f->local)
 			snprintf(name, sizeof(name), "thread %d %s", tid, f->name);
-		struct hd_error *err = add_unclaimed(g, c, name,
-						     f->local ? HD_ROOT_LOCAL : HD_ROOT_FRAME,
-						     a, b, tid);
-		if (err)
-			return err;
+		else if (f->level < levels && frame_of[f->level])
+			snprintf(name, sizeof(name), "thread %d %s local %s", tid,
+				 frame_of[f->level], f->name);
+		else
+			snprintf(name, sizeof(name), "thread %d #%u local %s", tid,
+				 f->level, f->name);
+		err = add_unclaimed(g, c, name, f->local ? HD_ROOT_LOCAL : HD_ROOT_FRAME,
+				    a, b, tid);
 	}
-	return NULL;
+	free(frame_of);
+	return err;
 }
 
 static struct hd_error *thread_roots(struct hd_graph *g, struct claims *c,
