@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "heap/heap_internal.h"
+#include "heap/glibc/glibc_internal.h"
 #include "util/vec.h"
 
 #define PAGE 4096ULL

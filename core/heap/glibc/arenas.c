@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "heap/heap_internal.h"
+#include "heap/glibc/glibc_internal.h"
 #include "util/vec.h"
 
 #define MAX_ARENAS 4096

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "heap/heap_internal.h"
+#include "heap/glibc/glibc_internal.h"
 #include "util/vec.h"
 
 bool glibc_read64(struct glibc_walk *w, uint64_t addr, uint64_t *ret)
