@@ -451,6 +451,8 @@ static struct hd_error *load_core(struct hd_target *t, struct core_file *c)
 			return err;
 	}
 	hd_target_sort_mappings(t);
+	if (t->no_file_note)
+		return hd_target_modules_from_link_map(t);
 	return hd_target_modules_from_mappings(t);
 }
 

@@ -82,6 +82,78 @@ static size_t build_id_from_memory(struct hd_target *t, uint64_t base,
 	return 0;
 }
 
+enum file_match {
+	FILE_USED,      // the file's build-id is the target's
+	FILE_UNVERIFIED, // used, but the target shows no build-id to check
+	FILE_MISSING,   // no such file, or not an ELF file
+	FILE_NOT_IMAGE, // an ELF file but no executable or shared object
+	FILE_MISMATCH,  // another build than the process ran
+};
+
+// The local file that stands for module `name`: --exe's for the executable,
+// else the module's path under the sysroot, and whether its build-id is the
+// one the target's memory shows (id, id_len; 0 when its headers are not in
+// the target). *file is set for FILE_USED and FILE_UNVERIFIED only; a file
+// the user named that is no image is an error. Mismatches and unverified
+// files are recorded as issues here, missing files by the caller (not every
+// missing file is a module).
+static struct hd_error *pick_file(struct hd_target *t, const char *name,
+				  bool is_exe, const uint8_t *id, size_t id_len,
+				  char **file_ret, struct hd_elf_info *info,
+				  enum file_match *match, char **looked_at)
+{
+	*file_ret = NULL;
+	*looked_at = NULL;
+	bool user_named = is_exe && t->exe_override;
+	char *file = user_named ? strdup(t->exe_override)
+				: hd_target_resolve_path(t, name);
+	if (!file)
+		return &hd_error_no_memory;
+	*looked_at = file;
+	struct hd_error *err = hd_elf_read_info(file, info);
+	if (err) {
+		if (user_named)
+			return err;
+		hd_error_destroy(err);
+		*match = FILE_MISSING;
+		return NULL;
+	}
+	if (info->type != ET_EXEC && info->type != ET_DYN) {
+		if (user_named)
+			return hd_error_file(HD_ERROR_MISMATCH, file,
+					     "is not an executable or shared object");
+		*match = FILE_NOT_IMAGE;
+		return NULL;
+	}
+	char want[81], have[81];
+	format_build_id(id, id_len, want);
+	format_build_id(info->build_id, info->build_id_len, have);
+	if (id_len && info->build_id_len &&
+	    (id_len != info->build_id_len ||
+	     memcmp(id, info->build_id, id_len) != 0)) {
+		// Another build than the process ran (a rebuilt program, an
+		// updated library): its symbols and types would be wrong, so
+		// use none of it, say so, and go on with what the target's
+		// memory shows.
+		*match = FILE_MISMATCH;
+		return hd_target_push_issue(t, name, file, is_exe, true, want,
+					    have);
+	}
+	*match = id_len && info->build_id_len ? FILE_USED : FILE_UNVERIFIED;
+	if (*match == FILE_UNVERIFIED) {
+		// Nothing to compare: the target's copy of the headers is not
+		// there (filtered or cut from the core), or neither has a
+		// build-id. The file is used, and the warning says unchecked.
+		err = hd_target_push_issue(t, name, file, is_exe, false, want,
+					   have);
+		if (err)
+			return err;
+		t->issues[t->num_issues - 1].unverified = true;
+	}
+	*file_ret = file;
+	return NULL;
+}
+
 // Fills in one module from the mapping at file offset 0 of its file.
 static struct hd_error *add_module(struct hd_target *t, const char *path,
 				   uint64_t base, uint64_t start, uint64_t end,
@@ -89,71 +161,39 @@ static struct hd_error *add_module(struct hd_target *t, const char *path,
 {
 	struct hd_module m = {.start = start, .end = end, .is_exe = is_exe};
 	m.name = (char *)path;
-	char *file = NULL;
-	if (is_exe && t->exe_override)
-		file = strdup(t->exe_override);
-	else
-		file = hd_target_resolve_path(t, path);
-	if (!file)
-		return &hd_error_no_memory;
-
 	uint8_t mem_id[64];
 	size_t mem_id_len = build_id_from_memory(t, base, mem_id, sizeof(mem_id));
+	char *file, *looked_at;
 	struct hd_elf_info info;
-	struct hd_error *err = hd_elf_read_info(file, &info);
+	enum file_match match;
+	struct hd_error *err = pick_file(t, path, is_exe, mem_id, mem_id_len,
+					 &file, &info, &match, &looked_at);
 	if (err) {
+		free(looked_at);
+		return err;
+	}
+	if (match == FILE_NOT_IMAGE) {
+		free(looked_at);
+		return NULL;
+	}
+	if (match == FILE_MISSING) {
 		// The file may be gone or be a data file mapped by the
 		// program (locale archive, fonts): not a module then, unless
-		// the target's memory shows an ELF image.
-		bool user_named = is_exe && t->exe_override;
-		if (user_named) {
-			free(file);
-			return err;
-		}
-		hd_error_destroy(err);
-		// Only a missing ELF file is worth a word: data files the
-		// program mapped are no modules.
-		struct hd_error *ierr = NULL;
+		// the target's memory shows an ELF image. Only a missing ELF
+		// file is worth a word.
 		if (mem_id_len || is_exe) {
 			char want[81];
 			format_build_id(mem_id, mem_id_len, want);
-			ierr = hd_target_push_issue(t, path, file, is_exe, false,
-						    want, NULL);
+			err = hd_target_push_issue(t, path, looked_at, is_exe,
+						   false, want, NULL);
 		}
-		free(file);
-		if (ierr || !mem_id_len)
-			return ierr;
-		file = NULL;
+		if (err || !mem_id_len) {
+			free(looked_at);
+			return err;
+		}
 		m.bias = base;
 	} else {
-		if (info.type != ET_EXEC && info.type != ET_DYN) {
-			if (is_exe && t->exe_override) {
-				err = hd_error_file(HD_ERROR_MISMATCH, file,
-					"is not an executable or shared object");
-				free(file);
-				return err;
-			}
-			free(file);
-			return NULL;
-		}
 		m.bias = base - info.min_vaddr;
-		if (mem_id_len && info.build_id_len &&
-		    (mem_id_len != info.build_id_len ||
-		     memcmp(mem_id, info.build_id, mem_id_len) != 0)) {
-			char want[81], have[81];
-			format_build_id(mem_id, mem_id_len, want);
-			format_build_id(info.build_id, info.build_id_len, have);
-			// Another build than the process ran (a rebuilt
-			// program, an updated library): its symbols and types
-			// would be wrong, so use none of it, say so, and go on
-			// with what the target's memory shows.
-			err = hd_target_push_issue(t, path, file, is_exe, true,
-						   want, have);
-			free(file);
-			if (err)
-				return err;
-			file = NULL;
-		}
 	}
 	m.file = file;
 	if (mem_id_len) {
@@ -163,10 +203,46 @@ static struct hd_error *add_module(struct hd_target *t, const char *path,
 		memcpy(m.build_id, info.build_id, info.build_id_len);
 		m.build_id_len = info.build_id_len;
 	}
-	if (!m.build_id_len)
-		m.build_id_len = 0;
 	err = hd_target_push_module(t, &m);
-	free(file);
+	free(looked_at);
+	return err;
+}
+
+struct hd_error *hd_target_add_image_module(struct hd_target *t,
+					    const struct hd_image *im)
+{
+	struct hd_module m = {.name = (char *)im->name, .bias = im->bias,
+			      .start = im->start, .end = im->end,
+			      .is_exe = im->is_exe};
+	char *file, *looked_at;
+	struct hd_elf_info info;
+	enum file_match match;
+	struct hd_error *err = pick_file(t, im->name, im->is_exe, im->build_id,
+					 im->build_id_len, &file, &info, &match,
+					 &looked_at);
+	if (!err && (match == FILE_MISSING || match == FILE_NOT_IMAGE)) {
+		char want[81];
+		format_build_id(im->build_id, im->build_id_len, want);
+		err = hd_target_push_issue(t, im->name, looked_at, im->is_exe,
+					   false, want, NULL);
+	}
+	if (!err && file && !im->have_range) {
+		// No program headers in the target: the file's say where the
+		// image lies.
+		m.start = im->bias + info.min_vaddr;
+		m.end = im->bias + info.file_end;
+	}
+	if (!err) {
+		m.file = file;
+		memcpy(m.build_id, im->build_id, im->build_id_len);
+		m.build_id_len = im->build_id_len;
+		if (!m.build_id_len && file) {
+			memcpy(m.build_id, info.build_id, info.build_id_len);
+			m.build_id_len = info.build_id_len;
+		}
+		err = hd_target_push_module(t, &m);
+	}
+	free(looked_at);
 	return err;
 }
 

@@ -108,6 +108,7 @@ void hd_target_destroy(struct hd_target *t)
 	free(t->name);
 	free(t->sysroot);
 	free(t->exe_override);
+	free(t->recovery_problem);
 	free(t);
 }
 
@@ -307,17 +308,39 @@ static const char *base_of(const char *path)
 	return s ? s + 1 : path;
 }
 
-// A module's issue is void once a front-end gave it a file.
+// A module's issue is void once a front-end gave it a file; an unverified
+// file's stands while the file is used.
 static bool issue_open(const struct hd_target *t, const struct hd_module_issue *is)
 {
 	for (size_t i = 0; i < t->num_modules; i++)
 		if (strcmp(t->modules[i].name, is->name) == 0)
-			return !t->modules[i].file;
-	return true;
+			return is->unverified ? t->modules[i].file != NULL
+					      : !t->modules[i].file;
+	return !is->unverified;
+}
+
+enum issue_kind { ISSUE_MISSING, ISSUE_MISMATCH, ISSUE_UNVERIFIED };
+
+static enum issue_kind kind_of(const struct hd_module_issue *is)
+{
+	return is->unverified ? ISSUE_UNVERIFIED
+	       : is->mismatch ? ISSUE_MISMATCH : ISSUE_MISSING;
+}
+
+
+// "libm.so.6, libz.so.1 and 3 more": the first names of a list.
+static void list_names(char *buf, size_t len, size_t *used, size_t n,
+		       const char *name)
+{
+	if (n < 3 && *used < len) {
+		int r = snprintf(buf + *used, len - *used, "%s%s",
+				 n ? ", " : "", base_of(name));
+		*used += r > 0 ? (size_t)r : 0;
+	}
 }
 
 // The libraries with one kind of issue: "libm.so.6, libz.so.1 and 3 more".
-static void list_libraries(const struct hd_target *t, bool mismatch,
+static void list_libraries(const struct hd_target *t, enum issue_kind kind,
 			   char *buf, size_t len, size_t *count, bool *libc)
 {
 	size_t n = 0, used = 0;
@@ -325,15 +348,11 @@ static void list_libraries(const struct hd_target *t, bool mismatch,
 	*libc = false;
 	for (size_t i = 0; i < t->num_issues; i++) {
 		const struct hd_module_issue *is = &t->issues[i];
-		if (is->is_exe || is->mismatch != mismatch || !issue_open(t, is))
+		if (is->is_exe || kind_of(is) != kind || !issue_open(t, is))
 			continue;
 		const char *b = base_of(is->name);
 		*libc |= strncmp(b, "libc.so", 7) == 0 || strncmp(b, "libc-", 5) == 0;
-		if (n < 3 && used < len) {
-			int r = snprintf(buf + used, len - used, "%s%s",
-					 n ? ", " : "", base_of(is->name));
-			used += r > 0 ? (size_t)r : 0;
-		}
+		list_names(buf, len, &used, n, is->name);
 		n++;
 	}
 	if (n > 3 && used < len)
@@ -361,8 +380,26 @@ size_t hd_target_num_warnings(struct hd_target *t)
 		free(t->warnings[i]);
 	t->num_warnings = 0;
 	char *line;
-	if (t->no_file_note) {
-		line = strdup("the core has no NT_FILE note (an old gcore?): which files were mapped is unknown, so no symbol or type of any module is used, roots are named by address, and the heap is found from its data alone");
+	if (t->no_file_note && t->recovered_modules) {
+		char names[512];
+		size_t used = 0;
+		for (size_t i = 0; i < t->num_modules; i++)
+			list_names(names, sizeof(names), &used, i,
+				   t->modules[i].name);
+		if (t->num_modules > 3 && used < sizeof(names))
+			snprintf(names + used, sizeof(names) - used,
+				 " and %zu more", t->num_modules - 3);
+		if (asprintf(&line, "the core has no NT_FILE note (an old gcore?): %zu module%s found from the process's memory (the executable's program headers through auxv, the libraries through the dynamic linker's list): %s%s%s; memory outside them is named by address",
+			     t->num_modules, t->num_modules == 1 ? "" : "s",
+			     names, t->recovery_problem ? "; " : "",
+			     t->recovery_problem ? t->recovery_problem : "") < 0)
+			line = NULL;
+		push_line(t, line);
+	} else if (t->no_file_note) {
+		if (asprintf(&line, "the core has no NT_FILE note (an old gcore?) and no module was found from the process's memory either (%s): no symbol or type of any module is used, roots are named by address, and the heap is found from its data alone",
+			     t->recovery_problem ? t->recovery_problem
+						 : "no executable in it") < 0)
+			line = NULL;
 		push_line(t, line);
 	}
 	for (size_t i = 0; i < t->num_issues; i++) {
@@ -382,7 +419,12 @@ size_t hd_target_num_warnings(struct hd_target *t)
 			"find none of its symbols; the blocks and what reaches "
 			"them are unaffected (its memory is in the target and "
 			"is scanned word by word)";
-		if (is->mismatch) {
+		if (is->unverified) {
+			if (asprintf(&line,
+				     "the executable %s cannot be checked against %s: the core holds no build-id for it (its headers were not dumped, or it has none), so it is used unverified; if it is not the build that ran, its symbols and types are wrong",
+				     is->file, t->name) < 0)
+				line = NULL;
+		} else if (is->mismatch) {
 			if (asprintf(&line,
 				     "the executable %s is not the one that made %s (build-id %s in %s, %s in the file): it is not used, so %s; give the right one with --exe",
 				     is->file, t->name, is->target_id, t->name,
@@ -402,11 +444,12 @@ size_t hd_target_num_warnings(struct hd_target *t)
 		}
 		push_line(t, line);
 	}
-	for (int mismatch = 0; mismatch < 2; mismatch++) {
+	for (int kind = ISSUE_MISSING; kind <= ISSUE_MISMATCH; kind++) {
 		char names[512];
 		size_t n;
 		bool libc;
-		list_libraries(t, mismatch, names, sizeof(names), &n, &libc);
+		bool mismatch = kind == ISSUE_MISMATCH;
+		list_libraries(t, kind, names, sizeof(names), &n, &libc);
 		if (!n)
 			continue;
 		if (asprintf(&line, "%zu librar%s %s (%s): %s symbols, types and call frame information are not used (threads are not unwound through their code)%s; give %s with --sysroot",
@@ -419,6 +462,16 @@ size_t hd_target_num_warnings(struct hd_target *t)
 			     mismatch ? "the right files" : "them") < 0)
 			line = NULL;
 		push_line(t, line);
+	}
+	{
+		char names[512];
+		size_t n;
+		bool libc;
+		list_libraries(t, ISSUE_UNVERIFIED, names, sizeof(names), &n, &libc);
+		if (n && asprintf(&line, "%zu librar%s (%s) cannot be checked against %s: the core holds no build-id for %s (headers not dumped), so the files on this machine are used unverified",
+				  n, n == 1 ? "y" : "ies", names, t->name,
+				  n == 1 ? "it" : "them") >= 0)
+			push_line(t, line);
 	}
 	for (size_t i = 0; i < t->num_notes; i++)
 		push_line(t, strdup(t->notes[i]));

@@ -48,8 +48,11 @@ struct hd_target {
 	// backtrace stopped early), capped: hd_target_note.
 	char **notes;
 	size_t num_notes, dropped_notes;
-	// A core without NT_FILE: no module is known (core backend).
+	// A core without NT_FILE: modules come from the dynamic linker's
+	// list in memory (core backend); how many, and why not more.
 	bool no_file_note;
+	size_t recovered_modules;
+	char *recovery_problem; // what stopped the search, or NULL
 	// A core file shorter than its headers (core backend).
 	bool truncated;
 	struct hd_truncation truncation;
@@ -60,6 +63,7 @@ struct hd_module_issue {
 	char *file;    // the file looked at, or NULL
 	bool is_exe;
 	bool mismatch; // file exists but has another build-id
+	bool unverified; // file used, but the target shows no build-id
 	char target_id[81], file_id[81];
 };
 // Records that module name's file could not be used.
@@ -93,6 +97,30 @@ struct hd_error *hd_target_push_module(struct hd_target *t,
 // applied) and reads build-ids. exe_path, if set, marks that module as the
 // executable; otherwise the module containing AT_PHDR (auxv) is.
 struct hd_error *hd_target_modules_from_mappings(struct hd_target *t);
+
+// A module as the target's memory shows it: its name, load bias, range and
+// build-id (build_id_len 0 when its headers are not in the target).
+struct hd_image {
+	const char *name;
+	uint64_t bias, start, end;
+	bool have_range; // from program headers in memory
+	uint8_t build_id[64];
+	size_t build_id_len;
+	bool is_exe;
+};
+// Adds the module, with the local file (sysroot or --exe applied) when its
+// build-id is the image's; a missing file, another build or one that cannot
+// be checked is recorded as an issue. Without have_range, the file's program
+// headers give the range when it is used.
+struct hd_error *hd_target_add_image_module(struct hd_target *t,
+					    const struct hd_image *im);
+
+// Builds the module list of a core without NT_FILE from its memory: the
+// executable from auxv (AT_PHDR) and its program headers, the libraries
+// from the dynamic linker's r_debug/link_map list reached through the
+// executable's DT_DEBUG, the interpreter from AT_BASE when that list is
+// empty. What it cannot find is left in t->recovery_problem.
+struct hd_error *hd_target_modules_from_link_map(struct hd_target *t);
 
 // Fills in the thread pointer of threads whose fs_base is 0 from the shape
 // of glibc's thread descriptor in memory (left 0 if not found).

@@ -111,10 +111,13 @@ struct hd_error *hd_elf_read_info(const char *path, struct hd_elf_info *ret)
 			goto out;
 		}
 		if (pread_full(fd, ph, eh.e_phnum * sizeof(*ph), eh.e_phoff)) {
-			uint64_t min = UINT64_MAX;
+			uint64_t min = UINT64_MAX, end = 0;
 			for (size_t i = 0; i < eh.e_phnum; i++) {
 				if (ph[i].p_type == PT_LOAD && ph[i].p_vaddr < min)
 					min = ph[i].p_vaddr;
+				if (ph[i].p_type == PT_LOAD &&
+				    ph[i].p_vaddr + ph[i].p_filesz > end)
+					end = ph[i].p_vaddr + ph[i].p_filesz;
 				if (ph[i].p_type == PT_TLS) {
 					ret->tls_memsz = ph[i].p_memsz;
 					ret->tls_align = ph[i].p_align;
@@ -132,6 +135,7 @@ struct hd_error *hd_elf_read_info(const char *path, struct hd_elf_info *ret)
 				}
 			}
 			ret->min_vaddr = min == UINT64_MAX ? 0 : min & ~0xfffULL;
+			ret->file_end = (end + 0xfff) & ~0xfffULL;
 		}
 		free(ph);
 	}

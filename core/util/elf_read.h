@@ -9,6 +9,7 @@ struct hd_elf_info {
 	uint16_t type;     // ET_EXEC, ET_DYN, ET_CORE...
 	uint16_t machine;  // EM_X86_64...
 	uint64_t min_vaddr; // lowest PT_LOAD p_vaddr, page aligned
+	uint64_t file_end;  // highest PT_LOAD p_vaddr + p_filesz, page aligned up
 	uint8_t build_id[64];
 	size_t build_id_len;
 	uint64_t tls_memsz, tls_align; // PT_TLS, 0 if none
