@@ -34,7 +34,34 @@ struct core_file {
 	char **file_paths;
 	int *file_fds;
 	size_t num_files;
+	// Anonymous private memory was dumped (coredump_filter bit 0, or a
+	// gcore that dumps everything): a private file mapping left out was
+	// then never written, and its file's bytes are its content.
+	bool anon_dumped;
 };
+
+// Why a mapped file on this machine cannot stand for the memory the core
+// left out: it is another build than the process mapped (the module's
+// build-id in the core differs), or NULL if it can.
+static const struct hd_module_issue *refused_file(const struct hd_target *t,
+						  const char *path)
+{
+	for (size_t i = 0; i < t->num_issues; i++)
+		if (t->issues[i].mismatch && strcmp(t->issues[i].name, path) == 0)
+			return &t->issues[i];
+	return NULL;
+}
+
+// The file to read for path: --exe's for the executable, else path under
+// the sysroot.
+static char *backing_path(const struct hd_target *t, const char *path)
+{
+	for (size_t i = 0; i < t->num_modules; i++)
+		if (t->modules[i].is_exe && t->exe_override &&
+		    strcmp(t->modules[i].name, path) == 0)
+			return strdup(t->exe_override);
+	return hd_target_resolve_path(t, path);
+}
 
 static struct core_segment *find_segment(struct core_file *c, uint64_t addr)
 {
@@ -57,8 +84,18 @@ static struct hd_error *read_backing_file(struct hd_target *t,
 					  uint8_t *buf, size_t n)
 {
 	int idx = s->file_index;
+	if (t->core_only)
+		return hd_error_at(HD_ERROR_FAULT, addr,
+				   "memory at 0x%llx is not in the core",
+				   (unsigned long long)addr);
+	const struct hd_module_issue *is = refused_file(t, c->file_paths[idx]);
+	if (is)
+		return hd_error_at(HD_ERROR_FAULT, addr,
+				   "memory at 0x%llx is not in the core, and %s on this machine is another build than the process mapped (build-id %s in the core, %s in the file)",
+				   (unsigned long long)addr, is->file,
+				   is->target_id, is->file_id);
 	if (c->file_fds[idx] == -1) {
-		char *path = hd_target_resolve_path(t, c->file_paths[idx]);
+		char *path = backing_path(t, c->file_paths[idx]);
 		if (!path)
 			return &hd_error_no_memory;
 		c->file_fds[idx] = open(path, O_RDONLY | O_CLOEXEC);
@@ -109,7 +146,8 @@ static struct hd_error *core_read(struct hd_target *t, uint64_t addr,
 			if (n > s->avail - in_seg)
 				n = s->avail - in_seg;
 			memcpy(out, c->data + s->offset + in_seg, n);
-		} else if (s->file_index >= 0 && !(s->prot & HD_PROT_WRITE)) {
+		} else if (s->file_index >= 0 &&
+			   (!(s->prot & HD_PROT_WRITE) || c->anon_dumped)) {
 			struct hd_error *err =
 				read_backing_file(t, c, s, addr, out, n);
 			if (err)
@@ -431,6 +469,10 @@ static struct hd_error *load_core(struct hd_target *t, struct core_file *c)
 		return hd_error_file(HD_ERROR_FORMAT, t->name,
 				     "core has no notes segment (no threads or mapped files)");
 	t->no_file_note = !c->file_paths;
+	for (size_t i = 0; i < c->num_segs && !c->anon_dumped; i++)
+		c->anon_dumped = c->segs[i].file_index < 0 &&
+				 (c->segs[i].prot & HD_PROT_WRITE) &&
+				 c->segs[i].filesz > 0;
 	// NT_FILE added the file ranges the core left out.
 	qsort(c->segs, c->num_segs, sizeof(*c->segs), segment_cmp);
 	for (size_t i = 0; i < c->num_segs; i++) {
@@ -444,16 +486,27 @@ static struct hd_error *load_core(struct hd_target *t, struct core_file *c)
 						   : NULL,
 			.readable = s->avail == s->end - s->start ||
 				    (s->file_index >= 0 &&
-				     !(s->prot & HD_PROT_WRITE)),
+				     (!(s->prot & HD_PROT_WRITE) || c->anon_dumped)),
 		};
 		struct hd_error *err = hd_target_push_mapping(t, &m);
 		if (err)
 			return err;
 	}
 	hd_target_sort_mappings(t);
-	if (t->no_file_note)
-		return hd_target_modules_from_link_map(t);
-	return hd_target_modules_from_mappings(t);
+	struct hd_error *err = t->no_file_note
+				       ? hd_target_modules_from_link_map(t)
+				       : hd_target_modules_from_mappings(t);
+	if (err)
+		return err;
+	// A left-out range whose file is another build is not readable.
+	for (size_t i = 0; i < t->num_mappings; i++) {
+		struct hd_mapping *m = &t->mappings[i];
+		const struct core_segment *s = find_segment(c, m->start);
+		if (m->path && s && s->avail < s->end - s->start &&
+		    refused_file(t, m->path))
+			m->readable = false;
+	}
+	return NULL;
 }
 
 struct hd_error *hd_target_open_core(const char *path,

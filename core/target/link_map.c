@@ -335,7 +335,19 @@ static int module_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
+static struct hd_error *find_modules(struct hd_target *t);
+
+// What the core holds, not what files on this machine say, is searched.
 struct hd_error *hd_target_modules_from_link_map(struct hd_target *t)
+{
+	bool was = t->core_only;
+	t->core_only = true;
+	struct hd_error *err = find_modules(t);
+	t->core_only = was;
+	return err;
+}
+
+static struct hd_error *find_modules(struct hd_target *t)
 {
 	Elf64_Phdr ph[MAX_PHDRS];
 	size_t n;

@@ -44,8 +44,8 @@ nomem:
 
 // Reads the build-id note from the module's ELF headers in target memory;
 // cores normally keep the first page of every mapped ELF file for this.
-static size_t build_id_from_memory(struct hd_target *t, uint64_t base,
-				   uint8_t *out, size_t cap)
+static size_t read_build_id(struct hd_target *t, uint64_t base,
+			    uint8_t *out, size_t cap)
 {
 	Elf64_Ehdr eh;
 	struct hd_error *err = hd_target_read(t, base, &eh, sizeof(eh));
@@ -80,6 +80,16 @@ static size_t build_id_from_memory(struct hd_target *t, uint64_t base,
 			return n;
 	}
 	return 0;
+}
+
+static size_t build_id_from_memory(struct hd_target *t, uint64_t base,
+				   uint8_t *out, size_t cap)
+{
+	bool was = t->core_only;
+	t->core_only = true;
+	size_t n = read_build_id(t, base, out, cap);
+	t->core_only = was;
+	return n;
 }
 
 enum file_match {

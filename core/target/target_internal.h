@@ -53,6 +53,11 @@ struct hd_target {
 	bool no_file_note;
 	size_t recovered_modules;
 	char *recovery_problem; // what stopped the search, or NULL
+	// Reads come from the core's own data only, never from a mapped
+	// file on this machine: set while build-ids are read from memory, so
+	// that a header the core omits is not taken from the file it is to be
+	// checked against.
+	bool core_only;
 	// A core file shorter than its headers (core backend).
 	bool truncated;
 	struct hd_truncation truncation;
