@@ -355,6 +355,8 @@ struct hd_error *hd_command_run(struct hd_session *s, const struct hd_command *c
 				       : render[c->report](f, s, &o);
 	if (c->output && fclose(f) != 0 && !err)
 		err = hd_error_os(errno, c->output, "cannot write");
+	if (err && s)
+		err = hd_error_in_truncated(hd_session_target(s), err);
 	// The command's DWARF reading ends with it (typing joins it when it
 	// ran; a report that failed before typing must not leave it running).
 	if (s)

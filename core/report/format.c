@@ -215,6 +215,22 @@ struct hd_error *hd_check_complete(struct hd_target *t, bool partial)
 			     tr.file_size, tr.expected_size, ranges);
 }
 
+struct hd_error *hd_error_in_truncated(struct hd_target *t,
+				       struct hd_error *err)
+{
+	struct hd_truncation tr;
+	if (!err || err->is_static || !hd_target_truncation(t, &tr))
+		return err;
+	char ranges[160], *msg;
+	missing_ranges(&tr, ranges, sizeof(ranges));
+	if (asprintf(&msg, "%s (partial: the core is truncated, %" PRIu64 " of %" PRIu64 " bytes; memory %s is missing and may hold what was not found)",
+		     err->message, tr.file_size, tr.expected_size, ranges) >= 0) {
+		free(err->message);
+		err->message = msg;
+	}
+	return err;
+}
+
 static const char *problem_at(void *arg, size_t i, uint64_t *addr)
 {
 	const struct hd_heap_problem *p = hd_heap_problem(arg, i);

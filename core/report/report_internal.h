@@ -35,6 +35,10 @@ void hd_text_warnings(FILE *out, bool color, const char *indent, size_t n,
 // An error naming the missing range if the target is a truncated core and
 // the user did not ask for a partial answer (--partial).
 struct hd_error *hd_check_complete(struct hd_target *t, bool partial);
+// A failure on a truncated core (--partial) says what the core lacks: what
+// was not found may lie in the missing memory.
+struct hd_error *hd_error_in_truncated(struct hd_target *t,
+				       struct hd_error *err);
 // A section title, bold in colour, followed by a newline.
 void hd_heading(FILE *out, bool color, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

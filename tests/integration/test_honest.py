@@ -224,6 +224,17 @@ def case_truncated(a, base):
         r = run(a, ["stats", fc])
         check("foreign core cut to %s: exit 1 naming it and %s" % (label, rng(s, e)),
               r.rc == 1 and fc in r.err and rng(s, e) in r.err, r.describe())
+        # --partial: what the cut core holds, labelled partial, or (its
+        # heap lies past the cut) an error that says the core is cut and
+        # where, never a bare "no arena found".
+        for cmd in ("stats", "leaks"):
+            r = run(a, [cmd, fc, "--partial"])
+            first = r.out.splitlines()[0] if r.out else ""
+            check("foreign core cut to %s, %s --partial: labelled partial, or exit 1 "
+                  "naming it, the truncation and %s" % (label, cmd, rng(s, e)),
+                  (r.rc == 0 and first.startswith("partial:") and rng(s, e) in first) or
+                  (r.rc == 1 and fc in r.err and "truncated" in r.err and rng(s, e) in r.err),
+                  r.describe())
         os.unlink(fc)
     os.unlink(full)
 
