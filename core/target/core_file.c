@@ -78,6 +78,29 @@ static struct core_segment *find_segment(struct core_file *c, uint64_t addr)
 	return NULL;
 }
 
+// Whether the file behind path can be read (not opened here: a process
+// maps hundreds of files, each in several NT_FILE entries).
+static bool backing_exists(const struct hd_target *t, const char *path)
+{
+	char *file = backing_path(t, path);
+	bool ok = file && access(file, R_OK) == 0;
+	free(file);
+	return ok;
+}
+
+// Opens the file behind NT_FILE entry idx once; false if it cannot be.
+static bool open_backing(struct hd_target *t, struct core_file *c, int idx)
+{
+	if (c->file_fds[idx] == -1) {
+		char *path = backing_path(t, c->file_paths[idx]);
+		c->file_fds[idx] = path ? open(path, O_RDONLY | O_CLOEXEC) : -2;
+		if (c->file_fds[idx] < 0)
+			c->file_fds[idx] = -2;
+		free(path);
+	}
+	return c->file_fds[idx] >= 0;
+}
+
 static struct hd_error *read_backing_file(struct hd_target *t,
 					  struct core_file *c,
 					  struct core_segment *s, uint64_t addr,
@@ -94,16 +117,7 @@ static struct hd_error *read_backing_file(struct hd_target *t,
 				   "memory at 0x%llx is not in the core, and %s on this machine is another build than the process mapped (build-id %s in the core, %s in the file)",
 				   (unsigned long long)addr, is->file,
 				   is->target_id, is->file_id);
-	if (c->file_fds[idx] == -1) {
-		char *path = backing_path(t, c->file_paths[idx]);
-		if (!path)
-			return &hd_error_no_memory;
-		c->file_fds[idx] = open(path, O_RDONLY | O_CLOEXEC);
-		if (c->file_fds[idx] < 0)
-			c->file_fds[idx] = -2;
-		free(path);
-	}
-	if (c->file_fds[idx] < 0)
+	if (!open_backing(t, c, idx))
 		return hd_error_at(HD_ERROR_FAULT, addr,
 				   "memory at 0x%llx is not in the core and its file %s cannot be opened (use --sysroot)",
 				   (unsigned long long)addr, c->file_paths[idx]);
@@ -498,12 +512,14 @@ static struct hd_error *load_core(struct hd_target *t, struct core_file *c)
 				       : hd_target_modules_from_mappings(t);
 	if (err)
 		return err;
-	// A left-out range whose file is another build is not readable.
+	// A left-out range whose file is another build, or is not here, is
+	// not readable.
 	for (size_t i = 0; i < t->num_mappings; i++) {
 		struct hd_mapping *m = &t->mappings[i];
 		const struct core_segment *s = find_segment(c, m->start);
-		if (m->path && s && s->avail < s->end - s->start &&
-		    refused_file(t, m->path))
+		if (m->path && s && s->file_index >= 0 &&
+		    s->avail < s->end - s->start &&
+		    (refused_file(t, m->path) || !backing_exists(t, m->path)))
 			m->readable = false;
 	}
 	return NULL;

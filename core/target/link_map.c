@@ -167,6 +167,33 @@ static bool find_object(struct hd_target *t, uint64_t l_addr, uint64_t l_ld,
 	return false;
 }
 
+// The core's mappings that lie in an image's file-backed part get its name
+// and their offset in its file, as NT_FILE would have given them: the
+// module's writable data is then named as with NT_FILE ("PATH+0xOFFSET").
+static struct hd_error *label_mappings(struct hd_target *t, const char *name,
+				       const Elf64_Phdr *ph, size_t n,
+				       uint64_t bias)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (ph[i].p_type != PT_LOAD || !ph[i].p_filesz)
+			continue;
+		uint64_t page = (bias + ph[i].p_vaddr) & ~0xfffULL;
+		uint64_t off = ph[i].p_offset & ~0xfffULL;
+		uint64_t end = (bias + ph[i].p_vaddr + ph[i].p_filesz + 0xfff) &
+			       ~0xfffULL;
+		for (size_t j = 0; j < t->num_mappings; j++) {
+			struct hd_mapping *m = &t->mappings[j];
+			if (m->path || m->start < page || m->end > end)
+				continue;
+			m->path = strdup(name);
+			if (!m->path)
+				return &hd_error_no_memory;
+			m->file_offset = off + (m->start - page);
+		}
+	}
+	return NULL;
+}
+
 static bool have_module_at(const struct hd_target *t, uint64_t start)
 {
 	for (size_t i = 0; i < t->num_modules; i++)
@@ -258,7 +285,8 @@ static struct hd_error *add_object(struct hd_target *t, const char *name,
 	size_t n = 0;
 	struct hd_image im = {.name = name, .bias = l_addr};
 	struct image_info info;
-	if (find_object(t, l_addr, l_ld, ph, &n)) {
+	bool found = find_object(t, l_addr, l_ld, ph, &n);
+	if (found) {
 		describe(t, ph, n, l_addr, &im, &info);
 	} else {
 		// Its headers were not dumped: its bias is known, its range
@@ -274,7 +302,10 @@ static struct hd_error *add_object(struct hd_target *t, const char *name,
 	}
 	if (have_module_at(t, im.start))
 		return NULL;
-	return hd_target_add_image_module(t, &im);
+	struct hd_error *err = hd_target_add_image_module(t, &im);
+	if (!err && found)
+		err = label_mappings(t, name, ph, n, l_addr);
+	return err;
 }
 
 // Walks r_debug.r_map: (l_addr, l_name, l_ld, l_next) at offsets 0, 8,
@@ -365,6 +396,8 @@ static struct hd_error *find_modules(struct hd_target *t)
 	struct image_info exe;
 	describe(t, ph, n, bias, &im, &exe);
 	struct hd_error *err = hd_target_add_image_module(t, &im);
+	if (!err)
+		err = label_mappings(t, name, ph, n, bias);
 	if (err)
 		return err;
 	bool walked = false, tagged = false;
@@ -388,6 +421,8 @@ static struct hd_error *find_modules(struct hd_target *t)
 		describe(t, ph, n, ibias, &ii, &info);
 		if (!have_module_at(t, ii.start))
 			err = hd_target_add_image_module(t, &ii);
+		if (!err)
+			err = label_mappings(t, interp, ph, n, ibias);
 		if (err)
 			return err;
 	}
