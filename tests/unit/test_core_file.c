@@ -491,7 +491,8 @@ START_TEST(test_mappings)
 		{P_START, P_END, HD_PROT_READ | HD_PROT_WRITE, NULL, false},
 		{B_START, B_END, HD_PROT_READ | HD_PROT_EXEC, NULL, true},
 		{G_START, G_END, HD_PROT_READ, "", true},
-		{M_START, M_END, HD_PROT_READ, MISSING_FILE, true},
+		// Left out of the core, and its file is not here: unreadable.
+		{M_START, M_END, HD_PROT_READ, MISSING_FILE, false},
 		{Z_START, Z_END, HD_PROT_READ | HD_PROT_WRITE, NULL, false},
 		{H_START, H_END, HD_PROT_READ | HD_PROT_EXEC, "", true},
 		{K_START, K_END, HD_PROT_READ, "", true},
@@ -1306,12 +1307,24 @@ START_TEST(test_module_self)
 		      err->message);
 	hd_error_destroy(err);
 	ck_assert_ptr_eq(bad, (struct hd_target *)0x1);
-	// --exe naming another program: its build-id differs; a warning,
-	// and the executable's file is not used.
+	// --exe naming another program, and the core without the page that
+	// holds the executable's build-id: nothing to check it against (the
+	// file at the recorded path is no evidence of what ran), so it is
+	// used, and a warning says unverified.
 	struct hd_elf_info other;
 	struct hd_error *oerr = hd_elf_read_info("/bin/true", &other);
 	if (!oerr && other.build_id_len) {
 		opts.exe = "/bin/true";
+		t = open_ok(path, &opts);
+		ck_assert_str_eq(hd_target_module(t, 0)->file, "/bin/true");
+		ck_assert_uint_eq(hd_target_num_warnings(t), 1);
+		ck_assert_msg(strstr(hd_target_warning(t, 0), "/bin/true") &&
+			      strstr(hd_target_warning(t, 0), "cannot be checked"),
+			      "%s", hd_target_warning(t, 0));
+		hd_target_destroy(t);
+		// With the page in the core: its build-id differs; a warning,
+		// and the executable's file is not used.
+		path = self_core("self-other.core", &s, base, s.page, true);
 		t = open_ok(path, &opts);
 		ck_assert_ptr_null(hd_target_module(t, 0)->file);
 		ck_assert_uint_eq(hd_target_num_warnings(t), 1);
