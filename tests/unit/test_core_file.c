@@ -1345,6 +1345,126 @@ START_TEST(test_module_self)
 }
 END_TEST
 
+// ------------------------------------------------ cores without NT_FILE
+
+// A core without NT_FILE whose process memory shows an executable at
+// 0x400000 (AT_PHDR, PT_PHDR, PT_DYNAMIC with DT_DEBUG), the dynamic
+// linker's r_debug and link_map list in its data page, and one library at
+// 0x7f0000000000 (ELF header, PT_DYNAMIC). The library's l_next is
+// `last_next`: 0 ends the list, its own address makes a cycle, an unmapped
+// address cuts it.
+#define NL_EXE 0x400000ULL
+#define NL_DATA 0x600000ULL
+#define NL_LIB 0x7f0000000000ULL
+static const char *noteless_core(const char *name, uint64_t last_next)
+{
+	static uint8_t exe[0x2000], data[0x1000], lib[0x2000];
+	memset(exe, 0, sizeof(exe));
+	memset(data, 0, sizeof(data));
+	memset(lib, 0, sizeof(lib));
+	// The executable: header, PT_PHDR, PT_LOAD, PT_DYNAMIC.
+	Elf64_Ehdr eh = {.e_type = ET_EXEC, .e_machine = EM_X86_64,
+			 .e_phoff = sizeof(Elf64_Ehdr),
+			 .e_phentsize = sizeof(Elf64_Phdr), .e_phnum = 3};
+	memcpy(eh.e_ident, ELFMAG, SELFMAG);
+	eh.e_ident[EI_CLASS] = ELFCLASS64;
+	Elf64_Phdr ph[3] = {
+		{.p_type = PT_PHDR, .p_vaddr = NL_EXE + 64, .p_filesz = 3 * 56},
+		{.p_type = PT_LOAD, .p_vaddr = NL_EXE, .p_filesz = 0x2000,
+		 .p_memsz = 0x2000},
+		{.p_type = PT_DYNAMIC, .p_vaddr = NL_EXE + 0x1000,
+		 .p_filesz = 32},
+	};
+	memcpy(exe, &eh, sizeof(eh));
+	memcpy(exe + 64, ph, sizeof(ph));
+	Elf64_Dyn dyn[2] = {{.d_tag = DT_DEBUG, .d_un.d_val = NL_DATA},
+			    {.d_tag = DT_NULL}};
+	memcpy(exe + 0x1000, dyn, sizeof(dyn));
+	// r_debug {r_version, r_map}, then two link_maps and the strings.
+	uint64_t rd[2] = {1, NL_DATA + 0x100};
+	memcpy(data, rd, sizeof(rd));
+	uint64_t lm0[4] = {0, NL_DATA + 0x800, NL_EXE + 0x1000, NL_DATA + 0x200};
+	uint64_t lm1[4] = {NL_LIB, NL_DATA + 0x810, NL_LIB + 0x1000, last_next};
+	memcpy(data + 0x100, lm0, sizeof(lm0));
+	memcpy(data + 0x200, lm1, sizeof(lm1));
+	strcpy((char *)data + 0x810, "/nonexistent-heapdom-test-dir/libfoo.so");
+	strcpy((char *)data + 0x900, "/nonexistent-heapdom-test-dir/prog");
+	// The library: linked at 0, its dynamic section on its second page.
+	eh.e_type = ET_DYN;
+	eh.e_phnum = 2;
+	Elf64_Phdr lph[2] = {
+		{.p_type = PT_LOAD, .p_vaddr = 0, .p_filesz = 0x1800,
+		 .p_memsz = 0x1800},
+		{.p_type = PT_DYNAMIC, .p_vaddr = 0x1000, .p_filesz = 16},
+	};
+	memcpy(lib, &eh, sizeof(eh));
+	memcpy(lib + 64, lph, sizeof(lph));
+	struct blob notes = {0};
+	note_prstatus(&notes, 9);
+	uint64_t auxv[] = {AT_PHDR, NL_EXE + 64, AT_PHNUM, 3,
+			   AT_EXECFN, NL_DATA + 0x900, AT_NULL, 0};
+	note_auxv(&notes, auxv, 4);
+	struct seg segs[] = {
+		{NL_EXE, sizeof(exe), sizeof(exe), PF_R, exe},
+		{NL_DATA, sizeof(data), sizeof(data), PF_R | PF_W, data},
+		{NL_LIB, sizeof(lib), sizeof(lib), PF_R, lib},
+	};
+	struct blob core;
+	core_build(&core, ET_CORE, EM_X86_64, &notes, segs, 3, NULL);
+	const char *path = tmp_path(name);
+	write_file(path, core.data, core.len);
+	blob_free(&core);
+	blob_free(&notes);
+	return path;
+}
+
+START_TEST(test_noteless_link_map)
+{
+	// The list ends: the executable and the library, by name, range and
+	// load bias; the library's range is its file-backed part, page-rounded.
+	struct hd_target *t = open_ok(noteless_core("nl.core", 0), NULL);
+	ck_assert_uint_eq(hd_target_num_modules(t), 2);
+	const struct hd_module *e = hd_target_module(t, 0), *l = hd_target_module(t, 1);
+	ck_assert(e->is_exe && !l->is_exe);
+	ck_assert_str_eq(e->name, "/nonexistent-heapdom-test-dir/prog");
+	ck_assert_uint_eq(e->start, NL_EXE);
+	ck_assert_uint_eq(e->end, NL_EXE + 0x2000);
+	ck_assert_uint_eq(e->bias, 0);
+	ck_assert_str_eq(l->name, "/nonexistent-heapdom-test-dir/libfoo.so");
+	ck_assert_uint_eq(l->start, NL_LIB);
+	ck_assert_uint_eq(l->end, NL_LIB + 0x2000);
+	ck_assert_uint_eq(l->bias, NL_LIB);
+	ck_assert_ptr_null(l->file);
+	// The library's mappings carry its name, as NT_FILE would give them.
+	ck_assert_str_eq(hd_target_find_mapping(t, NL_LIB)->path, l->name);
+	ck_assert_ptr_null(hd_target_find_mapping(t, NL_DATA)->path);
+	size_t n = hd_target_num_warnings(t);
+	ck_assert_uint_ge(n, 1);
+	ck_assert_msg(strstr(hd_target_warning(t, 0), "2 modules found from the process's memory") &&
+		      !strstr(hd_target_warning(t, 0), "cycle"),
+		      "%s", hd_target_warning(t, 0));
+	hd_target_destroy(t);
+
+	// l_next pointing at itself: the walk stops, the same two modules,
+	// and the warning says the list is no list.
+	t = open_ok(noteless_core("nl-cycle.core", NL_DATA + 0x200), NULL);
+	ck_assert_uint_eq(hd_target_num_modules(t), 2);
+	hd_target_num_warnings(t);
+	ck_assert_msg(strstr(hd_target_warning(t, 0), "a cycle?"), "%s",
+		      hd_target_warning(t, 0));
+	hd_target_destroy(t);
+
+	// l_next into memory the core does not hold: what was found stays,
+	// and the warning names where the list is cut.
+	t = open_ok(noteless_core("nl-cut.core", 0x12345000), NULL);
+	ck_assert_uint_eq(hd_target_num_modules(t), 2);
+	hd_target_num_warnings(t);
+	ck_assert_msg(strstr(hd_target_warning(t, 0), "cut at 0x12345000"), "%s",
+		      hd_target_warning(t, 0));
+	hd_target_destroy(t);
+}
+END_TEST
+
 // ------------------------------------------------------------ main
 
 static int rm_entry(const char *path, const struct stat *st, int flag,
@@ -1391,6 +1511,7 @@ int main(void)
 	tcase_add_test(tc, test_error_notes_past_eof);
 	tcase_add_test(tc, test_error_bad_notes);
 	tcase_add_test(tc, test_error_segment_wraps);
+	tcase_add_test(tc, test_noteless_link_map);
 	suite_add_tcase(s, tc);
 
 	int failed = hd_run_suite(s);
