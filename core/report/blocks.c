@@ -38,7 +38,7 @@ struct hd_error *hd_render_blocks(FILE *out, struct hd_session *session,
 		hd_text_problems(out, t, h, o->color);
 		hd_alloc_sites_text_note(out, &as, o->color);
 		fprintf(out, "%-18s %12s %12s  %-8s %-8s %-16s %s\n", "address", "size",
-			"chunk", "state", "list", "arena", "type");
+			"extent", "state", "list", "region", "type");
 	}
 	bool first = true;
 	for (size_t i = 0; i < n; i++) {

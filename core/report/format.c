@@ -320,7 +320,7 @@ void hd_text_problems(FILE *out, struct hd_target *t, const struct hd_heap *h,
 			info.empty_reason ? info.empty_reason
 					  : "the allocator was never initialised");
 	if (info.other_allocator)
-		fprintf(out, "%swarning:%s this process also allocates with %s, which heapdom does not walk: its blocks are not shown and the references they hold are not seen; results are partial\n",
+		fprintf(out, "%swarning:%s this process also allocates with %s, whose blocks this report does not show: the references they hold are not seen; results are partial\n",
 			on, off, info.other_allocator);
 	size_t n = hd_heap_num_problems(h);
 	hd_text_warnings(out, color, "", n, h->dropped_problems, problem_at,
