@@ -11,6 +11,7 @@
 // is last: it is the default of a Linux process, and its walk decides
 // from the data whether a glibc heap is there.
 #define HD_HEAP_BACKENDS(X) \
+	X(poolalloc) \
 	X(glibc)
 
 #define DECLARE(name) extern const struct hd_heap_backend hd_heap_backend_##name;
