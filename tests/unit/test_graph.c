@@ -468,6 +468,69 @@ START_TEST(test_index_random)
 }
 END_TEST
 
+START_TEST(test_index_other_shapes)
+{
+	// A table as another allocator's backend declares it: extents in
+	// 8-byte units, slab blocks with no header (jemalloc, mimalloc) and
+	// blocks with a 4-byte header and an 8-byte trailer; the index and
+	// hd_heap_find agree on every address, and extents start where the
+	// shape says.
+	static const struct hd_heap_shape shapes[] = {
+		{.head = 0, .tail = 0}, {.head = 4, .tail = -8},
+	};
+	static const struct hd_free_list lists[] = {
+		{"none", NULL, false}, {"slab free", "free: slabs", false},
+	};
+	enum { N = 20000 };
+	rng_seed(7);
+	struct hd_heap *h;
+	ck_assert_no_error(hd_heap_alloc(&h));
+	hd_heap_declare(h, NULL, 3, shapes, 2, lists, 2);
+	uint64_t p = 0x7f0000000000ull;
+	for (size_t i = 0; i < N; i++) {
+		unsigned shape = rng_below(4) == 0;
+		uint64_t size = 8 * (1 + rng_below(shape ? 64 : 8));
+		if (shape && size < 16)
+			size = 16;
+		if (i && rng_below(50) == 0)
+			p += 8 * (1 + rng_below(1000));
+		bool free_b = rng_below(5) == 0;
+		ck_assert(hd_heap_add(h, p + shapes[shape].head, size,
+				      free_b ? HD_STATE_FREE : HD_STATE_USED,
+				      free_b ? 1 : 0, 0, shape));
+		p += size;
+	}
+	struct hd_block b;
+	hd_heap_block(h, 0, &b);
+	ck_assert_uint_eq(b.start, 0x7f0000000000ull);
+	ck_assert_uint_eq(b.start + shapes[h->flags[0] >> HD_FLAG_SHAPE_SHIFT].head,
+			  b.addr);
+	ck_assert_uint_eq(hd_heap_min_request(h, 0), 0); // no backend: unknown
+	struct hd_index ix;
+	ck_assert_no_error(hd_index_init(&ix, h));
+	for (size_t i = 0; i < N; i++) {
+		hd_heap_block(h, i, &b);
+		uint64_t want_usable = (h->flags[i] >> HD_FLAG_SHAPE_SHIFT)
+			? b.extent - 12 : b.extent;
+		expect_msg(b.usable == want_usable && b.start == hd_heap_extent_start(h, i) &&
+			   (b.state != HD_STATE_FREE || !strcmp(b.list_name, "slab free")),
+			   "block %zu: usable %" PRIu64 " extent %" PRIu64, i, b.usable, b.extent);
+		for (uint64_t q = b.start - 1; q <= b.start + b.extent; q++) {
+			int64_t x = hd_index_lookup(&ix, q), y = hd_heap_find(h, q);
+			bool in = q >= b.addr && q < b.addr + b.usable;
+			expect_msg(x == y && (!in || x == (int64_t)i),
+				   "lookup 0x%" PRIx64 " (block %zu): index %" PRId64
+				   ", hd_heap_find %" PRId64, q, i, x, y);
+		}
+		expect_msg(hd_heap_find_extent(h, b.start) == (int64_t)i &&
+			   hd_heap_find_exact(h, b.addr) == (int64_t)i,
+			   "block %zu: extent or exact lookup", i);
+	}
+	hd_index_deinit(&ix);
+	hd_heap_destroy(h);
+}
+END_TEST
+
 // ---------------------------------------------------------------- scanner
 
 // Targets, then one source block per rule (0x50 chunks: 9 scanned words).
@@ -1380,6 +1443,7 @@ int main(void)
 	tcase_add_test(tc, test_index_empty);
 	tcase_add_test(tc, test_index_small);
 	tcase_add_test(tc, test_index_random);
+	tcase_add_test(tc, test_index_other_shapes);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("scan");
