@@ -14,6 +14,9 @@ leaks from a gdb gcore of the program:
   leaks    the leaked blocks are exactly the ones the program dropped
            (one of them only reachable from another leaked block)
   stats    used and free counts are the recorded ones
+  two      with --malloc 20 the program also keeps 21 blocks of glibc's
+           malloc: the pool heap is still shown exactly, and marked
+           partial, naming glibc's heap it does not show
 """
 import argparse
 import os
@@ -122,6 +125,25 @@ def main():
             out.append("stats: %d regions, %d pools" % (len(doc.get("region_stats", [])), len(pools)))
         return out
     run.case("stats: used and free counts", case_stats)
+
+    def case_two():
+        core2, truth2 = run.path("pool2.core"), run.path("pool2.truth")
+        heaptest.make_core(a.fixture, truth2, core2, ["--malloc", "20"])
+        _, blocks2 = parse(truth2)
+        doc = heaptest.heapdom_json(a.heapdom, ["blocks", core2, "--json"])
+        out = []
+        if (doc.get("allocator") or {}).get("name") != "poolalloc":
+            out.append("allocator.name %r, expected poolalloc" % (doc.get("allocator") or {}).get("name"))
+        other = doc.get("other_allocator") or ""
+        if doc.get("partial") is not True or not other.startswith("glibc (its heap holds 21 used blocks"):
+            out.append("partial %r, other_allocator %r: expected partial and glibc's 21 used blocks named"
+                       % (doc.get("partial"), other))
+        got = {int(b["addr"], 16): (b["size"], b["state"]) for b in doc.get("blocks", [])}
+        want = {addr: (u, s) for addr, (u, s, _) in blocks2.items()}
+        if got != want:
+            out.append("%d blocks differ from the record" % len(set(got.items()) ^ set(want.items())))
+        return out
+    run.case("two allocators: the pool heap, marked partial for glibc's", case_two)
     return run.finish(remove=(".core", ".truth"))
 
 
