@@ -114,7 +114,7 @@ static struct hd_error *leak_forest(struct hd_dom *d, const struct hd_graph *g,
 			tg[c++] = m;
 	for (uint32_t l = 1; l < n; l++) {
 		uint32_t u = d->leaked[l - 1];
-		size[l] = (uint64_t)h->chunk16[u - v0] << 4;
+		size[l] = hd_heap_extent(h, u - v0);
 		for (uint64_t e = g->fwd.offsets[u]; e < g->fwd.offsets[u + 1]; e++) {
 			int64_t w = leak_local(d, HD_EDGE_TARGET(g->fwd.targets[e]));
 			if (w > 0)
@@ -146,7 +146,7 @@ out:
 	return err;
 }
 
-// retained[v] = chunk bytes dominated by v, in place: the array starts as
+// retained[v] = extent bytes dominated by v, in place: the array starts as
 // the vertex sizes, then one sweep in reverse preorder adds each vertex into
 // its dominator. Doing it in place saves 8 bytes per vertex.
 static void retained_in_place(struct hd_dom *d, const struct hd_graph *g,
@@ -160,7 +160,7 @@ static void retained_in_place(struct hd_dom *d, const struct hd_graph *g,
 		int64_t id = v >= v0 ? (int64_t)(v - v0) : -1;
 		d->count[v] = 1;
 		if (id >= 0 && hd_heap_state(h, (size_t)id) == HD_STATE_USED)
-			d->retained[v] = (uint64_t)h->chunk16[id] << 4;
+			d->retained[v] = hd_heap_extent(h, id);
 	}
 	for (uint32_t i = d->tree.num_reachable; i-- > 1;) {
 		uint32_t v = d->tree.preorder[i];

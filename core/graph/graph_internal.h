@@ -7,14 +7,15 @@
 #include "heapdom.h"
 
 // Address -> block id in O(1): ranges of contiguous blocks, each with a
-// table of the first block overlapping every 128-byte granule (blocks are
-// at least 32 bytes, so a lookup walks at most 4 blocks from there).
+// table of the first block overlapping every 128-byte granule (glibc's
+// blocks are at least 32 bytes, so a lookup walks at most 4 blocks from
+// there; a slab allocator's 8-byte blocks, 16).
 #define HD_GRANULE_SHIFT 7
 
 struct hd_index_range {
-	uint64_t lo, hi;       // [lo, hi): chunk bytes and usable bytes covered
-	uint32_t first_block;  // block id of the chunk at lo
-	uint32_t last_block;   // block id of the range's last chunk
+	uint64_t lo, hi;       // [lo, hi): extent bytes and usable bytes covered
+	uint32_t first_block;  // block id of the extent at lo
+	uint32_t last_block;   // block id of the range's last extent
 	uint32_t *granules;    // num_granules entries, one per granule
 	uint64_t num_granules;
 };
@@ -22,7 +23,6 @@ struct hd_index_range {
 struct hd_index {
 	const struct hd_heap *h;
 	const uint64_t *addr;    // the heap's user addresses
-	const uint32_t *chunk16;
 	struct hd_index_range *ranges;
 	size_t num_ranges, cap_ranges;
 	uint64_t lo, hi;         // span of all ranges, for a quick reject
@@ -33,9 +33,9 @@ struct hd_error *hd_index_init(struct hd_index *ix, const struct hd_heap *h);
 void hd_index_deinit(struct hd_index *ix);
 
 // Id of the block whose usable bytes hold p, or -1: the same answer as
-// hd_heap_find, in O(1). A glibc arena block's usable bytes end 8 bytes
-// into the next chunk (its prev_size word), so an address in a chunk's
-// header belongs to the block before it or (the size word) to none.
+// hd_heap_find, in O(1). A block's usable bytes may end inside the next
+// extent's header (glibc's prev_size word), so an address in a header
+// belongs to the block before it or to none.
 static inline int64_t hd_index_lookup(const struct hd_index *ix, uint64_t p)
 {
 	if (p - ix->lo >= ix->hi - ix->lo)
@@ -53,10 +53,9 @@ static inline int64_t hd_index_lookup(const struct hd_index *ix, uint64_t p)
 	const struct hd_index_range *r = &ix->ranges[lo];
 	uint64_t g = (p - r->lo) >> HD_GRANULE_SHIFT;
 	uint32_t id = r->granules[g < r->num_granules ? g : r->num_granules - 1];
-	// The block whose chunk holds p; the last block of the range also
+	// The block whose extent holds p; the last block of the range also
 	// takes the bytes its usable area lends past the range.
-	while (id < r->last_block &&
-	       ix->addr[id] - 16 + ((uint64_t)ix->chunk16[id] << 4) <= p)
+	while (id < r->last_block && hd_heap_extent_end(ix->h, id) <= p)
 		id++;
 	if (p < ix->addr[id]) {
 		if (id == r->first_block)

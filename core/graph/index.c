@@ -10,15 +10,15 @@ static struct hd_error *add_range(struct hd_index *ix, size_t first,
 				  size_t last)
 {
 	const struct hd_heap *h = ix->h;
-	uint64_t chunk_end = h->addr[last] - 16 + ((uint64_t)h->chunk16[last] << 4);
+	uint64_t extent_end = hd_heap_extent_end(h, last);
 	uint64_t usable_end = h->addr[last] + hd_heap_usable(h, last);
 	struct hd_index_range r = {
-		.lo = h->addr[first] - 16,
-		.hi = usable_end > chunk_end ? usable_end : chunk_end,
+		.lo = hd_heap_extent_start(h, first),
+		.hi = usable_end > extent_end ? usable_end : extent_end,
 		.first_block = (uint32_t)first,
 		.last_block = (uint32_t)last,
 	};
-	size_t n = ((chunk_end - r.lo) >> HD_GRANULE_SHIFT) + 1;
+	size_t n = ((extent_end - r.lo) >> HD_GRANULE_SHIFT) + 1;
 	r.num_granules = n;
 	r.granules = malloc(n * sizeof(*r.granules));
 	if (!r.granules)
@@ -26,8 +26,7 @@ static struct hd_error *add_range(struct hd_index *ix, size_t first,
 	size_t id = first;
 	for (size_t g = 0; g < n; g++) {
 		uint64_t p = r.lo + ((uint64_t)g << HD_GRANULE_SHIFT);
-		while (id < last &&
-		       h->addr[id] - 16 + ((uint64_t)h->chunk16[id] << 4) <= p)
+		while (id < last && hd_heap_extent_end(h, id) <= p)
 			id++;
 		r.granules[g] = (uint32_t)id;
 	}
@@ -44,13 +43,12 @@ struct hd_error *hd_index_init(struct hd_index *ix, const struct hd_heap *h)
 	memset(ix, 0, sizeof(*ix));
 	ix->h = h;
 	ix->addr = h->addr;
-	ix->chunk16 = h->chunk16;
 	size_t n = h->num_blocks;
 	size_t start = 0;
 	for (size_t i = 1; i <= n && n; i++) {
-		// A range ends where the next chunk does not follow directly.
-		if (i < n && h->addr[i - 1] + ((uint64_t)h->chunk16[i - 1] << 4) ==
-				     h->addr[i])
+		// A range ends where the next extent does not follow directly.
+		if (i < n && hd_heap_extent_end(h, i - 1) ==
+				     hd_heap_extent_start(h, i))
 			continue;
 		struct hd_error *err = add_range(ix, start, i - 1);
 		if (err) {

@@ -420,12 +420,13 @@ struct hd_error *hd_roots_collect(struct hd_graph *g, struct hd_target *t,
 	for (size_t i = 0; g->sub && i < g->sub->num_regions && !err; i++)
 		if (!claim(&c, g->sub->regions[i].start, g->sub->regions[i].end))
 			err = &hd_error_no_memory;
-	// So is its state in libc: main_arena's bins point at chunk headers.
-	struct hd_heap_info info;
-	hd_heap_get_info(h, &info);
-	if (!err && (!claim(&c, info.main_arena, info.main_arena + info.main_arena_size) ||
-		     (info.mp && !claim(&c, info.mp, info.mp + info.mp_size))))
-		err = &hd_error_no_memory;
+	// Nor is its metadata outside the blocks (glibc's main_arena, whose
+	// bins point at blocks): it keeps no block alive.
+	for (size_t i = 0; i < hd_heap_num_metadata(h) && !err; i++) {
+		const struct hd_heap_metadata *m = hd_heap_metadata(h, i);
+		if (!claim(&c, m->start, m->end))
+			err = &hd_error_no_memory;
+	}
 	// Nor is the allocation tracer's state (heapdom_trace.h): counters
 	// of the tracer's own, none of the program's pointers, and 9 MiB not
 	// worth scanning.

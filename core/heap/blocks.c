@@ -1,19 +1,25 @@
-// The block table: sorted, dense ids, 15 bytes per block.
+// The neutral block table: sorted, dense ids, 15 bytes per block, and the
+// per-heap tables a backend declares (shapes, lists, regions, metadata,
+// facts).
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "heap/heap_internal.h"
+#include "heap/backend.h"
 #include "util/vec.h"
 
 #define MAX_PROBLEMS 1000
+
+static const struct hd_free_list no_list = {"none", NULL, false};
 
 struct hd_error *hd_heap_alloc(struct hd_heap **ret)
 {
 	struct hd_heap *h = calloc(1, sizeof(*h));
 	if (!h)
 		return &hd_error_no_memory;
+	h->lists[0] = no_list;
+	h->num_lists = 1;
 	*ret = h;
 	return NULL;
 }
@@ -23,15 +29,39 @@ void hd_heap_destroy(struct hd_heap *h)
 	if (!h)
 		return;
 	free(h->addr);
-	free(h->chunk16);
+	free(h->span);
 	free(h->flags);
-	free(h->arena);
-	free(h->arenas);
+	free(h->region);
+	free(h->regions);
 	free(h->segments);
+	free(h->metadata);
+	free(h->facts);
+	for (size_t i = 0; i < h->num_strings; i++)
+		free(h->strings[i]);
+	free(h->strings);
 	for (size_t i = 0; i < h->num_problems; i++)
 		free(h->problems[i].message);
 	free(h->problems);
 	free(h);
+}
+
+void hd_heap_declare(struct hd_heap *h, const struct hd_heap_backend *b,
+		     unsigned span_shift, const struct hd_heap_shape *shapes,
+		     unsigned num_shapes, const struct hd_free_list *lists,
+		     unsigned num_lists)
+{
+	h->backend = b;
+	if (b) {
+		h->info.allocator = b->name;
+		h->info.labels = b->labels;
+	}
+	h->span_shift = span_shift;
+	for (unsigned i = 0; i < num_shapes && i < HD_HEAP_MAX_SHAPES; i++)
+		h->shapes[i] = shapes[i];
+	h->lists[0] = no_list;
+	h->num_lists = 1;
+	for (unsigned i = 1; i < num_lists && i < HD_HEAP_MAX_LISTS; i++)
+		h->lists[h->num_lists++] = lists[i];
 }
 
 bool hd_heap_reserve(struct hd_heap *h, size_t cap)
@@ -41,15 +71,15 @@ bool hd_heap_reserve(struct hd_heap *h, size_t cap)
 	uint64_t *a = realloc(h->addr, cap * sizeof(*a));
 	if (a)
 		h->addr = a;
-	uint32_t *c = realloc(h->chunk16, cap * sizeof(*c));
+	uint32_t *c = realloc(h->span, cap * sizeof(*c));
 	if (c)
-		h->chunk16 = c;
+		h->span = c;
 	uint8_t *f = realloc(h->flags, cap * sizeof(*f));
 	if (f)
 		h->flags = f;
-	uint16_t *r = realloc(h->arena, cap * sizeof(*r));
+	uint16_t *r = realloc(h->region, cap * sizeof(*r));
 	if (r)
-		h->arena = r;
+		h->region = r;
 	if (!a || !c || !f || !r)
 		return false;
 	h->cap_blocks = cap;
@@ -61,21 +91,33 @@ static bool grow(struct hd_heap *h)
 	return hd_heap_reserve(h, h->cap_blocks ? h->cap_blocks * 2 : 4096);
 }
 
-bool hd_heap_push(struct hd_heap *h, uint64_t chunk_addr, uint64_t chunk_size,
-		  enum hd_block_state state, enum hd_free_list list,
-		  uint16_t arena, bool mmapped)
+bool hd_heap_add(struct hd_heap *h, uint64_t addr, uint64_t extent,
+		 enum hd_block_state state, unsigned list, uint16_t region,
+		 unsigned shape)
 {
 	if (h->num_blocks == h->cap_blocks && !grow(h))
 		return false;
 	size_t i = h->num_blocks++;
-	h->addr[i] = chunk_addr + 16;
-	// Chunks are 16-byte multiples; 2^32 units cover 64 GiB.
-	h->chunk16[i] = chunk_size >> 4 > UINT32_MAX ? UINT32_MAX
-						      : (uint32_t)(chunk_size >> 4);
+	h->addr[i] = addr;
+	// 2^32 units of 16 bytes cover 64 GiB.
+	uint64_t units = extent >> h->span_shift;
+	h->span[i] = units > UINT32_MAX ? UINT32_MAX : (uint32_t)units;
 	h->flags[i] = (uint8_t)(state | (list << HD_FLAG_LIST_SHIFT) |
-				(mmapped ? HD_FLAG_MMAPPED : 0));
-	h->arena[i] = arena;
+				((shape & 3) << HD_FLAG_SHAPE_SHIFT));
+	h->region[i] = region;
 	return true;
+}
+
+uint64_t hd_heap_min_request(const struct hd_heap *h, size_t id)
+{
+	return h->backend && h->backend->min_request
+		       ? h->backend->min_request(h, id)
+		       : 0;
+}
+
+uint32_t hd_heap_request_slack(const struct hd_heap *h)
+{
+	return h->backend ? h->backend->request_slack : 0;
 }
 
 void hd_heap_problem_add(struct hd_heap *h, uint64_t address, const char *fmt,
@@ -99,28 +141,113 @@ void hd_heap_problem_add(struct hd_heap *h, uint64_t address, const char *fmt,
 	}
 }
 
+// ------------------------------------------------ what a backend declares
+
+uint16_t hd_heap_add_region(struct hd_heap *h, const struct hd_region *r)
+{
+	if (h->num_regions >= HD_REGION_NONE ||
+	    !HD_VEC_PUSH(h->regions, h->num_regions, h->cap_regions, *r))
+		return HD_REGION_NONE;
+	return (uint16_t)(h->num_regions - 1);
+}
+
+bool hd_heap_add_segment(struct hd_heap *h, const struct hd_heap_segment *s)
+{
+	return HD_VEC_PUSH(h->segments, h->num_segments, h->cap_segments, *s);
+}
+
+static const char *keep(struct hd_heap *h, const char *s)
+{
+	char *c = strdup(s);
+	if (!c || !HD_VEC_PUSH(h->strings, h->num_strings, h->cap_strings, c)) {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+bool hd_heap_add_metadata(struct hd_heap *h, uint64_t start, uint64_t end,
+			  const char *name, uint32_t region)
+{
+	struct hd_heap_metadata m = {.start = start, .end = end,
+				     .name = keep(h, name), .region = region};
+	return m.name &&
+	       HD_VEC_PUSH(h->metadata, h->num_metadata, h->cap_metadata, m);
+}
+
+static bool add_fact(struct hd_heap *h, uint32_t region, const char *key,
+		     enum hd_fact_kind kind, uint64_t v, const char *s)
+{
+	struct hd_fact f = {.key = keep(h, key), .kind = kind, .value = v,
+			    .region = region};
+	if (s)
+		f.string = keep(h, s);
+	return f.key && (!s || f.string) &&
+	       HD_VEC_PUSH(h->facts, h->num_facts, h->cap_facts, f);
+}
+
+bool hd_heap_fact_bool(struct hd_heap *h, uint32_t region, const char *key,
+		       bool v)
+{
+	return add_fact(h, region, key, HD_FACT_BOOL, v, NULL);
+}
+
+bool hd_heap_fact_uint(struct hd_heap *h, uint32_t region, const char *key,
+		       uint64_t v)
+{
+	return add_fact(h, region, key, HD_FACT_UINT, v, NULL);
+}
+
+bool hd_heap_fact_addr(struct hd_heap *h, uint32_t region, const char *key,
+		       uint64_t v)
+{
+	return add_fact(h, region, key, HD_FACT_ADDR, v, NULL);
+}
+
+bool hd_heap_fact_string(struct hd_heap *h, uint32_t region, const char *key,
+			 const char *v)
+{
+	return add_fact(h, region, key, HD_FACT_STRING, 0, v);
+}
+
+// --------------------------------------------------------------- queries
+
 size_t hd_heap_num_blocks(const struct hd_heap *h) { return h->num_blocks; }
 
 void hd_heap_block(const struct hd_heap *h, size_t id, struct hd_block *ret)
 {
 	ret->addr = h->addr[id];
-	ret->chunk = (uint64_t)h->chunk16[id] << 4;
+	ret->start = hd_heap_extent_start(h, id);
+	ret->extent = hd_heap_extent(h, id);
 	ret->state = hd_heap_state(h, id);
-	ret->list = ret->state == HD_STATE_FREE ? hd_heap_list(h, id)
-						: HD_LIST_NONE;
-	ret->mmapped = h->flags[id] & HD_FLAG_MMAPPED;
-	ret->arena = h->arena[id] == HD_ARENA_NONE ? HD_NO_ARENA : h->arena[id];
-	ret->usable = ret->chunk < 16 ? 0 : hd_heap_usable(h, id);
+	unsigned l = hd_heap_block_list(h, id);
+	ret->list = ret->state == HD_STATE_FREE && l < h->num_lists ? l : 0;
+	ret->list_name = ret->list ? h->lists[ret->list].name : NULL;
+	ret->region = h->region[id] == HD_REGION_NONE ? HD_NO_REGION
+						      : h->region[id];
+	ret->mmapped = ret->region == HD_NO_REGION;
+	ret->usable = hd_heap_usable(h, id);
 }
 
-// Last block whose user address (or, with chunk, chunk start) is at or
+const char *hd_heap_block_label(const struct hd_heap *h, size_t id)
+{
+	if (id >= h->num_blocks || hd_heap_state(h, id) == HD_STATE_USED)
+		return NULL;
+	if (h->backend && h->backend->block_label)
+		return h->backend->block_label(h, id);
+	return NULL;
+}
+
+// Last block whose user address (or, with extent, extent start) is at or
 // below p, or -1.
-static int64_t last_at_or_below(const struct hd_heap *h, uint64_t p, bool chunk)
+static int64_t last_at_or_below(const struct hd_heap *h, uint64_t p,
+				bool extent)
 {
 	size_t lo = 0, hi = h->num_blocks;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (h->addr[mid] - (chunk ? 16 : 0) <= p)
+		uint64_t a = extent ? hd_heap_extent_start(h, mid) : h->addr[mid];
+		if (a <= p)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -128,20 +255,21 @@ static int64_t last_at_or_below(const struct hd_heap *h, uint64_t p, bool chunk)
 	return (int64_t)lo - 1;
 }
 
-int64_t hd_heap_find_chunk(const struct hd_heap *h, uint64_t p)
+int64_t hd_heap_find_extent(const struct hd_heap *h, uint64_t p)
 {
 	int64_t i = last_at_or_below(h, p, true);
-	if (i >= 0 && p - (h->addr[i] - 16) < ((uint64_t)h->chunk16[i] << 4))
+	if (i >= 0 && p - hd_heap_extent_start(h, (size_t)i) <
+			      hd_heap_extent(h, (size_t)i))
 		return i;
 	return -1;
 }
 
 int64_t hd_heap_find(const struct hd_heap *h, uint64_t p)
 {
-	// Usable ranges do not overlap one another: an arena chunk's last
-	// usable word is the next chunk's prev_size, which precedes the next
-	// block's user address, so the block starting at or below p is the
-	// only candidate.
+	// Usable ranges do not overlap one another: where a block's usable
+	// bytes reach into the next extent (glibc's prev_size word), they
+	// end before the next block's user address, so the block starting
+	// at or below p is the only candidate.
 	int64_t i = last_at_or_below(h, p, false);
 	if (i >= 0 && p - h->addr[i] < hd_heap_usable(h, (size_t)i))
 		return i;
@@ -150,7 +278,7 @@ int64_t hd_heap_find(const struct hd_heap *h, uint64_t p)
 
 int64_t hd_heap_find_exact(const struct hd_heap *h, uint64_t addr)
 {
-	int64_t i = hd_heap_find_chunk(h, addr - 16);
+	int64_t i = last_at_or_below(h, addr, false);
 	return i >= 0 && h->addr[i] == addr ? i : -1;
 }
 
@@ -167,15 +295,37 @@ const struct hd_heap_segment *hd_heap_segment(const struct hd_heap *h,
 
 size_t hd_heap_table_bytes(const struct hd_heap *h)
 {
-	return h->cap_blocks * (sizeof(*h->addr) + sizeof(*h->chunk16) +
-				sizeof(*h->flags) + sizeof(*h->arena));
+	return h->cap_blocks * (sizeof(*h->addr) + sizeof(*h->span) +
+				sizeof(*h->flags) + sizeof(*h->region));
 }
 
-size_t hd_heap_num_arenas(const struct hd_heap *h) { return h->num_arenas; }
+size_t hd_heap_num_free_lists(const struct hd_heap *h) { return h->num_lists; }
 
-const struct hd_arena *hd_heap_arena(const struct hd_heap *h, size_t i)
+const struct hd_free_list *hd_heap_free_list(const struct hd_heap *h, size_t i)
 {
-	return i < h->num_arenas ? &h->arenas[i] : NULL;
+	return i < h->num_lists ? &h->lists[i] : NULL;
+}
+
+size_t hd_heap_num_regions(const struct hd_heap *h) { return h->num_regions; }
+
+const struct hd_region *hd_heap_region(const struct hd_heap *h, size_t i)
+{
+	return i < h->num_regions ? &h->regions[i] : NULL;
+}
+
+size_t hd_heap_num_metadata(const struct hd_heap *h) { return h->num_metadata; }
+
+const struct hd_heap_metadata *hd_heap_metadata(const struct hd_heap *h,
+						size_t i)
+{
+	return i < h->num_metadata ? &h->metadata[i] : NULL;
+}
+
+size_t hd_heap_num_facts(const struct hd_heap *h) { return h->num_facts; }
+
+const struct hd_fact *hd_heap_fact(const struct hd_heap *h, size_t i)
+{
+	return i < h->num_facts ? &h->facts[i] : NULL;
 }
 
 size_t hd_heap_num_problems(const struct hd_heap *h)
@@ -197,6 +347,7 @@ bool hd_heap_partial(const struct hd_heap *h)
 void hd_heap_get_info(const struct hd_heap *h, struct hd_heap_info *ret)
 {
 	*ret = h->info;
+	ret->version = h->version[0] ? h->version : NULL;
 }
 
 const char *hd_block_state_name(enum hd_block_state s)
@@ -207,13 +358,4 @@ const char *hd_block_state_name(enum hd_block_state s)
 	case HD_STATE_INTERNAL: return "internal";
 	}
 	return "?";
-}
-
-const char *hd_free_list_name(enum hd_free_list l)
-{
-	static const char *const names[HD_LIST_COUNT] = {
-		"none", "tcache", "fastbin", "unsorted", "small", "large",
-		"top", "unknown",
-	};
-	return l < HD_LIST_COUNT ? names[l] : "?";
 }

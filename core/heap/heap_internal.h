@@ -1,90 +1,166 @@
-// The block table and the glibc walker's shared state.
+// The neutral block table every allocator backend fills (backend.h says
+// how a backend is written), and the check for allocators heapdom does
+// not walk.
 #ifndef HD_HEAP_INTERNAL_H
 #define HD_HEAP_INTERNAL_H
 
 #include "heapdom.h"
 
-// Block table, struct-of-arrays: 8 (addr) + 4 (chunk/16) + 1 (flags)
-// + 2 (arena) = 15 bytes per block.
+// Block table, struct-of-arrays, 15 bytes per block: 8 (addr) + 4 (span:
+// extent in units of 1 << span_shift) + 1 (flags) + 2 (region). Everything
+// else a block has is derived from a handful of per-heap tables the
+// backend declares: its shape (header before addr, usable bytes) and its
+// list's name.
+//
+// flags: bits 0-1 state, bits 2-5 list (index into h->lists, 0 = none),
+// bits 6-7 shape (index into h->shapes).
 #define HD_FLAG_STATE_MASK 0x3
 #define HD_FLAG_LIST_SHIFT 2
 #define HD_FLAG_LIST_MASK (0xf << HD_FLAG_LIST_SHIFT)
-#define HD_FLAG_MMAPPED 0x80
-#define HD_ARENA_NONE 0xffff
+#define HD_FLAG_SHAPE_SHIFT 6
+#define HD_HEAP_MAX_LISTS 16
+#define HD_HEAP_MAX_SHAPES 4
+#define HD_REGION_NONE 0xffff
+
+// How a kind of block sits in its extent. A block's extent starts head
+// bytes before the pointer the allocator returns (0 for slab allocators
+// such as jemalloc's and mimalloc's, whose blocks have no header) and its
+// usable size is extent - head + tail: tail is negative for a trailer, and
+// positive when the block may use bytes of the next extent (glibc's arena
+// chunks use their successor's prev_size word).
+struct hd_heap_shape {
+	uint32_t head;
+	int32_t tail;
+};
+
+struct hd_heap_backend;
 
 struct hd_heap {
-	uint64_t *addr;     // user pointer = chunk + 16
-	uint32_t *chunk16;  // chunk size / 16
-	uint8_t *flags;     // state | list << 2 | mmapped
-	uint16_t *arena;
+	uint64_t *addr;    // the pointer the allocator returned
+	uint32_t *span;    // extent >> span_shift
+	uint8_t *flags;    // state | list << 2 | shape << 6
+	uint16_t *region;  // HD_REGION_NONE: a block mapped on its own
 	size_t num_blocks, cap_blocks;
+	unsigned span_shift; // the allocator's alignment of extents (glibc 4)
 
-	struct hd_arena *arenas;
-	size_t num_arenas, cap_arenas;
+	// Declared by the backend before its first block (hd_heap_declare).
+	struct hd_heap_shape shapes[HD_HEAP_MAX_SHAPES];
+	struct hd_free_list lists[HD_HEAP_MAX_LISTS];
+	unsigned num_lists;
+	const struct hd_heap_backend *backend;
+
+	struct hd_region *regions;
+	size_t num_regions, cap_regions;
 	struct hd_heap_segment *segments;
-	size_t num_segments;
+	size_t num_segments, cap_segments;
+	struct hd_heap_metadata *metadata;
+	size_t num_metadata, cap_metadata;
+	struct hd_fact *facts;
+	size_t num_facts, cap_facts;
 	struct hd_heap_problem *problems;
 	size_t num_problems, cap_problems;
 	size_t dropped_problems; // beyond the cap, counted only
 	struct hd_heap_info info;
-	// info.other_allocator points here.
+	// info.version, info.other_allocator and info.empty_reason point here.
+	char version[32];
 	char other_allocator[320];
+	char empty_reason[256];
+	// Strings the facts and metadata name (hd_heap_strdup), freed with h.
+	char **strings;
+	size_t num_strings, cap_strings;
 };
 
 struct hd_error *hd_heap_alloc(struct hd_heap **ret);
 // Makes room for cap blocks in total, so a counted walk allocates exactly.
 bool hd_heap_reserve(struct hd_heap *h, size_t cap);
-// Appends a block; blocks must be appended in address order.
-bool hd_heap_push(struct hd_heap *h, uint64_t chunk_addr, uint64_t chunk_size,
-		  enum hd_block_state state, enum hd_free_list list,
-		  uint16_t arena, bool mmapped);
-// Id of the block whose chunk [addr-16, addr-16+chunk) contains p, or -1
+// Appends a block; blocks must be appended in address order and their
+// extents must not overlap. extent is rounded down to 1 << span_shift.
+bool hd_heap_add(struct hd_heap *h, uint64_t addr, uint64_t extent,
+		 enum hd_block_state state, unsigned list, uint16_t region,
+		 unsigned shape);
+// Id of the block whose extent [start, start + extent) contains p, or -1
 // (the walker's view; analyses ask hd_heap_find for usable bytes).
-int64_t hd_heap_find_chunk(const struct hd_heap *h, uint64_t p);
+int64_t hd_heap_find_extent(const struct hd_heap *h, uint64_t p);
 // Id of the block whose user pointer is exactly addr, or -1.
 int64_t hd_heap_find_exact(const struct hd_heap *h, uint64_t addr);
+
 static inline void hd_heap_set(struct hd_heap *h, size_t id,
-			       enum hd_block_state state,
-			       enum hd_free_list list)
+			       enum hd_block_state state, unsigned list)
 {
-	h->flags[id] = (uint8_t)((h->flags[id] & HD_FLAG_MMAPPED) | state |
-				 (list << HD_FLAG_LIST_SHIFT));
+	h->flags[id] = (uint8_t)((h->flags[id] & ~(HD_FLAG_STATE_MASK |
+						   HD_FLAG_LIST_MASK)) |
+				 state | (list << HD_FLAG_LIST_SHIFT));
 }
 static inline enum hd_block_state hd_heap_state(const struct hd_heap *h,
 						size_t id)
 {
 	return (enum hd_block_state)(h->flags[id] & HD_FLAG_STATE_MASK);
 }
-static inline enum hd_free_list hd_heap_list(const struct hd_heap *h,
-					     size_t id)
+static inline unsigned hd_heap_block_list(const struct hd_heap *h, size_t id)
 {
-	return (enum hd_free_list)((h->flags[id] & HD_FLAG_LIST_MASK) >>
-				   HD_FLAG_LIST_SHIFT);
+	return (h->flags[id] & HD_FLAG_LIST_MASK) >> HD_FLAG_LIST_SHIFT;
 }
-// What malloc_usable_size says for block id: an mmapped chunk has no next
-// chunk whose prev_size field it could borrow.
+static inline const struct hd_heap_shape *hd_heap_shape(const struct hd_heap *h,
+							size_t id)
+{
+	return &h->shapes[h->flags[id] >> HD_FLAG_SHAPE_SHIFT];
+}
+// Bytes the block takes in the allocator's memory, header included.
+static inline uint64_t hd_heap_extent(const struct hd_heap *h, size_t id)
+{
+	return (uint64_t)h->span[id] << h->span_shift;
+}
+static inline uint64_t hd_heap_extent_start(const struct hd_heap *h, size_t id)
+{
+	return h->addr[id] - hd_heap_shape(h, id)->head;
+}
+static inline uint64_t hd_heap_extent_end(const struct hd_heap *h, size_t id)
+{
+	return hd_heap_extent_start(h, id) + hd_heap_extent(h, id);
+}
+// What malloc_usable_size says for block id.
 static inline uint64_t hd_heap_usable(const struct hd_heap *h, size_t id)
 {
-	uint64_t chunk = (uint64_t)h->chunk16[id] << 4;
-	uint64_t header = (h->flags[id] & HD_FLAG_MMAPPED) ? 16 : 8;
-	return chunk < header ? 0 : chunk - header;
+	const struct hd_heap_shape *s = hd_heap_shape(h, id);
+	int64_t u = (int64_t)hd_heap_extent(h, id) - (int64_t)s->head + s->tail;
+	return u < 0 ? 0 : (uint64_t)u;
 }
-// The smallest malloc request that could have made block id: the block
-// says how much room malloc gave, not how much was asked, so a request
-// between this and hd_heap_usable() made it. glibc rounds a request r up
-// to the chunk (r + 8 + 15) & ~15 (at least 32), and an mmapped chunk
-// further up to a page (nb + 8 rounded to 4096).
-static inline uint64_t hd_heap_min_request(const struct hd_heap *h, size_t id)
-{
-	uint64_t chunk = (uint64_t)h->chunk16[id] << 4;
-	if (h->flags[id] & HD_FLAG_MMAPPED)
-		return chunk > 4096 + 32 ? chunk - 4096 - 32 : 0;
-	return chunk <= 32 ? 0 : chunk - 23;
-}
+// The smallest request that could have made block id: the block says how
+// much room the allocator gave, not how much was asked, so a request
+// between this and hd_heap_usable() made it. 0 when the backend cannot
+// narrow it (backend.h: min_request).
+uint64_t hd_heap_min_request(const struct hd_heap *h, size_t id);
+// The most the allocator rounds a request up by (backend.h).
+uint32_t hd_heap_request_slack(const struct hd_heap *h);
+
 // Records a problem (message formatted); the walk goes on.
 void hd_heap_problem_add(struct hd_heap *h, uint64_t address,
 			 const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+// -------------------------------------------- what a backend describes
+
+// Declares the backend, its extent alignment, shapes and lists (lists[0]
+// is "none", the list of every block not free); before the first block.
+void hd_heap_declare(struct hd_heap *h, const struct hd_heap_backend *b,
+		     unsigned span_shift, const struct hd_heap_shape *shapes,
+		     unsigned num_shapes, const struct hd_free_list *lists,
+		     unsigned num_lists);
+// Appends a region; its index, or HD_REGION_NONE without memory.
+uint16_t hd_heap_add_region(struct hd_heap *h, const struct hd_region *r);
+bool hd_heap_add_segment(struct hd_heap *h, const struct hd_heap_segment *s);
+// Allocator bookkeeping outside every block (name copied).
+bool hd_heap_add_metadata(struct hd_heap *h, uint64_t start, uint64_t end,
+			  const char *name, uint32_t region);
+// Facts for reports: of the allocator (region HD_NO_REGION) or a region.
+bool hd_heap_fact_bool(struct hd_heap *h, uint32_t region, const char *key,
+		       bool v);
+bool hd_heap_fact_uint(struct hd_heap *h, uint32_t region, const char *key,
+		       uint64_t v);
+bool hd_heap_fact_addr(struct hd_heap *h, uint32_t region, const char *key,
+		       uint64_t v);
+bool hd_heap_fact_string(struct hd_heap *h, uint32_t region, const char *key,
+			 const char *v);
 
 // ------------------------------------------------------ other allocators
 

@@ -344,53 +344,82 @@ HD_EXPORT struct hd_error *hd_debuginfo_locate(struct hd_debuginfo *di,
 					       struct hd_location *ret);
 
 // ------------------------------------------------------------------ heap
+//
+// One block table for every allocator: a backend (core/heap/<allocator>/,
+// docs/allocators.md) is chosen by detection and fills it. The names an
+// allocator gives its own structures (lists, regions, facts) are strings
+// the backend declares, so nothing here is one allocator's.
 
 enum hd_block_state {
 	HD_STATE_USED = 0,     // allocated by the application
-	HD_STATE_FREE = 1,     // held free by the allocator (see hd_free_list)
-	HD_STATE_INTERNAL = 2, // allocator bookkeeping (tcache struct, fencepost)
-};
-
-enum hd_free_list {
-	HD_LIST_NONE = 0,
-	HD_LIST_TCACHE,
-	HD_LIST_FASTBIN,
-	HD_LIST_UNSORTED,
-	HD_LIST_SMALL,
-	HD_LIST_LARGE,
-	HD_LIST_TOP,
-	HD_LIST_UNKNOWN, // free by its neighbour's header, on no list we found
-	HD_LIST_COUNT,
+	HD_STATE_FREE = 1,     // held free by the allocator (see list)
+	HD_STATE_INTERNAL = 2, // allocator bookkeeping inside its heap
 };
 
 HD_EXPORT const char *hd_block_state_name(enum hd_block_state s);
-HD_EXPORT const char *hd_free_list_name(enum hd_free_list l);
+
+#define HD_NO_REGION UINT32_MAX
 
 struct hd_block {
-	uint64_t addr;    // the pointer malloc returned (chunk + 16)
-	uint64_t chunk;   // chunk size in bytes, header included
+	uint64_t addr;    // the pointer the allocator returned
+	uint64_t start;   // where the block's extent starts: its header if it
+			  // has one (glibc: addr - 16), else addr
+	uint64_t extent;  // bytes from start the block takes, header included
+			  // (glibc: the chunk size)
 	uint64_t usable;  // what malloc_usable_size would say
 	enum hd_block_state state;
-	enum hd_free_list list; // for HD_STATE_FREE
-	uint32_t arena;   // index into the arena table, HD_NO_ARENA if mmapped
-	bool mmapped;
-};
-#define HD_NO_ARENA UINT32_MAX
-
-struct hd_arena {
-	uint64_t addr;        // address of its struct malloc_state
-	bool is_main;
-	uint64_t system_mem;  // malloc_state.system_mem
-	uint64_t top;         // top chunk address
-	size_t num_heaps;     // heap segments (1 for the main arena)
+	unsigned list;    // for HD_STATE_FREE: index of hd_heap_free_list, else 0
+	const char *list_name; // that list's name for a free block, else NULL
+	uint32_t region;  // index of hd_heap_region, HD_NO_REGION for a block
+			  // in a mapping of its own (glibc's mmapped chunks)
+	bool mmapped;     // region == HD_NO_REGION
 };
 
-// A range of memory the allocator owns: a heap of an arena (from its
-// heap_info or brk start to its end) or one mmapped chunk's mapping.
+// A free list, bin or bitmap state as the allocator names it.
+struct hd_free_list {
+	const char *name;  // "tcache", "fastbin", "top"; "none" for index 0
+	const char *label; // its group in semantic reports ("free: fastbins")
+	// Memory the allocator holds but has not carved into blocks (glibc's
+	// top chunk): not counted among free blocks.
+	bool reserve;
+};
+
+// A part of the heap the allocator manages as one: glibc's arenas,
+// jemalloc's arenas, mimalloc's heaps, mallocng's groups.
+struct hd_region {
+	uint64_t addr;         // its state's address
+	const char *kind;      // "arena"
+	bool primary;          // the first one (glibc's main arena)
+	uint64_t system_bytes; // memory it got from the system (glibc system_mem)
+	size_t num_segments;   // its segments
+};
+
+// A range of memory the allocator owns and its blocks tile: a heap of an
+// arena (from its heap_info or brk start to its end) or one mmapped
+// chunk's mapping.
 struct hd_heap_segment {
 	uint64_t start, end;
-	uint32_t arena; // HD_NO_ARENA for an mmapped chunk
+	uint32_t region; // HD_NO_REGION for a block in a mapping of its own
 	bool mmapped;
+};
+
+// Allocator bookkeeping outside every block (glibc's main_arena and mp_,
+// heap_info headers; jemalloc's base allocations): never a root.
+struct hd_heap_metadata {
+	uint64_t start, end;
+	const char *name;  // what it is: "struct malloc_state (main_arena)"
+	uint32_t region;   // its region, or HD_NO_REGION
+};
+
+// One thing the backend found, for reports to print without knowing it:
+// of the allocator (region HD_NO_REGION) or of one region.
+enum hd_fact_kind { HD_FACT_BOOL, HD_FACT_UINT, HD_FACT_ADDR, HD_FACT_STRING };
+struct hd_fact {
+	const char *key;   // "safe_linking", "top"
+	enum hd_fact_kind kind;
+	uint64_t value;    // bool, number or address
+	const char *string; // for HD_FACT_STRING
+	uint32_t region;
 };
 
 // A problem found in the heap metadata; the walk continues around it.
@@ -400,17 +429,17 @@ struct hd_heap_problem {
 };
 
 struct hd_heap_options {
-	// Use libc symbols/DWARF when present (true) or discover everything
-	// from the heap data alone (false).
+	// Use the allocator's symbols/DWARF when present (true) or discover
+	// everything from the heap data alone (false).
 	bool use_debuginfo;
 };
 
 struct hd_heap;
 
-// Walks every arena, heap, mmapped chunk and free list of the glibc heap.
-// A damaged heap still yields a heap object with problems recorded; a
-// malloc never initialised yields an empty heap with no_allocation_yet.
-// An error means no glibc heap could be found at all, or
+// Detects the allocator (the backends in turn, glibc's last) and walks
+// its heap. A damaged heap still yields a heap object with problems
+// recorded; an allocator never initialised yields an empty heap with
+// no_allocation_yet. An error means no heap could be found at all, or
 // (HD_ERROR_UNSUPPORTED) the process allocates with an allocator heapdom
 // does not walk, named in the message.
 HD_EXPORT struct hd_error *hd_heap_walk(struct hd_target *t,
@@ -424,43 +453,61 @@ HD_EXPORT size_t hd_heap_num_blocks(const struct hd_heap *h);
 HD_EXPORT void hd_heap_block(const struct hd_heap *h, size_t id,
 			     struct hd_block *ret);
 // Id of the block whose usable bytes [addr, addr+usable) hold p, or -1.
-// A glibc arena block's last 8 usable bytes are the next chunk's prev_size
-// word: an address there belongs to this block, not to the next one; the
-// next chunk's size word belongs to no block.
+// Usable bytes may reach past the extent into the next one's header
+// (glibc's prev_size word): an address there belongs to this block, and
+// the rest of that header to none.
 HD_EXPORT int64_t hd_heap_find(const struct hd_heap *h, uint64_t p);
+// The allocator's own name for block id if it keeps it (internal or
+// free: "struct tcache_perthread_struct", "free chunk"), else NULL.
+HD_EXPORT const char *hd_heap_block_label(const struct hd_heap *h, size_t id);
 
+// Free lists: index 0 is "none" (the list of blocks that are not free).
+HD_EXPORT size_t hd_heap_num_free_lists(const struct hd_heap *h);
+HD_EXPORT const struct hd_free_list *hd_heap_free_list(const struct hd_heap *h,
+						       size_t i);
+HD_EXPORT size_t hd_heap_num_regions(const struct hd_heap *h);
+HD_EXPORT const struct hd_region *hd_heap_region(const struct hd_heap *h,
+						 size_t i);
 HD_EXPORT size_t hd_heap_num_segments(const struct hd_heap *h);
 HD_EXPORT const struct hd_heap_segment *
 hd_heap_segment(const struct hd_heap *h, size_t i);
+HD_EXPORT size_t hd_heap_num_metadata(const struct hd_heap *h);
+HD_EXPORT const struct hd_heap_metadata *
+hd_heap_metadata(const struct hd_heap *h, size_t i);
+HD_EXPORT size_t hd_heap_num_facts(const struct hd_heap *h);
+HD_EXPORT const struct hd_fact *hd_heap_fact(const struct hd_heap *h,
+					     size_t i);
 
 // Bytes allocated for the block table (for benchmarks).
 HD_EXPORT size_t hd_heap_table_bytes(const struct hd_heap *h);
 
-HD_EXPORT size_t hd_heap_num_arenas(const struct hd_heap *h);
-HD_EXPORT const struct hd_arena *hd_heap_arena(const struct hd_heap *h,
-					       size_t i);
 HD_EXPORT size_t hd_heap_num_problems(const struct hd_heap *h);
 HD_EXPORT const struct hd_heap_problem *
 hd_heap_problem(const struct hd_heap *h, size_t i);
 // True if problems were found, or another allocator's blocks are not
 // seen: some verdicts may be missing.
 HD_EXPORT bool hd_heap_partial(const struct hd_heap *h);
-// How the walk found the heap: "debuginfo" or "heuristic", and features
-// detected from the data (safe-linking, tcache).
+
+// The allocator's node and groups in semantic reports.
+struct hd_allocator_labels {
+	const char *allocator; // "glibc malloc"
+	const char *metadata;  // "arena state and heap headers"
+	const char *internal;  // "tcache structures and fenceposts"
+	const char *free;      // "free chunks"
+	const char *free_block; // a free block's type name: "free chunk"
+};
+
+// Which allocator the heap is and how the walk found it.
 struct hd_heap_info {
-	const char *method;
-	bool safe_linking;
-	bool has_tcache;
-	uint64_t main_arena;
-	uint64_t main_arena_size; // sizeof(struct malloc_state)
-	uint64_t mp;          // address of mp_, 0 if unknown
-	uint64_t mp_size;
-	uint64_t n_mmaps;     // mp_.n_mmaps, if mp known
-	uint64_t mmap_threshold; // mp_.mmap_threshold, if mp known
-	size_t num_tcaches;
-	// glibc's malloc was never initialised (nothing allocated yet, e.g.
+	const char *allocator; // the backend: "glibc"
+	const char *version;   // "2.36", or NULL when the walk could not tell
+	const char *method;    // "debuginfo" or "heuristic"
+	struct hd_allocator_labels labels;
+	// The allocator was never initialised (nothing allocated yet, e.g.
 	// at the first instruction of main): no blocks, and none missing.
 	bool no_allocation_yet;
+	// Why the heap is empty then, in the allocator's words, or NULL.
+	const char *empty_reason;
 	// An allocator heapdom does not walk that the process also uses
 	// ("jemalloc (libjemalloc.so.2)"), or NULL; its blocks are not seen,
 	// so every verdict is partial.

@@ -147,7 +147,7 @@ HD_EXPORT size_t hd_fw_num_subblocks(struct hd_fw *fw);
 HD_EXPORT bool hd_fw_subblock(struct hd_fw *fw, size_t i,
 			      struct hd_fw_subblock *ret);
 // A vertex as a block: address, size and state (false for the super-root
-// and roots). A sub-allocator block has chunk == usable == its size.
+// and roots). A sub-allocator block has extent == usable == its size.
 HD_EXPORT bool hd_fw_vertex_block(struct hd_fw *fw, uint32_t v,
 				  struct hd_block *ret);
 

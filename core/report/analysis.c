@@ -37,7 +37,7 @@ struct hd_error *hd_analysis_get_view(struct hd_session *s,
 		struct hd_block b;
 		hd_heap_block(a->h, i, &b);
 		if (b.state == HD_STATE_USED) {
-			a->used_bytes += b.chunk;
+			a->used_bytes += b.extent;
 			a->used_blocks++;
 		}
 	}

@@ -7,10 +7,10 @@
 static void block_arena(const struct hd_heap *h, const struct hd_block *b,
 			char *buf, size_t len)
 {
-	if (b->arena == HD_NO_ARENA)
+	if (b->region == HD_NO_REGION)
 		snprintf(buf, len, "mmapped");
 	else
-		snprintf(buf, len, "0x%" PRIx64, hd_heap_arena(h, b->arena)->addr);
+		snprintf(buf, len, "0x%" PRIx64, hd_heap_region(h, b->region)->addr);
 }
 
 struct hd_error *hd_render_blocks(FILE *out, struct hd_session *session,
@@ -38,7 +38,7 @@ struct hd_error *hd_render_blocks(FILE *out, struct hd_session *session,
 		hd_text_problems(out, t, h, o->color);
 		hd_alloc_sites_text_note(out, &as, o->color);
 		fprintf(out, "%-18s %12s %12s  %-8s %-8s %-16s %s\n", "address", "size",
-			"chunk", "state", "list", "arena", "type");
+			"extent", "state", "list", "region", "type");
 	}
 	bool first = true;
 	for (size_t i = 0; i < n; i++) {
@@ -56,16 +56,16 @@ struct hd_error *hd_render_blocks(FILE *out, struct hd_session *session,
 		if (json) {
 			fprintf(out,
 				"%s\n{\"addr\": \"0x%" PRIx64 "\", \"size\": %" PRIu64 ", \"chunk\": %" PRIu64 ", \"state\": \"%s\"",
-				first ? "" : ",", b.addr, b.usable, b.chunk,
+				first ? "" : ",", b.addr, b.usable, b.extent,
 				hd_block_state_name(b.state));
 			if (b.state == HD_STATE_FREE)
 				fprintf(out, ", \"list\": \"%s\"",
-					hd_free_list_name(b.list));
-			if (b.arena == HD_NO_ARENA)
+					b.list_name);
+			if (b.region == HD_NO_REGION)
 				fputs(", \"arena\": null", out);
 			else
 				fprintf(out, ", \"arena\": \"0x%" PRIx64 "\"",
-					hd_heap_arena(h, b.arena)->addr);
+					hd_heap_region(h, b.region)->addr);
 			fprintf(out, ", \"mmapped\": %s, \"type\": ",
 				b.mmapped ? "true" : "false");
 			if (typed)
@@ -79,9 +79,9 @@ struct hd_error *hd_render_blocks(FILE *out, struct hd_session *session,
 			char arena[32];
 			block_arena(h, &b, arena, sizeof(arena));
 			fprintf(out, "0x%016" PRIx64 " %12" PRIu64 " %12" PRIu64 "  %-8s %-8s %-16s %s",
-				b.addr, b.usable, b.chunk,
+				b.addr, b.usable, b.extent,
 				hd_block_state_name(b.state),
-				b.state == HD_STATE_FREE ? hd_free_list_name(b.list) : "-",
+				b.state == HD_STATE_FREE ? b.list_name : "-",
 				arena, type);
 			if (tb) {
 				char site[600];

@@ -86,7 +86,7 @@ static void json_node(FILE *out, const struct hd_analysis *a, uint32_t v,
 	fprintf(out, "%s\n{\"addr\": \"0x%" PRIx64 "\", \"size\": %" PRIu64
 		", \"chunk\": %" PRIu64 ", \"retained\": %" PRIu64
 		", \"retained_blocks\": %" PRIu32 ", \"idom\": ",
-		*first ? "" : ",", b.addr, b.usable, b.chunk,
+		*first ? "" : ",", b.addr, b.usable, b.extent,
 		hd_dom_retained(a->d, v), hd_dom_retained_blocks(a->d, v));
 	if (d == HD_DOM_NONE) {
 		fputs("null", out);
@@ -140,7 +140,7 @@ static uint64_t leaked_bytes(const struct hd_analysis *a, uint64_t *blocks)
 		hd_heap_block(a->h, i, &b);
 		if (b.state == HD_STATE_USED &&
 		    hd_dom_idom(a->d, hd_graph_block_vertex(a->g, i)) == HD_DOM_NONE) {
-			bytes += b.chunk;
+			bytes += b.extent;
 			(*blocks)++;
 		}
 	}

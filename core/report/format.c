@@ -75,18 +75,80 @@ static void json_limits(FILE *out, struct hd_target *t, const struct hd_heap *h)
 	fputc(']', out);
 }
 
-void hd_json_heap_header(FILE *out, struct hd_target *t,
-			 const struct hd_heap *h)
+// The backend's facts of one region (or, with HD_NO_REGION, of the
+// allocator) as a JSON object's members.
+static void json_facts(FILE *out, const struct hd_heap *h, uint32_t region)
+{
+	bool first = true;
+	for (size_t i = 0; i < hd_heap_num_facts(h); i++) {
+		const struct hd_fact *f = hd_heap_fact(h, i);
+		if (f->region != region)
+			continue;
+		fputs(first ? "" : ", ", out);
+		first = false;
+		hd_json_string(out, f->key);
+		fputs(": ", out);
+		switch (f->kind) {
+		case HD_FACT_BOOL:
+			fputs(f->value ? "true" : "false", out);
+			break;
+		case HD_FACT_UINT:
+			fprintf(out, "%" PRIu64, f->value);
+			break;
+		case HD_FACT_ADDR:
+			fprintf(out, "\"0x%" PRIx64 "\"", f->value);
+			break;
+		case HD_FACT_STRING:
+			hd_json_string(out, f->string);
+			break;
+		}
+	}
+}
+
+void hd_json_allocator(FILE *out, const struct hd_heap *h)
 {
 	struct hd_heap_info info;
 	hd_heap_get_info(h, &info);
+	fputs("{\"name\": ", out);
+	hd_json_string(out, info.allocator);
+	fputs(", \"version\": ", out);
+	if (info.version)
+		hd_json_string(out, info.version);
+	else
+		fputs("null", out);
+	fputs(", \"method\": ", out);
+	hd_json_string(out, info.method);
+	fputs(", \"facts\": {", out);
+	json_facts(out, h, HD_NO_REGION);
+	fputs("}, \"regions\": [", out);
+	for (size_t i = 0; i < hd_heap_num_regions(h); i++) {
+		const struct hd_region *r = hd_heap_region(h, i);
+		fprintf(out, "%s{\"addr\": \"0x%" PRIx64 "\", \"kind\": ",
+			i ? ", " : "", r->addr);
+		hd_json_string(out, r->kind);
+		fprintf(out, ", \"primary\": %s, \"segments\": %zu, \"system_bytes\": %" PRIu64 ", \"facts\": {",
+			r->primary ? "true" : "false", r->num_segments,
+			r->system_bytes);
+		json_facts(out, h, (uint32_t)i);
+		fputs("}}", out);
+	}
+	fputs("], \"lists\": [", out);
+	for (size_t i = 1; i < hd_heap_num_free_lists(h); i++) {
+		fputs(i > 1 ? ", " : "", out);
+		hd_json_string(out, hd_heap_free_list(h, i)->name);
+	}
+	fputs("]}", out);
+}
+
+void hd_json_heap_header(FILE *out, struct hd_target *t,
+			 const struct hd_heap *h)
+{
 	fputs("\"target\": ", out);
 	hd_json_string(out, hd_target_name(t));
 	fprintf(out, ", \"target_kind\": \"%s\"", hd_target_kind(t));
-	fputs(", \"method\": ", out);
-	hd_json_string(out, info.method);
-	fprintf(out, ", \"safe_linking\": %s, \"partial\": %s",
-		info.safe_linking ? "true" : "false",
+	fputs(", \"allocator\": ", out);
+	hd_json_allocator(out, h);
+	fprintf(out, ", \"partial\": %s",
 		hd_heap_partial(h) || hd_target_truncation(t, NULL) ? "true" : "false");
 	json_limits(out, t, h);
 	fputs(", \"problems\": [", out);
@@ -97,15 +159,39 @@ void hd_json_heap_header(FILE *out, struct hd_target *t,
 		hd_json_string(out, p->message);
 		fputc('}', out);
 	}
-	fputs("], \"arenas\": [", out);
-	for (size_t i = 0; i < hd_heap_num_arenas(h); i++) {
-		const struct hd_arena *a = hd_heap_arena(h, i);
-		fprintf(out,
-			"%s{\"addr\": \"0x%" PRIx64 "\", \"main\": %s, \"heaps\": %zu, \"system_mem\": %" PRIu64 ", \"top\": \"0x%" PRIx64 "\"}",
-			i ? ", " : "", a->addr, a->is_main ? "true" : "false",
-			a->num_heaps, a->system_mem, a->top);
-	}
 	fputc(']', out);
+}
+
+void hd_text_allocator(FILE *out, const struct hd_heap *h)
+{
+	struct hd_heap_info info;
+	hd_heap_get_info(h, &info);
+	fprintf(out, "allocator: %s %s, found via %s", info.allocator,
+		info.version ? info.version : "(version unknown)", info.method);
+	const char *sep = "; ";
+	for (size_t i = 0; i < hd_heap_num_facts(h); i++) {
+		const struct hd_fact *f = hd_heap_fact(h, i);
+		if (f->region != HD_NO_REGION)
+			continue;
+		switch (f->kind) {
+		case HD_FACT_BOOL:
+			if (!f->value)
+				continue;
+			fprintf(out, "%s%s", sep, f->key);
+			break;
+		case HD_FACT_UINT:
+			fprintf(out, "%s%s %" PRIu64, sep, f->key, f->value);
+			break;
+		case HD_FACT_ADDR:
+			fprintf(out, "%s%s 0x%" PRIx64, sep, f->key, f->value);
+			break;
+		case HD_FACT_STRING:
+			fprintf(out, "%s%s %s", sep, f->key, f->string);
+			break;
+		}
+		sep = ", ";
+	}
+	fputc('\n', out);
 }
 
 // A message's kind: its words with every number ("0x7f..", "17") made
@@ -246,10 +332,11 @@ void hd_text_problems(FILE *out, struct hd_target *t, const struct hd_heap *h,
 	struct hd_heap_info info;
 	hd_heap_get_info(h, &info);
 	if (info.no_allocation_yet)
-		fprintf(out, "no allocation yet: glibc's malloc was never initialised (main_arena at 0x%" PRIx64 " has no top chunk), so the heap is empty\n",
-			info.main_arena);
+		fprintf(out, "no allocation yet: %s, so the heap is empty\n",
+			info.empty_reason ? info.empty_reason
+					  : "the allocator was never initialised");
 	if (info.other_allocator)
-		fprintf(out, "%swarning:%s this process also allocates with %s, which heapdom does not walk: its blocks are not shown and the references they hold are not seen; results are partial\n",
+		fprintf(out, "%swarning:%s this process also allocates with %s, whose blocks this report does not show: the references they hold are not seen; results are partial\n",
 			on, off, info.other_allocator);
 	size_t n = hd_heap_num_problems(h);
 	hd_text_warnings(out, color, "", n, h->dropped_problems, problem_at,

@@ -130,7 +130,7 @@ struct hd_error *hd_render_graph(FILE *out, struct hd_session *s,
 				hd_root_rank_name(hd_root_rank(root->kind)));
 		} else {
 			fprintf(out, "\"addr\": \"0x%" PRIx64 "\", \"size\": %" PRIu64
-				", \"chunk\": %" PRIu64, b.addr, b.usable, b.chunk);
+				", \"chunk\": %" PRIu64, b.addr, b.usable, b.extent);
 		}
 		fputc('}', out);
 		first = false;

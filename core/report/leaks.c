@@ -52,7 +52,7 @@ static struct hd_error *site_groups(const struct hd_analysis *a,
 			continue;
 		struct site_group *sg = &g[tb->site == UINT32_MAX ? ns - 1 : tb->site];
 		sg->count++;
-		sg->bytes += b.chunk;
+		sg->bytes += b.extent;
 	}
 	size_t n = 0;
 	for (size_t i = 0; i < ns; i++)
@@ -81,8 +81,8 @@ static int group_cmp(const void *x, const void *y)
 	return a->chunk < b->chunk ? -1 : a->chunk > b->chunk;
 }
 
-// Groups are keyed by chunk and usable size: an mmapped chunk has 8
-// usable bytes less than an arena chunk of the same size.
+// Groups are keyed by extent and usable size: two blocks of one extent
+// may differ in usable bytes (glibc: an mmapped chunk has 8 less).
 static int key_cmp(const void *x, const void *y)
 {
 	const struct group *a = x, *b = y;
@@ -180,12 +180,12 @@ struct hd_error *hd_render_leaks(FILE *out, struct hd_session *s,
 		uint32_t v = hd_graph_block_vertex(a.g, i);
 		bool unref = unreferenced(&a, v);
 		groups[ng++] = (struct group){
-			.chunk = b.chunk, .usable = b.usable, .count = 1,
-			.bytes = b.chunk, .unreferenced = unref,
+			.chunk = b.extent, .usable = b.usable, .count = 1,
+			.bytes = b.extent, .unreferenced = unref,
 			.entry = block_entry(&a, i),
 		};
 		list[nl++] = v;
-		bytes += b.chunk;
+		bytes += b.extent;
 		nunref += unref;
 	}
 	qsort(groups, ng, sizeof(*groups), key_cmp);
@@ -299,7 +299,7 @@ struct hd_error *hd_render_leaks(FILE *out, struct hd_session *s,
 		if (json) {
 			fprintf(out, "%s\n{\"addr\": \"0x%" PRIx64 "\", \"size\": %" PRIu64
 				", \"chunk\": %" PRIu64 ", \"type\": ",
-				j ? "," : "", b.addr, b.usable, b.chunk);
+				j ? "," : "", b.addr, b.usable, b.extent);
 			if (typed)
 				hd_json_string(out, type);
 			else

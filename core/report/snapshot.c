@@ -60,13 +60,13 @@ static void totals(const struct hd_heap *h, struct hd_snapshot *snap,
 			classes[hd_size_class(b.usable)].bytes += b.usable;
 		} else if (b.state == HD_STATE_INTERNAL) {
 			c = &snap->internal;
-		} else if (b.list == HD_LIST_TOP) {
+		} else if (hd_heap_free_list(h, b.list)->reserve) {
 			c = &snap->top;
 		} else {
 			c = &snap->free;
 		}
 		c->blocks++;
-		c->bytes += b.chunk;
+		c->bytes += b.extent;
 	}
 }
 

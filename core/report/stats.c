@@ -1,4 +1,4 @@
-// Heap statistics: per arena and in total, by state and free list, and a
+// Heap statistics: per region and in total, by state and free list, and a
 // power-of-two size-class table of used blocks (like malloc_info).
 #include <inttypes.h>
 #include <stdlib.h>
@@ -7,6 +7,8 @@
 #include "report/report_internal.h"
 
 #define NCLASSES HD_SIZE_CLASSES
+// Lists a backend may declare (heap_internal.h: 4 bits of flags).
+#define NLISTS 16
 
 struct count {
 	uint64_t blocks, bytes;
@@ -14,7 +16,7 @@ struct count {
 
 struct tally {
 	struct count used, internal, mmapped;
-	struct count free[HD_LIST_COUNT];
+	struct count free[NLISTS];
 	uint64_t usable; // usable bytes of used blocks (mmapped included)
 };
 
@@ -28,14 +30,14 @@ static void tally_block(struct tally *t, const struct hd_block *b)
 {
 	switch (b->state) {
 	case HD_STATE_USED:
-		add(b->mmapped ? &t->mmapped : &t->used, b->chunk);
+		add(b->mmapped ? &t->mmapped : &t->used, b->extent);
 		t->usable += b->usable;
 		break;
 	case HD_STATE_FREE:
-		add(&t->free[b->list], b->chunk);
+		add(&t->free[b->list < NLISTS ? b->list : 0], b->extent);
 		break;
 	case HD_STATE_INTERNAL:
-		add(&t->internal, b->chunk);
+		add(&t->internal, b->extent);
 		break;
 	}
 }
@@ -51,44 +53,46 @@ unsigned hd_size_class(uint64_t usable)
 
 struct stats {
 	struct tally total, mmapped_only;
-	struct tally *arenas;
+	struct tally *regions;
 	struct count classes[NCLASSES];
 };
 
 static struct hd_error *compute(const struct hd_heap *h, struct stats *s)
 {
 	memset(s, 0, sizeof(*s));
-	size_t na = hd_heap_num_arenas(h);
-	s->arenas = calloc(na ? na : 1, sizeof(*s->arenas));
-	if (!s->arenas)
+	size_t na = hd_heap_num_regions(h);
+	s->regions = calloc(na ? na : 1, sizeof(*s->regions));
+	if (!s->regions)
 		return &hd_error_no_memory;
 	size_t n = hd_heap_num_blocks(h);
 	for (size_t i = 0; i < n; i++) {
 		struct hd_block b;
 		hd_heap_block(h, i, &b);
 		tally_block(&s->total, &b);
-		tally_block(b.arena == HD_NO_ARENA ? &s->mmapped_only
-						   : &s->arenas[b.arena], &b);
+		tally_block(b.region == HD_NO_REGION || b.region >= na
+				    ? &s->mmapped_only : &s->regions[b.region], &b);
 		if (b.state == HD_STATE_USED)
 			add(&s->classes[hd_size_class(b.usable)], b.usable);
 	}
 	return NULL;
 }
 
-static uint64_t free_blocks(const struct tally *t)
+// Free blocks, not the memory the allocator has not carved yet (a
+// reserve list: glibc's top chunks).
+static uint64_t free_blocks(const struct hd_heap *h, const struct tally *t)
 {
 	uint64_t n = 0;
-	for (int l = 0; l < HD_LIST_COUNT; l++)
-		if (l != HD_LIST_TOP)
+	for (size_t l = 0; l < hd_heap_num_free_lists(h) && l < NLISTS; l++)
+		if (!hd_heap_free_list(h, l)->reserve)
 			n += t->free[l].blocks;
 	return n;
 }
 
-static uint64_t free_bytes(const struct tally *t)
+static uint64_t free_bytes(const struct hd_heap *h, const struct tally *t)
 {
 	uint64_t n = 0;
-	for (int l = 0; l < HD_LIST_COUNT; l++)
-		if (l != HD_LIST_TOP)
+	for (size_t l = 0; l < hd_heap_num_free_lists(h) && l < NLISTS; l++)
+		if (!hd_heap_free_list(h, l)->reserve)
 			n += t->free[l].bytes;
 	return n;
 }
@@ -99,7 +103,7 @@ static void json_count(FILE *out, const char *name, const struct count *c)
 		name, c->blocks, c->bytes);
 }
 
-static void json_tally(FILE *out, const struct tally *t)
+static void json_tally(FILE *out, const struct hd_heap *h, const struct tally *t)
 {
 	json_count(out, "used", &t->used);
 	fputs(", ", out);
@@ -108,10 +112,10 @@ static void json_tally(FILE *out, const struct tally *t)
 	json_count(out, "internal", &t->internal);
 	fprintf(out, ", \"usable\": %" PRIu64 ", \"overhead\": %" PRIu64 ", \"free\": {",
 		t->usable, t->used.bytes + t->mmapped.bytes - t->usable);
-	for (int l = HD_LIST_TCACHE; l < HD_LIST_COUNT; l++) {
-		if (l > HD_LIST_TCACHE)
+	for (size_t l = 1; l < hd_heap_num_free_lists(h) && l < NLISTS; l++) {
+		if (l > 1)
 			fputs(", ", out);
-		json_count(out, hd_free_list_name(l), &t->free[l]);
+		json_count(out, hd_heap_free_list(h, l)->name, &t->free[l]);
 	}
 	fputc('}', out);
 }
@@ -122,12 +126,12 @@ static void render_json(FILE *out, struct hd_target *t, const struct hd_heap *h,
 	fputc('{', out);
 	hd_json_heap_header(out, t, h);
 	fputs(", \"totals\": {", out);
-	json_tally(out, &s->total);
-	fputs("}, \"arena_stats\": [", out);
-	for (size_t i = 0; i < hd_heap_num_arenas(h); i++) {
+	json_tally(out, h, &s->total);
+	fputs("}, \"region_stats\": [", out);
+	for (size_t i = 0; i < hd_heap_num_regions(h); i++) {
 		fprintf(out, "%s{\"addr\": \"0x%" PRIx64 "\", ", i ? ", " : "",
-			hd_heap_arena(h, i)->addr);
-		json_tally(out, &s->arenas[i]);
+			hd_heap_region(h, i)->addr);
+		json_tally(out, h, &s->regions[i]);
 		fputc('}', out);
 	}
 	fputs("], \"size_classes\": [", out);
@@ -152,57 +156,57 @@ static void text_row(FILE *out, const char *label, const struct count *c)
 	fprintf(out, "  %-20s %12" PRIu64 " %12s\n", label, c->blocks, sz);
 }
 
-static void text_tally(FILE *out, const struct tally *t)
+static void text_tally(FILE *out, const struct hd_heap *h, const struct tally *t)
 {
 	char sz[32];
 	text_row(out, "used", &t->used);
 	if (t->mmapped.blocks)
 		text_row(out, "used (mmapped)", &t->mmapped);
-	for (int l = HD_LIST_TCACHE; l < HD_LIST_COUNT; l++) {
+	for (size_t l = 1; l < hd_heap_num_free_lists(h) && l < NLISTS; l++) {
 		if (!t->free[l].blocks)
 			continue;
 		char label[32];
-		snprintf(label, sizeof(label), "free: %s", hd_free_list_name(l));
+		snprintf(label, sizeof(label), "free: %s", hd_heap_free_list(h, l)->name);
 		text_row(out, label, &t->free[l]);
 	}
 	if (t->internal.blocks)
-		text_row(out, "internal (malloc)", &t->internal);
+		text_row(out, "internal (allocator)", &t->internal);
 	hd_format_size(t->used.bytes + t->mmapped.bytes - t->usable, sz,
 		       sizeof(sz));
-	fprintf(out, "  %-20s %12s %12s   chunk headers and padding of used blocks\n",
+	fprintf(out, "  %-20s %12s %12s   block headers and padding of used blocks\n",
 		"overhead", "", sz);
 }
 
 static void render_text(FILE *out, struct hd_target *t, const struct hd_heap *h,
 			const struct stats *s, bool color)
 {
-	struct hd_heap_info info;
-	hd_heap_get_info(h, &info);
 	char used[32], freeb[32];
 	hd_format_size(s->total.used.bytes + s->total.mmapped.bytes, used,
 		       sizeof(used));
-	hd_format_size(free_bytes(&s->total), freeb, sizeof(freeb));
+	hd_format_size(free_bytes(h, &s->total), freeb, sizeof(freeb));
 	hd_text_problems(out, t, h, color);
+	size_t nr = hd_heap_num_regions(h);
 	fprintf(out,
-		"heap of %s: %" PRIu64 " used blocks (%s), %" PRIu64 " free (%s), %zu arena%s; found via %s%s\n\n",
+		"heap of %s: %" PRIu64 " used blocks (%s), %" PRIu64 " free (%s), %zu %s%s\n",
 		hd_target_name(t), s->total.used.blocks + s->total.mmapped.blocks,
-		used, free_blocks(&s->total), freeb, hd_heap_num_arenas(h),
-		hd_heap_num_arenas(h) == 1 ? "" : "s", info.method,
-		info.safe_linking ? ", safe-linking" : "");
+		used, free_blocks(h, &s->total), freeb, nr,
+		nr ? hd_heap_region(h, 0)->kind : "region", nr == 1 ? "" : "s");
+	hd_text_allocator(out, h);
+	fputc('\n', out);
 	hd_heading(out, color, "Total");
 	fprintf(out, "  %-20s %12s %12s\n", "", "blocks", "bytes");
-	text_tally(out, &s->total);
-	for (size_t i = 0; i < hd_heap_num_arenas(h); i++) {
-		const struct hd_arena *a = hd_heap_arena(h, i);
+	text_tally(out, h, &s->total);
+	for (size_t i = 0; i < nr; i++) {
+		const struct hd_region *r = hd_heap_region(h, i);
 		char sys[32];
-		hd_format_size(a->system_mem, sys, sizeof(sys));
-		hd_heading(out, color, "\nArena 0x%" PRIx64 " (%s): %zu heap%s, system_mem %s",
-			a->addr, a->is_main ? "main" : "thread", a->num_heaps,
-			a->num_heaps == 1 ? "" : "s", sys);
-		text_tally(out, &s->arenas[i]);
+		hd_format_size(r->system_bytes, sys, sizeof(sys));
+		hd_heading(out, color, "\nRegion 0x%" PRIx64 " (%s%s): %zu segment%s, %s from the system",
+			r->addr, r->primary ? "primary " : "", r->kind,
+			r->num_segments, r->num_segments == 1 ? "" : "s", sys);
+		text_tally(out, h, &s->regions[i]);
 	}
 	if (s->mmapped_only.mmapped.blocks) {
-		hd_heading(out, color, "\nMmapped chunks (no arena)");
+		hd_heading(out, color, "\nBlocks in mappings of their own (no region)");
 		text_row(out, "used (mmapped)", &s->mmapped_only.mmapped);
 	}
 	hd_heading(out, color, "\nUsed blocks by size class (usable bytes)");
@@ -234,7 +238,7 @@ struct hd_error *hd_render_stats(FILE *out, struct hd_session *session,
 		render_json(out, t, h, &s);
 	else
 		render_text(out, t, h, &s, o->color);
-	free(s.arenas);
+	free(s.regions);
 	if (ferror(out))
 		return hd_error_create(HD_ERROR_OS, "cannot write output");
 	return NULL;

@@ -180,7 +180,7 @@ static bool instance(const struct instances *in, uint32_t v, uint64_t *bytes,
 	if (b.state != HD_STATE_USED)
 		return false;
 	*usable = b.usable;
-	*bytes = b.chunk;
+	*bytes = b.extent;
 	if (in->s) {
 		uint64_t used, f;
 		hd_semantic_own(in->s, v, bytes, &used, &f);

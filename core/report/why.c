@@ -111,7 +111,7 @@ static void describe_block(FILE *out, const struct hd_analysis *a, uint32_t v,
 		fprintf(out, "\"addr\": \"0x%" PRIx64 "\", \"size\": %" PRIu64
 			", \"chunk\": %" PRIu64 ", \"retained\": %" PRIu64
 			", \"type\": ",
-			b.addr, b.usable, b.chunk, hd_dom_retained(a->d, v));
+			b.addr, b.usable, b.extent, hd_dom_retained(a->d, v));
 		if (typed)
 			hd_json_string(out, type);
 		else
@@ -556,7 +556,7 @@ struct hd_error *hd_render_why(FILE *out, struct hd_session *s,
 				   "0x%" PRIx64 " is in the %s block 0x%" PRIx64 "%s%s: the allocator holds it, nothing keeps it alive",
 				   o->address, hd_block_state_name(b.state), b.addr,
 				   b.state == HD_STATE_FREE ? " on the free list " : "",
-				   b.state == HD_STATE_FREE ? hd_free_list_name(b.list) : "");
+				   b.state == HD_STATE_FREE ? b.list_name : "");
 	uint32_t v = hd_graph_block_vertex(a.g, (size_t)id);
 	bool reachable = hd_dom_idom(a.d, v) != HD_DOM_NONE;
 	// Every root that reaches the block, by class; for a leaked block the

@@ -172,7 +172,7 @@ static void sdescribe(FILE *out, const struct sview *w, uint32_t v, bool json)
 		if (k == HD_SV_BLOCK) {
 			struct hd_block b;
 			hd_heap_block(w->a->h, v - w->first_block, &b);
-			fprintf(out, ", \"chunk\": %" PRIu64, b.chunk);
+			fprintf(out, ", \"chunk\": %" PRIu64, b.extent);
 		} else {
 			fputs(", \"framework\": ", out);
 			hd_json_string(out, module_name(w->fw,

@@ -344,10 +344,10 @@ bool hd_fw_vertex_block(struct hd_fw *fw, uint32_t v, struct hd_block *ret)
 	if (k < 0)
 		return false;
 	const struct hd_subblock *sb = &fw->sa.blocks[k];
-	*ret = (struct hd_block){.addr = sb->addr, .chunk = sb->size,
-				 .usable = sb->size,
+	*ret = (struct hd_block){.addr = sb->addr, .start = sb->addr,
+				 .extent = sb->size, .usable = sb->size,
 				 .state = (enum hd_block_state)sb->state,
-				 .arena = HD_NO_ARENA};
+				 .region = HD_NO_REGION};
 	return true;
 }
 

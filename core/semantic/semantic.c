@@ -18,7 +18,7 @@ static uint32_t node_of(const struct hd_fw *fw, uint32_t v)
 	return a == HD_FW_SHARED ? HD_FW_NO_NODE : a;
 }
 
-// Own sizes: a heap block's chunk (minus the sub-allocator blocks inside
+// Own sizes: a heap block's extent (minus the sub-allocator blocks inside
 // it), a sub-allocator block's size; free memory is allocated, not used.
 // Computed when asked rather than kept: three words per vertex of 10M.
 void hd_semantic_own(const struct hd_semantic *s, uint32_t v, uint64_t *alloc_r,
@@ -33,7 +33,7 @@ void hd_semantic_own(const struct hd_semantic *s, uint32_t v, uint64_t *alloc_r,
 		enum hd_block_state st;
 		if (v < first_sub) {
 			size_t id = v - first_block;
-			alloc = (uint64_t)h->chunk16[id] << 4;
+			alloc = hd_heap_extent(h, id);
 			used = hd_heap_usable(h, id);
 			st = hd_heap_state(h, id);
 			int64_t c = fw->sa.num_containers ? hd_suballoc_container(&fw->sa, id) : -1;

@@ -21,9 +21,6 @@
 
 #define NO_MODULE UINT16_MAX
 #define MAX_SLOTS 4096
-// malloc rounds a request up by at most this much (chunk alignment and the
-// size field it borrows from the next chunk).
-#define MALLOC_SLACK 24
 
 static double now(void)
 {
@@ -492,12 +489,14 @@ static bool can_type_blocks(const struct hd_typing_module *tm, uint32_t st)
 // when the rest is only malloc's rounding or the object is allocated one
 // by one, an array when the block holds more. Characters are strings:
 // always an array.
-static uint32_t element_count(uint64_t usable, uint64_t size, bool chars,
-			      bool one)
+static uint32_t element_count(const struct hd_heap *h, size_t id,
+			      uint64_t size, bool chars, bool one)
 {
+	uint64_t usable = hd_heap_usable(h, id);
 	if (!size || usable < size)
 		return 0;
-	if (!chars && (one || usable - size < MALLOC_SLACK))
+	// The allocator rounds a request up by less than its slack.
+	if (!chars && (one || usable - size < hd_heap_request_slack(h)))
 		return 1;
 	uint64_t n = usable / size;
 	return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
@@ -530,7 +529,7 @@ static struct hd_error *entry_for_block(struct propagation *p, uint16_t module,
 	const struct hd_type *t = &ix->types[st];
 	if (!can_type_blocks(&p->ty->mods[module], st))
 		return NULL;
-	uint32_t count = element_count(hd_heap_usable(p->h, id), t->size,
+	uint32_t count = element_count(p->h, id, t->size,
 				       t->kind == HD_TYPE_BASE && t->size == 1, one);
 	if (!count)
 		return NULL;
@@ -676,7 +675,7 @@ static struct hd_error *follow_block(struct propagation *p, uint32_t id)
 			if (t < 0 || h->addr[t] != v ||
 			    hd_heap_state(h, (size_t)t) != HD_STATE_USED)
 				continue;
-			uint32_t n = element_count(hd_heap_usable(h, (size_t)t),
+			uint32_t n = element_count(h, (size_t)t,
 						   s->psize, s->chars, s->one);
 			if (!n)
 				continue;
@@ -933,7 +932,7 @@ static struct hd_error *vtable_types(struct propagation *p, struct hd_target *t,
 			const struct hd_type_index *ix = p->ty->mods[m].ix;
 			uint32_t st = ix ? hd_type_find_struct(ix, v->klass) : HD_TYPE_NONE;
 			if (st != HD_TYPE_NONE && ix->types[st].size <=
-			    ((uint64_t)h->chunk16[id] << 4))
+			    (hd_heap_extent(h, id)))
 				err = get_entry(p->ty, (uint16_t)m, st, 1, NULL, &e);
 		}
 		if (!err && e == HD_ENTRY_NONE)

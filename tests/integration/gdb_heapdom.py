@@ -187,8 +187,15 @@ def _gdb_walk(out_path, target, method, live_pid):
                            "arena": None, "mmapped": True})
             pos = c + sz
     blocks.sort(key=lambda b: int(b["addr"], 16))
-    doc = {"target": target, "method": method, "partial": False, "problems": [],
-           "arenas": arena_json, "blocks": blocks}
+    # The allocator object of docs/json-format.md: arenas are regions,
+    # their top a fact of each.
+    regions = [{"addr": a["addr"], "kind": "arena", "primary": a["main"],
+                "segments": a.get("heaps"), "system_bytes": a["system_mem"],
+                "facts": {"top": a["top"]}} for a in arena_json]
+    doc = {"target": target, "partial": False, "problems": [],
+           "allocator": {"name": "glibc", "version": None, "method": method,
+                         "facts": {}, "regions": regions},
+           "blocks": blocks}
     with open(out_path, "w") as f:
         json.dump(doc, f)
 
@@ -330,7 +337,8 @@ def main(argv):
     if cmd == "stats":
         if core:
             _check_core(core, exe)
-        print(json.dumps({"totals": {}, "arenas": [], "size_classes": []}))
+        print(json.dumps({"totals": {}, "allocator": {"name": "glibc", "regions": []},
+                          "size_classes": []}))
         return 0
     method = "heuristic" if debug_dir else "debuginfo"
     import tempfile

@@ -406,6 +406,23 @@ def _blk(b):
     return s
 
 
+def glibc_arenas(doc):
+    """The arenas of a document's allocator object (docs/json-format.md):
+    each region with its glibc facts, as {addr, main, heaps, system_mem,
+    top}."""
+    out = []
+    for r in (doc.get("allocator") or {}).get("regions", []):
+        out.append({"addr": r.get("addr"), "main": r.get("primary"),
+                    "heaps": r.get("segments"), "system_mem": r.get("system_bytes"),
+                    "top": (r.get("facts") or {}).get("top")})
+    return out
+
+
+def method_of(doc):
+    """How the walk found the heap: allocator.method."""
+    return (doc.get("allocator") or {}).get("method")
+
+
 class Index:
     """Blocks of a document, checked for shape and indexed by address."""
 
@@ -415,7 +432,7 @@ class Index:
         self.starts = []
         self.main_arena = None
         self.arenas = {}
-        for a in doc.get("arenas", []):
+        for a in glibc_arenas(doc):
             try:
                 self.arenas[int(a["addr"], 16)] = a
                 if a["main"] is True:
@@ -472,14 +489,22 @@ class Index:
 def compare(doc, truth, expect_method=None):
     """Compare a `blocks --json` document with a Truth; return Mismatches."""
     mm = Mismatches()
-    for key, typ in (("target", str), ("method", str), ("partial", bool),
-                     ("problems", list), ("arenas", list), ("blocks", list)):
+    for key, typ in (("target", str), ("allocator", dict), ("partial", bool),
+                     ("problems", list), ("blocks", list)):
         if not isinstance(doc.get(key), typ):
             mm.add("schema", "top-level %r missing or not %s" % (key, typ.__name__))
     if mm:
         return mm
-    if expect_method and doc["method"] != expect_method:
-        mm.add("method", "method is %r, expected %r" % (doc["method"], expect_method))
+    al = doc["allocator"]
+    for key, typ in (("name", str), ("method", str), ("facts", dict), ("regions", list)):
+        if not isinstance(al.get(key), typ):
+            mm.add("schema", "allocator.%s missing or not %s" % (key, typ.__name__))
+    if al.get("name") != "glibc":
+        mm.add("schema", "allocator.name is %r, expected 'glibc'" % al.get("name"))
+    if mm:
+        return mm
+    if expect_method and al["method"] != expect_method:
+        mm.add("method", "method is %r, expected %r" % (al["method"], expect_method))
     if doc["partial"]:
         mm.add("partial", "partial is true on a consistent heap")
     for p in doc["problems"]:
@@ -631,8 +656,8 @@ def compare(doc, truth, expect_method=None):
 def diff_docs(d1, d2, limit=10):
     """Differences between two documents' arenas and blocks (list of str)."""
     out = []
-    a1 = sorted(json.dumps(a, sort_keys=True) for a in d1.get("arenas", []))
-    a2 = sorted(json.dumps(a, sort_keys=True) for a in d2.get("arenas", []))
+    a1 = sorted(json.dumps(a, sort_keys=True) for a in glibc_arenas(d1))
+    a2 = sorted(json.dumps(a, sort_keys=True) for a in glibc_arenas(d2))
     if a1 != a2:
         out.append("arenas differ: %s vs %s" % (a1, a2))
     b1 = {b.get("addr"): b for b in d1.get("blocks", [])}

@@ -102,7 +102,7 @@ def main():
           p.stderr if p else "timeout")
     if base is None:
         return
-    main_arena = next(x["addr"] for x in base["arenas"] if x["main"])
+    main_arena = next(x["addr"] for x in heaptest.glibc_arenas(base) if x["main"])
     arena_used = [b for b in base["blocks"] if b["state"] == "used"
                   and b["arena"] == main_arena]
 

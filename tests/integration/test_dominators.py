@@ -354,8 +354,8 @@ NODE_KEYS = {"addr": str, "size": int, "chunk": int, "retained": int,
 
 def index_nodes(doc, pb, mode):
     """addr(int) -> node of a dominators document, with schema checks."""
-    for key, typ in (("target", str), ("method", str), ("partial", bool),
-                     ("problems", list), ("arenas", list), ("heap", dict),
+    for key, typ in (("target", str), ("allocator", dict), ("partial", bool),
+                     ("problems", list), ("heap", dict),
                      ("roots", list), ("nodes", list)):
         if not isinstance(doc.get(key), typ):
             pb.add("schema", "top-level %r missing or not %s" % (key, typ.__name__))

@@ -440,7 +440,7 @@ class Runner(heaptest.CaseRunner):
         if h["used"].get("blocks") != want:
             out.append("heap-blocks --state used: %d blocks, the full list has %d used"
                        % (len(h["used"].get("blocks", [])), len(want)))
-        missing = [k for k in ("totals", "arenas", "size_classes") if k not in h["stats"]]
+        missing = [k for k in ("totals", "allocator", "size_classes") if k not in h["stats"]]
         if missing:
             out.append("heap-stats --json lacks %s" % ", ".join(missing))
         st = h["res"].results["stats_text"]["out"] or ""

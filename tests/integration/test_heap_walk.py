@@ -102,7 +102,7 @@ class Runner(heaptest.CaseRunner):
 
     def stats_smoke(self, core):
         doc = heaptest.heapdom_json(self.heapdom, ["stats", core, "--json"])
-        missing = [k for k in ("totals", "arenas", "size_classes") if k not in doc]
+        missing = [k for k in ("totals", "allocator", "size_classes") if k not in doc]
         return ["stats --json lacks %s" % ", ".join(missing)] if missing else []
 
     FREE_NODES = {"tcache": "free: tcache", "fastbin": "free: fastbins",
@@ -164,7 +164,7 @@ class Runner(heaptest.CaseRunner):
         arena = nodes["arena state and heap headers"]
         types = sorted(b["type"] for b in doc["blocks"] if b["node"] == arena["id"])
         want = []
-        for a in doc["arenas"]:
+        for a in heaptest.glibc_arenas(doc):
             if not a["main"]:
                 want += ["heap_info + struct malloc_state"] + ["heap_info"] * (a["heaps"] - 1)
         if not debug_dir:

@@ -278,7 +278,7 @@ def case_fresh(a):
 
 def case_warnings(a, base):
     doc = json.loads(run(a, ["blocks", base, "--json"]).out)
-    arena = int(next(x["addr"] for x in doc["arenas"] if x["main"]), 16)
+    arena = int(next(x["addr"] for x in heaptest.glibc_arenas(doc) if x["main"]), 16)
     with open(base, "rb") as f:
         data = f.read(1 << 20)
     _, _, ph = phdrs(data)

@@ -287,7 +287,7 @@ def blocks_equal(ref, doc, ref_label, label):
     if diff or ref.get("blocks") != doc.get("blocks"):
         out.append("blocks of %s and %s differ (%d; first 10):\n  %s"
                    % (ref_label, label, len(diff), "\n  ".join(diff[:10]) or "(order)"))
-    for k in ("method", "safe_linking", "partial", "problems"):
+    for k in ("allocator", "partial", "problems"):
         if ref.get(k) != doc.get(k):
             out.append("%s: %r (%s) vs %r (%s)" % (k, ref.get(k), ref_label, doc.get(k), label))
     return out
@@ -434,7 +434,7 @@ class Runner(heaptest.CaseRunner):
             out.append("`heapdom blocks --json` stdout is not one JSON document (%s): %r..."
                        % (e, text[:200]))
         stats = load_json(sfile, "stats --output")
-        missing = [k for k in ("totals", "arenas", "size_classes") if k not in stats]
+        missing = [k for k in ("totals", "allocator", "size_classes") if k not in stats]
         if missing:
             out.append("stats --json lacks %s" % ", ".join(missing))
         # dom_fixture: dominators --all and tree mode

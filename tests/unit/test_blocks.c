@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "heap/heap_internal.h"
+#include "heap/glibc/glibc_internal.h"
 #include "check_util.h"
 
 static struct hd_heap *heap_new(void)
@@ -14,6 +14,8 @@ static struct hd_heap *heap_new(void)
 	struct hd_heap *h = NULL;
 	ck_assert_no_error(hd_heap_alloc(&h));
 	ck_assert_ptr_nonnull(h);
+	// The table as the glibc backend declares it (shapes, lists).
+	glibc_heap_declare(h);
 	return h;
 }
 
@@ -57,8 +59,8 @@ START_TEST(test_empty)
 	ck_assert_int_eq(hd_heap_find_chunk(h, UINT64_MAX), -1);
 	ck_assert_int_eq(hd_heap_find_exact(h, 0x1010), -1);
 	ck_assert_int_eq(hd_heap_find_exact(h, 0), -1);
-	ck_assert_uint_eq(hd_heap_num_arenas(h), 0);
-	ck_assert_ptr_null(hd_heap_arena(h, 0));
+	ck_assert_uint_eq(hd_heap_num_regions(h), 0);
+	ck_assert_ptr_null(hd_heap_region(h, 0));
 	ck_assert_uint_eq(hd_heap_num_problems(h), 0);
 	ck_assert(!hd_heap_partial(h));
 	hd_heap_destroy(h);
@@ -134,15 +136,15 @@ START_TEST(test_block_fields)
 		memset(&b, 0xaa, sizeof(b));
 		hd_heap_block(h, i, &b);
 		ck_assert_uint_eq(b.addr, small[i].chunk + 16);
-		ck_assert_uint_eq(b.chunk, small[i].size);
+		ck_assert_uint_eq(b.extent, small[i].size);
 		ck_assert_int_eq(b.state, HD_STATE_USED);
 		ck_assert_int_eq(b.list, HD_LIST_NONE);
 		ck_assert_int_eq(b.mmapped, small[i].mmapped);
 		if (small[i].mmapped) {
-			ck_assert_uint_eq(b.arena, HD_NO_ARENA);
+			ck_assert_uint_eq(b.region, HD_NO_REGION);
 			ck_assert_uint_eq(b.usable, small[i].size - 16);
 		} else {
-			ck_assert_uint_eq(b.arena, small[i].arena);
+			ck_assert_uint_eq(b.region, small[i].arena);
 			ck_assert_uint_eq(b.usable, small[i].size - 8);
 		}
 	}
@@ -157,7 +159,7 @@ START_TEST(test_state_round_trip)
 		for (int s = HD_STATE_USED; s <= HD_STATE_INTERNAL; s++) {
 			for (int l = HD_LIST_NONE; l < HD_LIST_COUNT; l++) {
 				hd_heap_set(h, i, (enum hd_block_state)s,
-					    (enum hd_free_list)l);
+					    (enum glibc_list)l);
 				ck_assert_int_eq(hd_heap_state(h, i), s);
 				ck_assert_int_eq(hd_heap_list(h, i), l);
 				struct hd_block b;
@@ -170,10 +172,10 @@ START_TEST(test_state_round_trip)
 				// Nothing else moves.
 				ck_assert_int_eq(b.mmapped, small[i].mmapped);
 				ck_assert_uint_eq(b.addr, small[i].chunk + 16);
-				ck_assert_uint_eq(b.chunk, small[i].size);
-				ck_assert_uint_eq(b.arena,
+				ck_assert_uint_eq(b.extent, small[i].size);
+				ck_assert_uint_eq(b.region,
 						  small[i].mmapped
-							  ? HD_NO_ARENA
+							  ? HD_NO_REGION
 							  : small[i].arena);
 			}
 		}
@@ -205,19 +207,19 @@ START_TEST(test_push_state)
 	hd_heap_block(h, 0, &b);
 	ck_assert_int_eq(b.state, HD_STATE_FREE);
 	ck_assert_int_eq(b.list, HD_LIST_FASTBIN);
-	ck_assert_uint_eq(b.arena, 0);
+	ck_assert_uint_eq(b.region, 0);
 	hd_heap_block(h, 1, &b);
 	ck_assert_int_eq(b.list, HD_LIST_UNKNOWN);
-	ck_assert_uint_eq(b.arena, 7);
+	ck_assert_uint_eq(b.region, 7);
 	hd_heap_block(h, 2, &b);
 	ck_assert_int_eq(b.state, HD_STATE_INTERNAL);
 	ck_assert_int_eq(b.list, HD_LIST_NONE);
-	ck_assert_uint_eq(b.arena, 0xfffe);
+	ck_assert_uint_eq(b.region, 0xfffe);
 	ck_assert_uint_eq(b.usable, 0x290 - 8);
 	hd_heap_block(h, 3, &b);
 	ck_assert(b.mmapped);
 	ck_assert_int_eq(b.list, HD_LIST_TOP);
-	ck_assert_uint_eq(b.arena, HD_NO_ARENA);
+	ck_assert_uint_eq(b.region, HD_NO_REGION);
 	ck_assert_uint_eq(b.usable, 0x1000 - 16);
 	hd_heap_destroy(h);
 }
@@ -228,32 +230,34 @@ START_TEST(test_names)
 	ck_assert_str_eq(hd_block_state_name(HD_STATE_USED), "used");
 	ck_assert_str_eq(hd_block_state_name(HD_STATE_FREE), "free");
 	ck_assert_str_eq(hd_block_state_name(HD_STATE_INTERNAL), "internal");
-	ck_assert_str_eq(hd_free_list_name(HD_LIST_TCACHE), "tcache");
-	ck_assert_str_eq(hd_free_list_name(HD_LIST_UNKNOWN), "unknown");
-	ck_assert_str_eq(hd_free_list_name(HD_LIST_COUNT), "?");
+	ck_assert_str_eq(glibc_list_name(HD_LIST_TCACHE), "tcache");
+	ck_assert_str_eq(glibc_list_name(HD_LIST_UNKNOWN), "unknown");
+	ck_assert_str_eq(glibc_list_name(HD_LIST_COUNT), "?");
 	for (int l = 0; l < HD_LIST_COUNT; l++)
-		ck_assert_ptr_nonnull(hd_free_list_name((enum hd_free_list)l));
+		ck_assert_ptr_nonnull(glibc_list_name((enum glibc_list)l));
 }
 END_TEST
 
 START_TEST(test_memory_per_block)
 {
 	struct hd_heap *h = heap_new();
-	size_t per_block = sizeof(*h->addr) + sizeof(*h->chunk16) +
-			   sizeof(*h->flags) + sizeof(*h->arena);
+	size_t per_block = sizeof(*h->addr) + sizeof(*h->span) +
+			   sizeof(*h->flags) + sizeof(*h->region);
 	ck_assert_uint_eq(sizeof(*h->addr), 8);
-	ck_assert_uint_eq(sizeof(*h->chunk16), 4);
+	ck_assert_uint_eq(sizeof(*h->span), 4);
 	ck_assert_uint_eq(sizeof(*h->flags), 1);
-	ck_assert_uint_eq(sizeof(*h->arena), 2);
+	ck_assert_uint_eq(sizeof(*h->region), 2);
 	ck_assert_uint_eq(per_block, 15);
-	// The flag bits hold every state and list next to the mmapped bit.
+	// The flag bits hold every state, list and shape.
 	ck_assert_uint_eq(HD_STATE_INTERNAL & ~HD_FLAG_STATE_MASK, 0);
-	ck_assert_uint_eq(((HD_LIST_COUNT - 1) << HD_FLAG_LIST_SHIFT) &
+	ck_assert_uint_eq(((HD_HEAP_MAX_LISTS - 1) << HD_FLAG_LIST_SHIFT) &
 				  ~HD_FLAG_LIST_MASK,
 			  0);
-	ck_assert_uint_eq(HD_FLAG_MMAPPED &
+	ck_assert_uint_le(HD_LIST_COUNT, HD_HEAP_MAX_LISTS);
+	ck_assert_uint_eq(((HD_HEAP_MAX_SHAPES - 1) << HD_FLAG_SHAPE_SHIFT) &
 				  (HD_FLAG_STATE_MASK | HD_FLAG_LIST_MASK),
 			  0);
+	ck_assert_uint_eq((HD_HEAP_MAX_SHAPES - 1) << HD_FLAG_SHAPE_SHIFT, 0xc0);
 	hd_heap_destroy(h);
 }
 END_TEST
@@ -320,7 +324,7 @@ START_TEST(test_large_regular)
 	ck_assert_uint_eq(b.addr, BIG_BASE + 123456 * BIG_STRIDE + 16);
 	ck_assert_int_eq(b.state, HD_STATE_FREE);
 	ck_assert_int_eq(b.list, HD_LIST_SMALL);
-	ck_assert_uint_eq(b.arena, 123456 % 5);
+	ck_assert_uint_eq(b.region, 123456 % 5);
 	hd_heap_destroy(h);
 }
 END_TEST
@@ -447,7 +451,7 @@ START_TEST(test_large_random)
 				 (int64_t)i);
 		struct hd_block b;
 		hd_heap_block(h, i, &b);
-		ck_assert_uint_eq(b.chunk, size[i]);
+		ck_assert_uint_eq(b.extent, size[i]);
 		ck_assert_uint_eq(b.usable, size[i] - (b.mmapped ? 16 : 8));
 	}
 	hd_heap_destroy(h);

@@ -11,7 +11,7 @@
 
 #include "heapdom.h"
 #include "graph/graph_internal.h"
-#include "heap/heap_internal.h"
+#include "heap/glibc/glibc_internal.h"
 #include "check_util.h"
 
 // Check records every passing ck_assert through a pipe; loops over millions
@@ -168,13 +168,14 @@ static void world_init(struct world *w, uint64_t rbx)
 	th.regs.fs_base = 0;
 	ck_assert_no_error(hd_target_add_thread(w->t, &th));
 	ck_assert_no_error(hd_heap_alloc(&w->h));
+	glibc_heap_declare(w->h);
 	w->h->num_segments = 2;
 	w->h->segments = calloc(2, sizeof(*w->h->segments));
 	ck_assert_ptr_nonnull(w->h->segments);
 	w->h->segments[0] = (struct hd_heap_segment){HEAP, HEAP + HEAP_SIZE, 0,
 						     false};
 	w->h->segments[1] = (struct hd_heap_segment){MMAP, MMAP + MMAP_SIZE,
-						     HD_NO_ARENA, true};
+						     HD_NO_REGION, true};
 }
 
 static void add_frame(struct world *w, unsigned level, uint64_t sp,
@@ -190,7 +191,7 @@ static size_t push_block(struct world *w, uint64_t chunk, uint64_t size,
 			 enum hd_block_state state)
 {
 	bool mm = chunk >= MMAP && chunk < MMAP + MMAP_SIZE;
-	enum hd_free_list list = state == HD_STATE_FREE ? HD_LIST_TCACHE
+	enum glibc_list list = state == HD_STATE_FREE ? HD_LIST_TCACHE
 							: HD_LIST_NONE;
 	ck_assert(hd_heap_push(w->h, chunk, size, state, list,
 			       mm ? HD_ARENA_NONE : 0, mm));
@@ -239,7 +240,7 @@ static uint64_t bchunk(const struct world *w, size_t id)
 {
 	struct hd_block b;
 	hd_heap_block(w->h, id, &b);
-	return b.chunk;
+	return b.extent;
 }
 
 static uint32_t bv(const struct world *w, size_t id)
@@ -322,6 +323,7 @@ START_TEST(test_index_empty)
 {
 	struct hd_heap *h;
 	ck_assert_no_error(hd_heap_alloc(&h));
+	glibc_heap_declare(h);
 	struct hd_index ix;
 	ck_assert_no_error(hd_index_init(&ix, h));
 	ck_assert_uint_eq(ix.num_ranges, 0);
@@ -367,6 +369,7 @@ START_TEST(test_index_small)
 	size_t n = sizeof(spec) / sizeof(spec[0]);
 	struct hd_heap *h;
 	ck_assert_no_error(hd_heap_alloc(&h));
+	glibc_heap_declare(h);
 	for (size_t i = 0; i < n; i++)
 		ck_assert(hd_heap_push(h, spec[i].chunk, spec[i].size,
 				       spec[i].state, HD_LIST_NONE,
@@ -408,6 +411,7 @@ START_TEST(test_index_random)
 	rng_seed(42);
 	struct hd_heap *h;
 	ck_assert_no_error(hd_heap_alloc(&h));
+	glibc_heap_declare(h);
 	ck_assert(hd_heap_reserve(h, N));
 	uint64_t p = 0x100000000ull;
 	for (size_t i = 0; i < N; i++) {
@@ -437,7 +441,7 @@ START_TEST(test_index_random)
 	// Every block's first usable byte, its chunk's last byte and the
 	// bytes just outside the chunk.
 	for (size_t i = 0; i < N; i++) {
-		uint64_t c = h->addr[i] - 16, e = c + ((uint64_t)h->chunk16[i] << 4);
+		uint64_t c = h->addr[i] - 16, e = c + hd_heap_extent(h, i);
 		expect_msg(hd_index_lookup(&ix, c + 16) == (int64_t)i &&
 			   hd_index_lookup(&ix, e - 1) == (int64_t)i &&
 			   hd_index_lookup(&ix, c - 1) == hd_heap_find(h, c - 1) &&
@@ -450,7 +454,7 @@ START_TEST(test_index_random)
 		uint64_t q;
 		if (k & 1) {
 			size_t i = rng_below(N);
-			uint64_t c = h->addr[i] - 16, len = (uint64_t)h->chunk16[i] << 4;
+			uint64_t c = h->addr[i] - 16, len = hd_heap_extent(h, i);
 			q = c - 64 + rng_below(len + 128);
 		} else {
 			q = lo - 4096 + rng_below(hi - lo + 8192);
@@ -458,6 +462,69 @@ START_TEST(test_index_random)
 		int64_t a = hd_index_lookup(&ix, q), b = hd_heap_find(h, q);
 		expect_msg(a == b, "lookup 0x%" PRIx64 ": index %" PRId64
 			   ", hd_heap_find %" PRId64, q, a, b);
+	}
+	hd_index_deinit(&ix);
+	hd_heap_destroy(h);
+}
+END_TEST
+
+START_TEST(test_index_other_shapes)
+{
+	// A table as another allocator's backend declares it: extents in
+	// 8-byte units, slab blocks with no header (jemalloc, mimalloc) and
+	// blocks with a 4-byte header and an 8-byte trailer; the index and
+	// hd_heap_find agree on every address, and extents start where the
+	// shape says.
+	static const struct hd_heap_shape shapes[] = {
+		{.head = 0, .tail = 0}, {.head = 4, .tail = -8},
+	};
+	static const struct hd_free_list lists[] = {
+		{"none", NULL, false}, {"slab free", "free: slabs", false},
+	};
+	enum { N = 20000 };
+	rng_seed(7);
+	struct hd_heap *h;
+	ck_assert_no_error(hd_heap_alloc(&h));
+	hd_heap_declare(h, NULL, 3, shapes, 2, lists, 2);
+	uint64_t p = 0x7f0000000000ull;
+	for (size_t i = 0; i < N; i++) {
+		unsigned shape = rng_below(4) == 0;
+		uint64_t size = 8 * (1 + rng_below(shape ? 64 : 8));
+		if (shape && size < 16)
+			size = 16;
+		if (i && rng_below(50) == 0)
+			p += 8 * (1 + rng_below(1000));
+		bool free_b = rng_below(5) == 0;
+		ck_assert(hd_heap_add(h, p + shapes[shape].head, size,
+				      free_b ? HD_STATE_FREE : HD_STATE_USED,
+				      free_b ? 1 : 0, 0, shape));
+		p += size;
+	}
+	struct hd_block b;
+	hd_heap_block(h, 0, &b);
+	ck_assert_uint_eq(b.start, 0x7f0000000000ull);
+	ck_assert_uint_eq(b.start + shapes[h->flags[0] >> HD_FLAG_SHAPE_SHIFT].head,
+			  b.addr);
+	ck_assert_uint_eq(hd_heap_min_request(h, 0), 0); // no backend: unknown
+	struct hd_index ix;
+	ck_assert_no_error(hd_index_init(&ix, h));
+	for (size_t i = 0; i < N; i++) {
+		hd_heap_block(h, i, &b);
+		uint64_t want_usable = (h->flags[i] >> HD_FLAG_SHAPE_SHIFT)
+			? b.extent - 12 : b.extent;
+		expect_msg(b.usable == want_usable && b.start == hd_heap_extent_start(h, i) &&
+			   (b.state != HD_STATE_FREE || !strcmp(b.list_name, "slab free")),
+			   "block %zu: usable %" PRIu64 " extent %" PRIu64, i, b.usable, b.extent);
+		for (uint64_t q = b.start - 1; q <= b.start + b.extent; q++) {
+			int64_t x = hd_index_lookup(&ix, q), y = hd_heap_find(h, q);
+			bool in = q >= b.addr && q < b.addr + b.usable;
+			expect_msg(x == y && (!in || x == (int64_t)i),
+				   "lookup 0x%" PRIx64 " (block %zu): index %" PRId64
+				   ", hd_heap_find %" PRId64, q, i, x, y);
+		}
+		expect_msg(hd_heap_find_extent(h, b.start) == (int64_t)i &&
+			   hd_heap_find_exact(h, b.addr) == (int64_t)i,
+			   "block %zu: extent or exact lookup", i);
 	}
 	hd_index_deinit(&ix);
 	hd_heap_destroy(h);
@@ -1376,6 +1443,7 @@ int main(void)
 	tcase_add_test(tc, test_index_empty);
 	tcase_add_test(tc, test_index_small);
 	tcase_add_test(tc, test_index_random);
+	tcase_add_test(tc, test_index_other_shapes);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("scan");

@@ -25,7 +25,7 @@
 #include "heapdom.h"
 #include "heapdom_framework.h"
 #include "dom/dom.h"
-#include "heap/heap_internal.h"
+#include "heap/glibc/glibc_internal.h"
 #include "semantic/semantic_internal.h"
 #include "check_util.h"
 
@@ -235,6 +235,7 @@ struct built {
 static void build_base(const struct scenario *sc, struct built *b)
 {
 	ck_assert_no_error(hd_heap_alloc(&b->h));
+	glibc_heap_declare(b->h);
 	uint64_t at = HEAP;
 	for (uint32_t v = 1 + sc->roots; v < sc->nv; v++) {
 		ck_assert(hd_heap_push(b->h, at, sc->chunk[v],

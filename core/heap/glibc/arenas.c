@@ -242,13 +242,12 @@ bool glibc_find_fresh_main_arena(struct glibc_walk *w, uint64_t *main_arena)
 
 static uint16_t push_arena(struct glibc_walk *w, uint64_t addr, bool is_main)
 {
-	struct hd_heap *h = w->h;
 	struct hd_arena a = {.addr = addr, .is_main = is_main};
 	glibc_read64(w, addr + w->lay.off_top, &a.top);
 	glibc_read64(w, addr + w->lay.off_system_mem, &a.system_mem);
-	if (!HD_VEC_PUSH(h->arenas, h->num_arenas, h->cap_arenas, a))
+	if (!HD_VEC_PUSH(w->arenas, w->num_arenas, w->cap_arenas, a))
 		return HD_ARENA_NONE;
-	return (uint16_t)(h->num_arenas - 1);
+	return (uint16_t)(w->num_arenas - 1);
 }
 
 static bool push_segment(struct glibc_walk *w, const struct glibc_segment *s)
@@ -264,7 +263,7 @@ static uint64_t align_chunk(uint64_t p)
 
 static struct hd_error *main_heap(struct glibc_walk *w, uint16_t idx)
 {
-	struct hd_arena *a = &w->h->arenas[idx];
+	struct hd_arena *a = &w->arenas[idx];
 	// A fresh arena's top is its unsorted bin: no heap yet.
 	if (a->top == a->addr + w->lay.off_bins - 16)
 		return NULL;
@@ -310,7 +309,7 @@ static struct hd_error *main_heap(struct glibc_walk *w, uint16_t idx)
 
 static struct hd_error *arena_heaps(struct glibc_walk *w, uint16_t idx)
 {
-	struct hd_arena *a = &w->h->arenas[idx];
+	struct hd_arena *a = &w->arenas[idx];
 	const struct glibc_layout *lay = &w->lay;
 	uint64_t mask = ~(lay->heap_max_size - 1);
 	uint64_t h = a->top & mask;
@@ -372,8 +371,8 @@ struct hd_error *glibc_collect_arenas(struct glibc_walk *w,
 		}
 		if (next == main_arena)
 			return NULL;
-		for (size_t i = 0; i < w->h->num_arenas; i++) {
-			if (w->h->arenas[i].addr == next) {
+		for (size_t i = 0; i < w->num_arenas; i++) {
+			if (w->arenas[i].addr == next) {
 				hd_heap_problem_add(w->h, a,
 						    "arena ring loops at 0x%llx without returning to main_arena",
 						    (unsigned long long)next);

@@ -25,7 +25,7 @@ static bool covered_by_segment(struct glibc_walk *w, uint64_t addr)
 		// Non-main heaps start at their heap_info; the main heap at
 		// its first chunk.
 		uint64_t lo = s->start & ~(PAGE - 1);
-		if (!w->h->arenas[s->arena].is_main)
+		if (!w->arenas[s->arena].is_main)
 			lo = s->start & ~(w->lay.heap_max_size - 1);
 		if (addr >= lo && addr < s->end)
 			return true;

@@ -51,8 +51,8 @@ static bool tcache_add(struct tcache_set *set, uint64_t addr)
 static bool is_tcache_chunk(struct glibc_walk *w, uint64_t addr)
 {
 	int64_t id = hd_heap_find_exact(w->h, addr);
-	return id >= 0 && !(w->h->flags[id] & HD_FLAG_MMAPPED) &&
-	       ((uint64_t)w->h->chunk16[id] << 4) == w->lay.tcache_struct_chunk &&
+	return id >= 0 && !glibc_chunk_mmapped(w->h, (size_t)id) &&
+	       glibc_chunk_size(w->h, (size_t)id) == w->lay.tcache_struct_chunk &&
 	       hd_heap_state(w->h, id) == HD_STATE_USED;
 }
 
@@ -65,7 +65,7 @@ static struct hd_error *first_chunk_tcaches(struct glibc_walk *w,
 		const struct glibc_segment *s = &w->segs[i];
 		if (s->mmapped)
 			continue;
-		const struct hd_arena *a = &w->h->arenas[s->arena];
+		const struct hd_arena *a = &w->arenas[s->arena];
 		bool first = a->is_main ||
 			     (s->start & ~(w->lay.heap_max_size - 1)) ==
 				     (a->addr & ~(w->lay.heap_max_size - 1));
@@ -125,13 +125,13 @@ static struct hd_error *tls_tcaches(struct glibc_walk *w,
 	return NULL;
 }
 
-static const char *list_label(enum hd_free_list l)
+static const char *list_label(enum glibc_list l)
 {
-	return hd_free_list_name(l);
+	return glibc_list_name(l);
 }
 
 // Marks one chunk as held by a list; returns false if it is no block.
-static bool mark(struct glibc_walk *w, uint64_t user, enum hd_free_list list,
+static bool mark(struct glibc_walk *w, uint64_t user, enum glibc_list list,
 		 uint64_t head)
 {
 	int64_t id = hd_heap_find_exact(w->h, user);
@@ -192,11 +192,11 @@ static void walk_tcache(struct glibc_walk *w, uint64_t tc, bool safe)
 				break;
 			}
 			int64_t id = hd_heap_find_exact(w->h, entry);
-			if (id >= 0 && ((uint64_t)w->h->chunk16[id] << 4) != want_chunk)
+			if (id >= 0 && glibc_chunk_size(w->h, (size_t)id) != want_chunk)
 				hd_heap_problem_add(w->h, entry - 16,
 						    "tcache bin %u (chunks of 0x%llx bytes) holds a chunk of 0x%llx bytes at 0x%llx",
 						    i, (unsigned long long)want_chunk,
-						    (unsigned long long)w->h->chunk16[id] << 4,
+						    (unsigned long long)glibc_chunk_size(w->h, (size_t)id),
 						    (unsigned long long)(entry - 16));
 			if (!mark(w, entry, HD_LIST_TCACHE, tc))
 				break;
@@ -246,7 +246,7 @@ static void walk_bins(struct glibc_walk *w, const struct hd_arena *a)
 	for (unsigned i = 1; i <= lay->nbins / 2; i++) {
 		// bin_at(i): a fake chunk whose fd/bk are bins[2(i-1)], [+1].
 		uint64_t head = a->addr + lay->off_bins + 16 * (i - 1) - 16, p;
-		enum hd_free_list list = i == 1 ? HD_LIST_UNSORTED
+		enum glibc_list list = i == 1 ? HD_LIST_UNSORTED
 				       : i < 64 ? HD_LIST_SMALL
 						: HD_LIST_LARGE;
 		if (!glibc_read64(w, head + 16, &p))
@@ -279,10 +279,10 @@ static bool detect_safe_linking(struct glibc_walk *w,
 				score += vote(w, e, 0);
 		}
 	}
-	for (size_t a = 0; a < w->h->num_arenas; a++) {
+	for (size_t a = 0; a < w->num_arenas; a++) {
 		for (unsigned i = 0; i < lay->nfastbins; i++) {
 			uint64_t p;
-			if (glibc_read64(w, w->h->arenas[a].addr + lay->off_fastbins + 8 * i, &p) && p)
+			if (glibc_read64(w, w->arenas[a].addr + lay->off_fastbins + 8 * i, &p) && p)
 				score += vote(w, p, 16);
 		}
 	}
@@ -301,18 +301,17 @@ struct hd_error *glibc_walk_free_lists(struct glibc_walk *w)
 		return err;
 	}
 	bool safe = detect_safe_linking(w, &set);
-	w->h->info.safe_linking = safe;
-	w->h->info.has_tcache = set.n > 0;
-	w->h->info.num_tcaches = set.n;
+	w->safe_linking = safe;
+	w->num_tcaches = set.n;
 	for (size_t i = 0; i < set.n; i++) {
 		int64_t id = hd_heap_find_exact(w->h, set.addrs[i]);
 		hd_heap_set(w->h, (size_t)id, HD_STATE_INTERNAL, HD_LIST_NONE);
 	}
 	for (size_t i = 0; i < set.n; i++)
 		walk_tcache(w, set.addrs[i], safe);
-	for (size_t a = 0; a < w->h->num_arenas; a++) {
-		walk_fastbins(w, &w->h->arenas[a], safe);
-		walk_bins(w, &w->h->arenas[a]);
+	for (size_t a = 0; a < w->num_arenas; a++) {
+		walk_fastbins(w, &w->arenas[a], safe);
+		walk_bins(w, &w->arenas[a]);
 	}
 	free(set.addrs);
 	for (size_t i = 0; i < w->h->num_blocks; i++) {

@@ -3,7 +3,67 @@
 #ifndef HD_GLIBC_INTERNAL_H
 #define HD_GLIBC_INTERNAL_H
 
-#include "heap/heap_internal.h"
+#include "heap/backend.h"
+
+// glibc's lists: indices of the backend's list table (backend.c declares
+// their names), kept in the neutral table's flags.
+enum glibc_list {
+	HD_LIST_NONE = 0,
+	HD_LIST_TCACHE,
+	HD_LIST_FASTBIN,
+	HD_LIST_UNSORTED,
+	HD_LIST_SMALL,
+	HD_LIST_LARGE,
+	HD_LIST_TOP,
+	HD_LIST_UNKNOWN, // free by its neighbour's header, on no list we found
+	HD_LIST_COUNT,
+};
+
+// glibc's shapes: a chunk's extent starts at its 16-byte header (prev_size
+// and size); an arena chunk's usable bytes run 8 bytes into the next
+// chunk (its prev_size word), an mmapped chunk's stop at its end.
+enum { GLIBC_SHAPE_ARENA = 0, GLIBC_SHAPE_MMAPPED = 1 };
+#define HD_ARENA_NONE HD_REGION_NONE
+
+// An arena as the walk reads it; each becomes a region of the table.
+struct hd_arena {
+	uint64_t addr;        // address of its struct malloc_state
+	bool is_main;
+	uint64_t system_mem;  // malloc_state.system_mem
+	uint64_t top;         // top chunk address
+	size_t num_heaps;     // heap segments (1 for the main arena)
+};
+
+// Declares glibc's shapes and lists in h (before the first chunk).
+void glibc_heap_declare(struct hd_heap *h);
+// "tcache", "fastbin", ...: list l's name in reports.
+const char *glibc_list_name(enum glibc_list l);
+
+// Appends the chunk [chunk_addr, chunk_addr + chunk_size) as a block.
+static inline bool hd_heap_push(struct hd_heap *h, uint64_t chunk_addr,
+				uint64_t chunk_size, enum hd_block_state state,
+				enum glibc_list list, uint16_t arena,
+				bool mmapped)
+{
+	return hd_heap_add(h, chunk_addr + 16, chunk_size, state, list, arena,
+			   mmapped ? GLIBC_SHAPE_MMAPPED : GLIBC_SHAPE_ARENA);
+}
+static inline int64_t hd_heap_find_chunk(const struct hd_heap *h, uint64_t p)
+{
+	return hd_heap_find_extent(h, p);
+}
+static inline enum glibc_list hd_heap_list(const struct hd_heap *h, size_t id)
+{
+	return (enum glibc_list)hd_heap_block_list(h, id);
+}
+static inline uint64_t glibc_chunk_size(const struct hd_heap *h, size_t id)
+{
+	return hd_heap_extent(h, id);
+}
+static inline bool glibc_chunk_mmapped(const struct hd_heap *h, size_t id)
+{
+	return (h->flags[id] >> HD_FLAG_SHAPE_SHIFT) == GLIBC_SHAPE_MMAPPED;
+}
 
 // Offsets of the glibc structures the walker reads, from DWARF or from
 // what the data shows.
@@ -41,6 +101,15 @@ struct glibc_walk {
 	struct hd_target *t;
 	struct hd_debuginfo *di;
 	struct hd_heap *h;
+	// The glibc version the walk detected ("2.36"), empty if unknown:
+	// walk.c hands it to the table (info.version).
+	char version[32];
+	// Arenas in ring order; block and segment arena indices point here.
+	struct hd_arena *arenas;
+	size_t num_arenas, cap_arenas;
+	// What the free lists showed (facts of the glibc backend).
+	bool safe_linking;
+	size_t num_tcaches;
 	struct glibc_layout lay;
 	struct glibc_segment *segs;
 	size_t num_segs, cap_segs;
@@ -74,5 +143,9 @@ struct hd_error *glibc_find_mmapped(struct glibc_walk *w);
 struct hd_error *glibc_walk_chunks(struct glibc_walk *w);
 // Marks the chunks held by tcache, fastbins and bins.
 struct hd_error *glibc_walk_free_lists(struct glibc_walk *w);
+// The backend's walk (walk.c): every stage above, then the regions,
+// segments, metadata and facts handed to the neutral table.
+struct hd_error *glibc_walk_heap(const struct hd_heap_source *src,
+				 struct hd_heap *h);
 
 #endif

@@ -1,5 +1,7 @@
-// hd_heap_walk: find the arenas (by symbol or by shape), the heaps and
-// mmapped chunks, walk the chunks, then the free lists.
+// glibc_walk_heap: find the arenas (by symbol or by shape), the heaps and
+// mmapped chunks, walk the chunks, then the free lists; then hand the
+// arenas, heaps, malloc's own structures and what was found to the
+// neutral table.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,8 +43,8 @@ static void check_mmaps(struct glibc_walk *w)
 	glibc_read64(w, w->lay.mp_addr + w->lay.mp_off_mmap_threshold, &threshold);
 	// n_mmaps is an int in malloc_par.
 	n_mmaps &= 0xffffffff;
-	h->info.n_mmaps = n_mmaps;
-	h->info.mmap_threshold = threshold;
+	hd_heap_fact_uint(h, HD_NO_REGION, "n_mmaps", n_mmaps);
+	hd_heap_fact_uint(h, HD_NO_REGION, "mmap_threshold", threshold);
 	uint64_t found = 0;
 	for (size_t i = 0; i < w->num_segs; i++)
 		found += w->segs[i].mmapped;
@@ -53,17 +55,84 @@ static void check_mmaps(struct glibc_walk *w)
 				    (unsigned long long)found);
 }
 
-struct hd_error *hd_heap_walk(struct hd_target *t, struct hd_debuginfo *di,
-			      const struct hd_heap_options *opts,
-			      struct hd_heap **ret)
+// Arenas become regions (block arena indices are region indices), and
+// main_arena, mp_ and each non-main heap's header before its first chunk
+// are the allocator's metadata.
+static struct hd_error *hand_over(struct glibc_walk *w, uint64_t main_arena)
 {
-	struct glibc_walk w = {.t = t, .di = di};
-	struct hd_error *err = hd_heap_alloc(&w.h);
-	if (err)
-		return err;
+	struct hd_heap *h = w->h;
+	bool ok = true;
+	for (size_t i = 0; i < w->num_arenas && ok; i++) {
+		const struct hd_arena *a = &w->arenas[i];
+		struct hd_region r = {
+			.addr = a->addr,
+			.kind = "arena",
+			.primary = a->is_main,
+			.system_bytes = a->system_mem,
+			.num_segments = a->num_heaps,
+		};
+		uint16_t idx = hd_heap_add_region(h, &r);
+		ok = idx != HD_REGION_NONE &&
+		     hd_heap_fact_addr(h, idx, "top", a->top);
+	}
+	if (ok && main_arena)
+		ok = hd_heap_add_metadata(h, main_arena, main_arena + w->lay.state_size,
+					  "struct malloc_state (main_arena)", 0);
+	if (ok && w->lay.mp_known && w->lay.mp_size)
+		ok = hd_heap_add_metadata(h, w->lay.mp_addr,
+					  w->lay.mp_addr + w->lay.mp_size,
+					  "struct malloc_par (mp_)", HD_NO_REGION);
+	for (size_t i = 0; i < w->num_segs && ok; i++) {
+		const struct glibc_segment *s = &w->segs[i];
+		struct hd_heap_segment seg = {
+			.start = s->map_start,
+			.end = s->end,
+			.region = s->arena == HD_ARENA_NONE ? HD_NO_REGION : s->arena,
+			.mmapped = s->mmapped,
+		};
+		ok = hd_heap_add_segment(h, &seg);
+		if (!ok || s->mmapped || s->arena == HD_ARENA_NONE ||
+		    w->arenas[s->arena].is_main)
+			continue;
+		// A non-main heap starts with its heap_info (and, for the
+		// arena's first heap, its malloc_state) before the first chunk.
+		int64_t id = hd_heap_find_extent(h, s->start);
+		if (id < 0)
+			continue;
+		uint64_t first = hd_heap_extent_start(h, (size_t)id);
+		if (first <= s->map_start || first >= s->end)
+			continue;
+		uint64_t a = w->arenas[s->arena].addr;
+		bool has_state = a >= s->map_start && a < first;
+		ok = hd_heap_add_metadata(h, s->map_start, first,
+					  has_state ? "heap_info + struct malloc_state"
+						    : "heap_info",
+					  s->arena);
+	}
+	if (ok && main_arena)
+		ok = hd_heap_fact_addr(h, HD_NO_REGION, "main_arena", main_arena);
+	if (ok && w->lay.mp_known)
+		ok = hd_heap_fact_addr(h, HD_NO_REGION, "mp", w->lay.mp_addr);
+	if (ok && !h->info.no_allocation_yet) {
+		ok = hd_heap_fact_bool(h, HD_NO_REGION, "safe_linking", w->safe_linking) &&
+		     hd_heap_fact_bool(h, HD_NO_REGION, "tcache", w->num_tcaches > 0) &&
+		     hd_heap_fact_uint(h, HD_NO_REGION, "tcaches", w->num_tcaches);
+	}
+	// The version the layout stage detected, when it could tell.
+	if (w->version[0])
+		snprintf(h->version, sizeof(h->version), "%s", w->version);
+	return ok ? NULL : &hd_error_no_memory;
+}
+
+struct hd_error *glibc_walk_heap(const struct hd_heap_source *src,
+				 struct hd_heap *h)
+{
+	struct glibc_walk w = {.t = src->t, .di = src->di, .h = h};
+	struct hd_error *err = NULL;
+	glibc_heap_declare(h);
 	glibc_layout_default(&w.lay);
 	uint64_t main_arena = 0;
-	bool use_di = di && (!opts || opts->use_debuginfo);
+	bool use_di = w.di && (!src->opts || src->opts->use_debuginfo);
 	if (use_di) {
 		err = glibc_layout_from_debuginfo(&w, &main_arena);
 		if (err) {
@@ -74,7 +143,7 @@ struct hd_error *hd_heap_walk(struct hd_target *t, struct hd_debuginfo *di,
 			main_arena = 0;
 		}
 	}
-	w.h->info.method = main_arena ? "debuginfo" : "heuristic";
+	h->info.method = main_arena ? "debuginfo" : "heuristic";
 	bool fresh = false;
 	if (main_arena) {
 		// Before the first malloc, main_arena is as libc's data
@@ -89,44 +158,23 @@ struct hd_error *hd_heap_walk(struct hd_target *t, struct hd_debuginfo *di,
 			fresh = true;
 		}
 	}
-	// Another allocator: when glibc's heap is missing or was never
-	// initialised, it is the process's malloc; beside a glibc heap in use
-	// (a library loaded privately, a prefixed static build), its blocks
-	// are what this walk cannot see.
-	struct hd_foreign_alloc fa;
-	if (hd_heap_find_foreign(t, di, &fa)) {
-		if (err || fresh) {
-			hd_error_destroy(err);
-			err = hd_error_create(HD_ERROR_UNSUPPORTED,
-					      "%s: this process allocates with %s (%s), which heapdom does not walk yet%s",
-					      hd_target_name(t), fa.name, fa.evidence,
-					      fresh ? "; glibc's malloc holds nothing (never initialised)" : "");
-			goto out;
-		}
-		snprintf(w.h->other_allocator, sizeof(w.h->other_allocator),
-			 "%s (%s)", fa.name, fa.evidence);
-		w.h->info.other_allocator = w.h->other_allocator;
-	}
 	if (err)
 		goto out;
 	if (fresh) {
 		// Nothing allocated yet: an empty heap, and nothing missing.
-		w.h->info.no_allocation_yet = true;
-		w.h->info.main_arena = main_arena;
-		w.h->info.main_arena_size = w.lay.state_size;
+		h->info.no_allocation_yet = true;
+		snprintf(h->empty_reason, sizeof(h->empty_reason),
+			 "glibc's malloc was never initialised (main_arena at 0x%llx has no top chunk)",
+			 (unsigned long long)main_arena);
+		h->info.empty_reason = h->empty_reason;
 		struct hd_arena a = {.addr = main_arena, .is_main = true};
-		if (!HD_VEC_PUSH(w.h->arenas, w.h->num_arenas, w.h->cap_arenas, a)) {
+		if (!HD_VEC_PUSH(w.arenas, w.num_arenas, w.cap_arenas, a)) {
 			err = &hd_error_no_memory;
 			goto out;
 		}
-		*ret = w.h;
-		w.h = NULL;
+		err = hand_over(&w, main_arena);
 		goto out;
 	}
-	w.h->info.main_arena = main_arena;
-	w.h->info.main_arena_size = w.lay.state_size;
-	w.h->info.mp_size = w.lay.mp_size;
-	w.h->info.mp = w.lay.mp_known ? w.lay.mp_addr : 0;
 	err = glibc_collect_arenas(&w, main_arena);
 	if (!err)
 		err = glibc_find_mmapped(&w);
@@ -137,28 +185,12 @@ struct hd_error *hd_heap_walk(struct hd_target *t, struct hd_debuginfo *di,
 	if (err)
 		goto out;
 	check_mmaps(&w);
-	w.h->segments = calloc(w.num_segs ? w.num_segs : 1, sizeof(*w.h->segments));
-	if (!w.h->segments) {
-		err = &hd_error_no_memory;
-		goto out;
-	}
-	for (size_t i = 0; i < w.num_segs; i++) {
-		const struct glibc_segment *s = &w.segs[i];
-		w.h->segments[i] = (struct hd_heap_segment){
-			.start = s->map_start,
-			.end = s->end,
-			.arena = s->arena == HD_ARENA_NONE ? HD_NO_ARENA : s->arena,
-			.mmapped = s->mmapped,
-		};
-	}
-	w.h->num_segments = w.num_segs;
-	*ret = w.h;
-	w.h = NULL;
+	err = hand_over(&w, main_arena);
 out:
 	for (size_t i = 0; i < w.num_views; i++)
 		hd_view_deinit(&w.views[i]);
 	free(w.views);
 	free(w.segs);
-	hd_heap_destroy(w.h);
+	free(w.arenas);
 	return err;
 }
