@@ -29,6 +29,9 @@ struct hd_heap {
 	struct hd_heap_info info;
 	// info.other_allocator points here.
 	char other_allocator[320];
+	// info.version and info.version_source point here.
+	char version[32];
+	char version_source[256];
 };
 
 struct hd_error *hd_heap_alloc(struct hd_heap **ret);

@@ -465,6 +465,10 @@ struct hd_heap_info {
 	// ("jemalloc (libjemalloc.so.2)"), or NULL; its blocks are not seen,
 	// so every verdict is partial.
 	const char *other_allocator;
+	// The allocator's version as far as heapdom could tell ("2.36",
+	// "2.27-2.28"; docs/glibc-versions.md) and how it was decided.
+	const char *version;
+	const char *version_source;
 };
 HD_EXPORT void hd_heap_get_info(const struct hd_heap *h,
 				struct hd_heap_info *ret);

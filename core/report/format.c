@@ -85,6 +85,18 @@ void hd_json_heap_header(FILE *out, struct hd_target *t,
 	fprintf(out, ", \"target_kind\": \"%s\"", hd_target_kind(t));
 	fputs(", \"method\": ", out);
 	hd_json_string(out, info.method);
+	// glibc's version (issue 20); the allocator seam nests it under
+	// "allocator".
+	fputs(", \"glibc_version\": ", out);
+	if (info.version)
+		hd_json_string(out, info.version);
+	else
+		fputs("null", out);
+	fputs(", \"glibc_version_source\": ", out);
+	if (info.version_source)
+		hd_json_string(out, info.version_source);
+	else
+		fputs("null", out);
 	fprintf(out, ", \"safe_linking\": %s, \"partial\": %s",
 		info.safe_linking ? "true" : "false",
 		hd_heap_partial(h) || hd_target_truncation(t, NULL) ? "true" : "false");

@@ -184,10 +184,11 @@ static void render_text(FILE *out, struct hd_target *t, const struct hd_heap *h,
 	hd_format_size(free_bytes(&s->total), freeb, sizeof(freeb));
 	hd_text_problems(out, t, h, color);
 	fprintf(out,
-		"heap of %s: %" PRIu64 " used blocks (%s), %" PRIu64 " free (%s), %zu arena%s; found via %s%s\n\n",
+		"heap of %s: %" PRIu64 " used blocks (%s), %" PRIu64 " free (%s), %zu arena%s; found via %s%s%s%s\n\n",
 		hd_target_name(t), s->total.used.blocks + s->total.mmapped.blocks,
 		used, free_blocks(&s->total), freeb, hd_heap_num_arenas(h),
 		hd_heap_num_arenas(h) == 1 ? "" : "s", info.method,
+		info.version ? ", glibc " : "", info.version ? info.version : "",
 		info.safe_linking ? ", safe-linking" : "");
 	hd_heading(out, color, "Total");
 	fprintf(out, "  %-20s %12s %12s\n", "", "blocks", "bytes");

@@ -35,27 +35,70 @@ static bool ring_closes(struct glibc_walk *w, uint64_t base,
 	return false;
 }
 
+// Rows of the version table whose malloc_state has bins at off_bins.
+static uint32_t rows_with_bins(uint64_t off_bins)
+{
+	uint32_t m = 0;
+	for (size_t i = 0; i < glibc_num_versions; i++)
+		if (glibc_versions[i].off_bins == off_bins)
+			m |= 1u << i;
+	return m;
+}
+
+// Sets w->lay to the newest row in mask, w->candidates to mask.
+static void use_rows(struct glibc_walk *w, uint32_t mask)
+{
+	for (size_t i = glibc_num_versions; i-- > 0;) {
+		if (mask & (1u << i)) {
+			glibc_layout_from_version(&w->lay, &glibc_versions[i]);
+			w->lay.heap_info_size = 0; // measured, not assumed
+			break;
+		}
+	}
+	w->candidates = mask;
+}
+
+// With bins at 104 (glibc 2.17-2.26), attached_threads (2.23+) moves
+// system_mem by a word. Without it the words after next_free are
+// system_mem and max_system_mem, both whole pages, max >= system; with it
+// the first is a thread count (small, never a whole nonzero page count).
+static uint32_t attached_rows(struct glibc_walk *w, uint64_t base)
+{
+	uint64_t x = 0, y = 0;
+	glibc_read64(w, base + 2168, &x);
+	glibc_read64(w, base + 2176, &y);
+	bool attached = !(x && !(x & 4095) && y >= x && !(y & 4095));
+	uint32_t m = 0;
+	for (size_t i = 0; i < glibc_num_versions; i++)
+		if (glibc_versions[i].off_bins == 104 &&
+		    (glibc_versions[i].off_system_mem == 2176) == attached)
+			m |= 1u << i;
+	return m;
+}
+
+// bins at 112 (glibc 2.27-2.42: have_fastchunks), 104 (2.17-2.26) or 24
+// (2.43: no fastbins).
+static const uint64_t bins_offsets[] = {112, 104, 24};
+#define NUM_BINS_OFFSETS (sizeof(bins_offsets) / sizeof(bins_offsets[0]))
+
 static bool try_bins_at(struct glibc_walk *w, uint64_t bins0,
 			uint64_t *main_arena)
 {
-	// bins offset 112 (glibc 2.27+: have_fastchunks) or 104 (older).
-	static const uint64_t offs[] = {112, 104};
-	for (size_t k = 0; k < 2; k++) {
-		struct glibc_layout lay = w->lay;
-		lay.off_bins = offs[k];
-		lay.off_top = offs[k] - 16;
-		lay.off_fastbins = lay.off_top - 8 * lay.nfastbins;
-		lay.off_next = offs[k] + 254 * 8 + 16;
-		lay.off_system_mem = lay.off_next + 24;
-		lay.state_size = lay.off_system_mem + 16;
-		uint64_t base = bins0 - offs[k];
+	for (size_t k = 0; k < NUM_BINS_OFFSETS; k++) {
+		struct glibc_walk probe = *w;
+		use_rows(&probe, rows_with_bins(bins_offsets[k]));
+		const struct glibc_layout *lay = &probe.lay;
+		uint64_t base = bins0 - bins_offsets[k];
 		uint64_t top;
-		if (!glibc_read64(w, base + lay.off_top, &top) || !top ||
+		if (!glibc_read64(w, base + lay->off_top, &top) || !top ||
 		    (top & 15))
 			continue;
-		if (!ring_closes(w, base, &lay))
+		if (!ring_closes(w, base, lay))
 			continue;
-		w->lay = lay;
+		uint32_t rows = probe.candidates;
+		if (bins_offsets[k] == 104)
+			rows = attached_rows(w, base);
+		use_rows(w, rows);
 		*main_arena = base;
 		return true;
 	}
@@ -165,12 +208,14 @@ struct hd_error *glibc_find_main_arena(struct glibc_walk *w,
 
 // A malloc_state as libc's data holds it before malloc_init_state: every
 // byte before `next` zero, `next` pointing at itself, then next_free 0,
-// attached_threads 1, system_mem and max_system_mem 0.
+// attached_threads 1 (2.23+, absent before), system_mem and
+// max_system_mem 0.
 static bool fresh_at(const uint8_t *d, uint64_t addr, uint64_t off_next)
 {
 	uint64_t w[5];
 	memcpy(w, d + off_next, sizeof(w));
-	if (w[0] != addr || w[1] != 0 || w[2] != 1 || w[3] != 0 || w[4] != 0)
+	if (w[0] != addr || w[1] != 0 || w[3] != 0 ||
+	    !(w[2] == 1 || (w[2] == 0 && w[4] == 0)))
 		return false;
 	for (uint64_t o = 0; o < off_next; o += 8) {
 		uint64_t x;
@@ -183,9 +228,7 @@ static bool fresh_at(const uint8_t *d, uint64_t addr, uint64_t off_next)
 
 bool glibc_find_fresh_main_arena(struct glibc_walk *w, uint64_t *main_arena)
 {
-	// bins at 112 (glibc 2.27+) or 104: next follows the 254 bins words
-	// and binmap.
-	static const uint64_t offs[] = {112, 104};
+	// next follows the 254 bins words and binmap.
 	for (size_t i = 0; i < hd_target_num_modules(w->t); i++) {
 		const struct hd_module *mod = hd_target_module(w->t, i);
 		const char *base = strrchr(mod->name, '/');
@@ -213,21 +256,21 @@ bool glibc_find_fresh_main_arena(struct glibc_walk *w, uint64_t *main_arena)
 			for (uint64_t o = 0; o + 8 <= len && !found; o += 8) {
 				uint64_t x;
 				memcpy(&x, v.data + o, 8);
-				for (size_t k = 0; k < 2 && !found; k++) {
-					uint64_t off_next = offs[k] + 254 * 8 + 16;
+				for (size_t k = 0; k < NUM_BINS_OFFSETS && !found; k++) {
+					uint64_t off_next = bins_offsets[k] + 254 * 8 + 16;
 					if (o < off_next || o + 40 > len ||
 					    x != m->start + o - off_next)
 						continue;
 					if (!fresh_at(v.data + o - off_next, x, off_next))
 						continue;
-					struct glibc_layout lay = w->lay;
-					lay.off_bins = offs[k];
-					lay.off_top = offs[k] - 16;
-					lay.off_fastbins = lay.off_top - 8 * lay.nfastbins;
-					lay.off_next = off_next;
-					lay.off_system_mem = off_next + 24;
-					lay.state_size = lay.off_system_mem + 16;
-					w->lay = lay;
+					uint32_t rows = rows_with_bins(bins_offsets[k]);
+					if (bins_offsets[k] == 104) {
+						uint64_t att;
+						memcpy(&att, v.data + o + 16, 8);
+						rows &= attached_rows(w, x) |
+							(att == 1 ? 0 : ~0u);
+					}
+					use_rows(w, rows);
 					*main_arena = x;
 					found = true;
 				}
@@ -315,8 +358,21 @@ static struct hd_error *arena_heaps(struct glibc_walk *w, uint16_t idx)
 	uint64_t mask = ~(lay->heap_max_size - 1);
 	uint64_t h = a->top & mask;
 	uint64_t first = a->addr & mask;
-	if (!lay->heap_info_size)
-		w->lay.heap_info_size = a->addr - first;
+	// A thread arena's malloc_state follows its first heap's heap_info:
+	// 32 bytes before glibc 2.35, 48 with pagesize.
+	uint64_t measured = a->addr - first;
+	if (!lay->heap_info_size) {
+		w->lay.heap_info_size = measured;
+		if (measured == 32 || measured == 48)
+			w->ev.heap_info = measured;
+	}
+	if (measured != lay->heap_info_size)
+		hd_heap_problem_add(w->h, a->addr,
+				    "arena 0x%llx lies 0x%llx bytes into its heap, not after a heap_info of 0x%llx bytes",
+				    (unsigned long long)a->addr,
+				    (unsigned long long)measured,
+				    (unsigned long long)lay->heap_info_size);
+	uint64_t heap_bytes = 0;
 	for (size_t n = 0; h; n++) {
 		uint64_t ar_ptr = 0, prev = 0, size = 0;
 		if (n >= MAX_HEAPS_PER_ARENA ||
@@ -329,6 +385,7 @@ static struct hd_error *arena_heaps(struct glibc_walk *w, uint16_t idx)
 					    "heap_info at 0x%llx of arena 0x%llx is damaged or unreadable; its heaps are skipped",
 					    (unsigned long long)h,
 					    (unsigned long long)a->addr);
+			heap_bytes = 0; // not all heaps seen
 			break;
 		}
 		struct glibc_segment s = {
@@ -344,10 +401,20 @@ static struct hd_error *arena_heaps(struct glibc_walk *w, uint16_t idx)
 		if (!push_segment(w, &s))
 			return &hd_error_no_memory;
 		a->num_heaps++;
+		heap_bytes += size;
 		if (h == first)
 			break;
 		h = prev;
 	}
+	// An arena's system_mem is the sum of its heaps' sizes: a wrong
+	// layout (system_mem a word off) shows here.
+	a = &w->h->arenas[idx];
+	if (heap_bytes && a->system_mem != heap_bytes)
+		hd_heap_problem_add(w->h, a->addr,
+				    "arena 0x%llx: system_mem 0x%llx but its heaps hold 0x%llx bytes",
+				    (unsigned long long)a->addr,
+				    (unsigned long long)a->system_mem,
+				    (unsigned long long)heap_bytes);
 	return NULL;
 }
 

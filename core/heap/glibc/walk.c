@@ -53,6 +53,17 @@ static void check_mmaps(struct glibc_walk *w)
 				    (unsigned long long)found);
 }
 
+// Records the version decided from the layout, the data and libc's name.
+static void set_version(struct glibc_walk *w)
+{
+	glibc_decide_version(w);
+	snprintf(w->h->version, sizeof(w->h->version), "%s", w->version);
+	snprintf(w->h->version_source, sizeof(w->h->version_source), "%s",
+		 w->version_source);
+	w->h->info.version = w->h->version;
+	w->h->info.version_source = w->h->version_source;
+}
+
 struct hd_error *hd_heap_walk(struct hd_target *t, struct hd_debuginfo *di,
 			      const struct hd_heap_options *opts,
 			      struct hd_heap **ret)
@@ -71,6 +82,8 @@ struct hd_error *hd_heap_walk(struct hd_target *t, struct hd_debuginfo *di,
 			hd_error_destroy(err);
 			err = NULL;
 			glibc_layout_default(&w.lay);
+			w.candidates = 0;
+			memset(&w.ev, 0, sizeof(w.ev));
 			main_arena = 0;
 		}
 	}
@@ -112,6 +125,7 @@ struct hd_error *hd_heap_walk(struct hd_target *t, struct hd_debuginfo *di,
 	if (fresh) {
 		// Nothing allocated yet: an empty heap, and nothing missing.
 		w.h->info.no_allocation_yet = true;
+		set_version(&w);
 		w.h->info.main_arena = main_arena;
 		w.h->info.main_arena_size = w.lay.state_size;
 		struct hd_arena a = {.addr = main_arena, .is_main = true};
@@ -137,6 +151,7 @@ struct hd_error *hd_heap_walk(struct hd_target *t, struct hd_debuginfo *di,
 	if (err)
 		goto out;
 	check_mmaps(&w);
+	set_version(&w);
 	w.h->segments = calloc(w.num_segs ? w.num_segs : 1, sizeof(*w.h->segments));
 	if (!w.h->segments) {
 		err = &hd_error_no_memory;
