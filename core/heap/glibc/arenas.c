@@ -35,6 +35,31 @@ static bool ring_closes(struct glibc_walk *w, uint64_t base,
 	return false;
 }
 
+// A thread arena follows the heap_info at the start of its 64 MiB
+// aligned heap, whose ar_ptr points back at it.
+static bool thread_arena_shape(struct glibc_walk *w, uint64_t a,
+			       const struct glibc_layout *lay)
+{
+	uint64_t off = a & (lay->heap_max_size - 1), ar_ptr;
+	return (off == 32 || off == 48) &&
+	       glibc_read64(w, a - off + lay->heap_off_ar_ptr, &ar_ptr) &&
+	       ar_ptr == a;
+}
+
+// The member of base's arena ring that is not a thread arena, or 0.
+static uint64_t ring_main(struct glibc_walk *w, uint64_t base,
+			  const struct glibc_layout *lay)
+{
+	uint64_t a = base;
+	for (int i = 0; i < MAX_ARENAS; i++) {
+		if (!thread_arena_shape(w, a, lay))
+			return a;
+		if (!glibc_read64(w, a + lay->off_next, &a) || a == base)
+			return 0;
+	}
+	return 0;
+}
+
 // Rows of the version table whose malloc_state has bins at off_bins.
 static uint32_t rows_with_bins(uint64_t off_bins)
 {
@@ -94,6 +119,13 @@ static bool try_bins_at(struct glibc_walk *w, uint64_t bins0,
 		    (top & 15))
 			continue;
 		if (!ring_closes(w, base, lay))
+			continue;
+		// The data scanned first may hold a thread arena (its heap
+		// lies below libc, and a core without NT_FILE names no
+		// libc): main_arena is the one of its ring that no heap_info
+		// precedes.
+		base = ring_main(w, base, lay);
+		if (!base)
 			continue;
 		uint32_t rows = probe.candidates;
 		if (bins_offsets[k] == 104)

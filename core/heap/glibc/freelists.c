@@ -124,11 +124,14 @@ static void choose_tcache_rows(struct glibc_walk *w)
 					m |= 1u << k;
 			glibc_narrow(w, m);
 			w->lay = lay;
+			w->ev.tcache_chunk = chunk;
 			return;
 		}
 	}
-	if (glibc_narrow(w, ~with_tcache))
-		w->lay.tcache_struct_chunk = 0;
+	// None seen: no tcache walk (a version without one, or a heap whose
+	// tcache cannot be told).
+	glibc_narrow(w, ~with_tcache);
+	w->lay.tcache_struct_chunk = 0;
 }
 
 // First chunk of each arena's first heap: tcache_init allocates the

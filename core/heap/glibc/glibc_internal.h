@@ -70,6 +70,7 @@ struct glibc_evidence {
 	uint64_t first_key;
 	int safe_votes;       // > 0 safe-linked, < 0 plain
 	uint64_t heap_info;   // measured from a thread arena, 0 if none
+	uint64_t tcache_chunk; // tcache struct's chunk size seen, 0 if none
 };
 
 struct glibc_segment {

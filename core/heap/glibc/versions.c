@@ -253,7 +253,7 @@ void glibc_decide_version(struct glibc_walk *w)
 				 ? (lay->off_system_mem == 2168 ? ", no attached_threads"
 								 : ", attached_threads")
 				 : "",
-			 lay->tcache_struct_chunk == 0 ? ", no tcache"
+			 !ev->tcache_chunk ? ", no tcache seen"
 			 : lay->tcache_count_size == 1 ? ", tcache counts are bytes"
 			 : lay->tcache_slots ? ", 76 tcache bins of free slots"
 					     : ", tcache counts are 16-bit",
