@@ -4,7 +4,7 @@
     test_synth.py --heapdom PATH --mkcore tests/synth/mkcore.py --workdir DIR
                   [--versions 17,30,...]
 
-For each glibc 2.17 .. 2.43 and each of {with, without} NT_FILE, mkcore.py
+For each glibc 2.12 .. 2.43 (2.12-2.16 as built with PER_THREAD) and each of {with, without} NT_FILE, mkcore.py
 writes a core with that version's malloc layout (main arena, fastbins,
 unsorted/small/large bins, tcache as the version has it, a thread arena,
 a third thread's tcache mid-heap, an mmapped chunk) and its own ground
@@ -97,13 +97,13 @@ def main():
     args = ap.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
     minors = ([int(v) for v in args.versions.split(",")] if args.versions
-              else range(17, 44))
+              else range(12, 44))
     for minor in minors:
         for nt_file in (True, False):
             one(args, minor, nt_file)
     # libc's file name gives the exact version (before 2.34 glibc
     # installed libc-2.N.so); a name with only the data's range.
-    for minor in (17, 26, 31):
+    for minor in (12, 17, 26, 31):
         if minor in minors:
             one(args, minor, True, "libc-2.%d.so" % minor)
     print("%d passed, %d failed" % (len(PASSED), len(FAILED)))

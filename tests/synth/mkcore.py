@@ -31,7 +31,8 @@ HEAP_MAX = 64 << 20
 
 
 def features(minor):
-    """What glibc 2.minor's malloc looks like, from its sources."""
+    """What glibc 2.minor's malloc looks like, from its sources (2.12-2.16
+    as built with PER_THREAD, which adds next_free: 2.17's layout)."""
     return {
         # malloc_state.attached_threads: 2.23 (BZ #19048)
         "attached_threads": minor >= 23,
@@ -56,7 +57,7 @@ def same_layout_range(minor):
     """The versions whose malloc looks exactly like 2.minor's."""
     f = features(minor)
     lo = minor
-    while lo > 17 and features(lo - 1) == f:
+    while lo > 12 and features(lo - 1) == f:
         lo -= 1
     hi = minor
     while hi < 43 and features(hi + 1) == f:
@@ -531,14 +532,14 @@ def write_core(path, mem, threads, auxv, with_nt_file):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--version", required=True, help="2.N, 17 <= N <= 43")
+    ap.add_argument("--version", required=True, help="2.N, 12 <= N <= 43")
     ap.add_argument("--no-nt-file", action="store_true")
     ap.add_argument("--libc-name", help="libc's file name (libc-2.17.so)")
     ap.add_argument("out")
     args = ap.parse_args()
     major, minor = (int(x) for x in args.version.split("."))
-    if major != 2 or not 17 <= minor <= 43:
-        sys.exit("mkcore: glibc 2.17 to 2.43 only")
+    if major != 2 or not 12 <= minor <= 43:
+        sys.exit("mkcore: glibc 2.12 to 2.43 only")
     mem, truth, threads, auxv, where = build(minor, not args.no_nt_file,
                                              args.libc_name)
     write_core(args.out, mem, threads, auxv, not args.no_nt_file)

@@ -34,7 +34,10 @@
 #define STATE_2_43 0, 0, 8, 24, 2072, 2096, 2112
 
 const struct glibc_version glibc_versions[] = {
-	{17, 22, STATE_2_17, 32, NO_TCACHE, GLIBC_KEY_NONE, false},
+	// 2.12-2.16 as built with PER_THREAD (the default from 2.15, and
+	// RHEL 6's 2.12); without it next_free is absent, a layout this
+	// table does not hold.
+	{12, 22, STATE_2_17, 32, NO_TCACHE, GLIBC_KEY_NONE, false},
 	{23, 25, STATE_2_23, 32, NO_TCACHE, GLIBC_KEY_NONE, false},
 	{26, 26, STATE_2_23, 32, TCACHE_CHAR, GLIBC_KEY_NONE, false},
 	{27, 28, STATE_2_27, 32, TCACHE_CHAR, GLIBC_KEY_NONE, false},
@@ -122,9 +125,61 @@ static bool version_from_name(const char *path, unsigned *minor)
 	return false;
 }
 
-// The banner in libc's .rodata ("GNU C Library ... release version
-// 2.36."), read from libc's file on this machine when the target found
-// one with the core's build-id.
+// The version in libc's banner ("GNU C Library (Debian GLIBC 2.36-9)
+// stable release version 2.36.") if data[0..len) holds one.
+static bool banner_in(const uint8_t *data, size_t len, unsigned *minor)
+{
+	static const char lib[] = "GNU C Library";
+	static const char rel[] = "release version 2.";
+	const uint8_t *p = data, *end = data + len;
+	while ((p = memmem(p, (size_t)(end - p), lib, sizeof(lib) - 1))) {
+		size_t span = (size_t)(end - p) < 256 ? (size_t)(end - p) : 256;
+		const uint8_t *r = memmem(p, span, rel, sizeof(rel) - 1);
+		unsigned min;
+		if (r && r + sizeof(rel) + 2 <= end &&
+		    sscanf((const char *)r + sizeof(rel) - 1, "%2u", &min) == 1) {
+			*minor = min;
+			return true;
+		}
+		p += sizeof(lib) - 1;
+	}
+	return false;
+}
+
+// The banner in the target's read-only memory: libc's if the target knows
+// libc, any read-only mapping if it knows no module (a core without
+// NT_FILE whose dumper kept file-backed text, as old gcores did).
+static bool version_from_memory(struct glibc_walk *w,
+				const struct hd_module *libc, unsigned *minor)
+{
+	if (!libc && hd_target_num_modules(w->t))
+		return false;
+	uint64_t budget = 256ULL << 20;
+	for (size_t j = 0; j < hd_target_num_mappings(w->t); j++) {
+		const struct hd_mapping *m = hd_target_mapping(w->t, j);
+		uint64_t len = m->end - m->start;
+		if (!m->readable || (m->prot & HD_PROT_WRITE) || len > budget ||
+		    len > (64ULL << 20))
+			continue;
+		if (libc && (m->start < libc->start || m->start >= libc->end))
+			continue;
+		budget -= len;
+		struct hd_view v;
+		struct hd_error *err = hd_target_view(w->t, m->start, len, &v);
+		if (err) {
+			hd_error_destroy(err);
+			continue;
+		}
+		bool found = banner_in(v.data, len, minor);
+		hd_view_deinit(&v);
+		if (found)
+			return true;
+	}
+	return false;
+}
+
+// The banner in libc's .rodata, read from libc's file on this machine
+// when the target found one with the core's build-id.
 static bool version_from_banner(const char *file, unsigned *minor)
 {
 	FILE *f = file ? fopen(file, "rb") : NULL;
@@ -234,7 +289,7 @@ void glibc_decide_version(struct glibc_walk *w)
 	if (!lo) {
 		snprintf(w->version, sizeof(w->version), "unknown");
 		snprintf(w->version_source, sizeof(w->version_source),
-			 "no glibc layout of 2.17-2.43 fits");
+			 "no glibc layout of 2.12-2.43 fits");
 		return;
 	}
 	if (lo == hi)
@@ -265,6 +320,8 @@ void glibc_decide_version(struct glibc_walk *w)
 	const char *how = NULL;
 	if (m && version_from_name(m->name, &minor))
 		how = "libc's file name";
+	else if (version_from_memory(w, m, &minor))
+		how = "libc's version banner";
 	else if (m && version_from_banner(m->file, &minor))
 		how = "libc's version banner";
 	if (!how) {
