@@ -106,14 +106,16 @@ static uint32_t attached_rows(struct glibc_walk *w, uint64_t base)
 static const uint64_t bins_offsets[] = {112, 104, 24};
 #define NUM_BINS_OFFSETS (sizeof(bins_offsets) / sizeof(bins_offsets[0]))
 
-static bool try_bins_at(struct glibc_walk *w, uint64_t bins0,
+// Tries each layout family on a malloc_state whose bins[0] is at bins0
+// (a scan's guess), or at base when bins0 is 0 (main_arena's symbol).
+static bool try_layouts(struct glibc_walk *w, uint64_t bins0, uint64_t at,
 			uint64_t *main_arena)
 {
 	for (size_t k = 0; k < NUM_BINS_OFFSETS; k++) {
 		struct glibc_walk probe = *w;
 		use_rows(&probe, rows_with_bins(bins_offsets[k]));
 		const struct glibc_layout *lay = &probe.lay;
-		uint64_t base = bins0 - bins_offsets[k];
+		uint64_t base = bins0 ? bins0 - bins_offsets[k] : at;
 		uint64_t top;
 		if (!glibc_read64(w, base + lay->off_top, &top) || !top ||
 		    (top & 15))
@@ -124,7 +126,10 @@ static bool try_bins_at(struct glibc_walk *w, uint64_t bins0,
 		// lies below libc, and a core without NT_FILE names no
 		// libc): main_arena is the one of its ring that no heap_info
 		// precedes.
-		base = ring_main(w, base, lay);
+		if (bins0)
+			base = ring_main(w, base, lay);
+		else if (thread_arena_shape(w, base, lay))
+			base = 0;
 		if (!base)
 			continue;
 		uint32_t rows = probe.candidates;
@@ -135,6 +140,18 @@ static bool try_bins_at(struct glibc_walk *w, uint64_t bins0,
 		return true;
 	}
 	return false;
+}
+
+static bool try_bins_at(struct glibc_walk *w, uint64_t bins0,
+			uint64_t *main_arena)
+{
+	return try_layouts(w, bins0, 0, main_arena);
+}
+
+bool glibc_main_arena_at(struct glibc_walk *w, uint64_t addr)
+{
+	uint64_t found;
+	return try_layouts(w, 0, addr, &found);
 }
 
 static bool scan_range(struct glibc_walk *w, const struct hd_mapping *m,
@@ -337,6 +354,61 @@ static uint64_t align_chunk(uint64_t p)
 	return (p + 15) & ~15ULL;
 }
 
+// Does the chain of chunk sizes from start land exactly on top?
+static bool chains_to_top(const uint8_t *d, uint64_t base, uint64_t start,
+			  uint64_t top)
+{
+	uint64_t p = start;
+	while (p < top) {
+		uint64_t size;
+		memcpy(&size, d + (p - base) + 8, 8);
+		size &= ~7ULL;
+		if (size < 32 || (size & 15) || size > top - p)
+			return false;
+		p += size;
+	}
+	return p == top;
+}
+
+// Where the main heap's first chunk is, when mp_.sbrk_base is unknown:
+// the start of the brk mapping, except in a static program, whose startup
+// takes its TLS block from brk before malloc does. Then the heap began
+// system_mem bytes below its end (sbrk_base; the first chunk is aligned
+// up from it), or failing that at the lowest 16-byte boundary of the
+// first 64 KiB whose chunk chain lands on top.
+static uint64_t heap_start(struct glibc_walk *w, uint64_t map_start,
+			   uint64_t top, uint64_t end, uint64_t system_mem)
+{
+	struct hd_view v;
+	struct hd_error *err = hd_target_view(w->t, map_start,
+					      top + 16 - map_start, &v);
+	if (err) {
+		hd_error_destroy(err);
+		return map_start;
+	}
+	uint64_t found = map_start;
+	uint64_t guess = system_mem && system_mem <= end - map_start
+				 ? end - system_mem : map_start;
+	if (!chains_to_top(v.data, map_start, align_chunk(map_start), top)) {
+		if (chains_to_top(v.data, map_start, align_chunk(guess), top)) {
+			found = guess;
+		} else {
+			for (uint64_t p = align_chunk(map_start);
+			     p < top && p < map_start + (64 << 10); p += 16) {
+				uint64_t size;
+				memcpy(&size, v.data + (p - map_start) + 8, 8);
+				// The first chunk always has PREV_INUSE.
+				if ((size & 1) && chains_to_top(v.data, map_start, p, top)) {
+					found = p;
+					break;
+				}
+			}
+		}
+	}
+	hd_view_deinit(&v);
+	return found;
+}
+
 static struct hd_error *main_heap(struct glibc_walk *w, uint16_t idx)
 {
 	struct hd_arena *a = &w->h->arenas[idx];
@@ -363,7 +435,8 @@ static struct hd_error *main_heap(struct glibc_walk *w, uint16_t idx)
 					    (unsigned long long)a->top);
 			return NULL;
 		}
-		start = m->start;
+		start = heap_start(w, m->start, a->top,
+				   a->top + (top_size & ~7ULL), a->system_mem);
 	}
 	struct glibc_segment s = {
 		.map_start = start,

@@ -71,6 +71,7 @@ struct glibc_evidence {
 	int safe_votes;       // > 0 safe-linked, < 0 plain
 	uint64_t heap_info;   // measured from a thread arena, 0 if none
 	uint64_t tcache_chunk; // tcache struct's chunk size seen, 0 if none
+	bool arena_by_symbol;  // main_arena's symbol without its type's DWARF
 };
 
 struct glibc_segment {
@@ -118,6 +119,9 @@ struct hd_error *glibc_layout_from_debuginfo(struct glibc_walk *w,
 // fixes the layout offsets that the data reveals.
 struct hd_error *glibc_find_main_arena(struct glibc_walk *w,
 				       uint64_t *main_arena);
+// Checks that addr (main_arena's symbol, without DWARF for its type) holds
+// a malloc_state of a known layout, and sets the layout from the data.
+bool glibc_main_arena_at(struct glibc_walk *w, uint64_t addr);
 // Finds a main_arena that malloc never initialised (as libc's data holds
 // it before the first allocation: all zero but its next pointer, which
 // points at itself) in libc's writable data; false if there is none.

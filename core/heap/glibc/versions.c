@@ -302,7 +302,8 @@ void glibc_decide_version(struct glibc_walk *w)
 			 "layout from libc's DWARF%s", why);
 	} else {
 		snprintf(w->version_source, sizeof(w->version_source),
-			 "layout from the data: bins at %llu%s%s%s",
+			 "%slayout from the data: bins at %llu%s%s%s",
+			 ev->arena_by_symbol ? "main_arena by its symbol, " : "",
 			 (unsigned long long)lay->off_bins,
 			 lay->off_bins == 104
 				 ? (lay->off_system_mem == 2168 ? ", no attached_threads"

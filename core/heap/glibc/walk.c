@@ -85,16 +85,28 @@ struct hd_error *hd_heap_walk(struct hd_target *t, struct hd_debuginfo *di,
 			w.candidates = 0;
 			memset(&w.ev, 0, sizeof(w.ev));
 			main_arena = 0;
+			// A symbol table without DWARF for malloc_state (a
+			// static program: libc.a has none): the symbol says
+			// where, the data which layout.
+			uint64_t sym;
+			struct hd_error *serr = hd_debuginfo_find_symbol(
+				di, NULL, "main_arena", &sym, NULL);
+			if (!serr && glibc_main_arena_at(&w, sym)) {
+				main_arena = sym;
+				w.ev.arena_by_symbol = true;
+			}
+			hd_error_destroy(serr);
 		}
 	}
-	w.h->info.method = main_arena ? "debuginfo" : "heuristic";
+	w.h->info.method = main_arena && !w.ev.arena_by_symbol ? "debuginfo"
+							     : "heuristic";
 	bool fresh = false;
-	if (main_arena) {
+	if (main_arena && !w.ev.arena_by_symbol) {
 		// Before the first malloc, main_arena is as libc's data
 		// initialises it: no top chunk, empty (zero) bins.
 		uint64_t top = 0;
 		fresh = glibc_read64(&w, main_arena + w.lay.off_top, &top) && !top;
-	} else {
+	} else if (!main_arena) {
 		err = glibc_find_main_arena(&w, &main_arena);
 		if (err && glibc_find_fresh_main_arena(&w, &main_arena)) {
 			hd_error_destroy(err);
