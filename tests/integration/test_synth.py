@@ -6,7 +6,8 @@
 
 For each glibc 2.12 .. 2.43 (2.12-2.16 as built with PER_THREAD) and each of {with, without} NT_FILE, mkcore.py
 writes a core with that version's malloc layout (main arena, fastbins,
-unsorted/small/large bins, tcache as the version has it, a thread arena,
+unsorted/small/large bins, tcache as the version has it, a thread arena
+of two heaps,
 a third thread's tcache mid-heap, an mmapped chunk) and its own ground
 truth. `heapdom blocks --json` must give exactly the truth's used, free
 (with the list holding each) and internal blocks, both arenas, no problem,
@@ -76,6 +77,8 @@ def one(args, minor, nt_file, libc_name=None):
     check(tag + ": main and thread arena",
           arenas == {(truth["main_arena"], True), (truth["thread_arena"], False)},
           arenas)
+    heaps = {a["addr"]: a["heaps"] for a in doc["arenas"]}
+    check(tag + ": heaps per arena", heaps == truth["heaps"], heaps)
     check(tag + ": no problems", not doc["problems"], doc["problems"])
     got = parse_version(doc.get("glibc_version"))
     lo, hi = truth["range"]

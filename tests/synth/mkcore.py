@@ -11,8 +11,8 @@ The process the core shows: an executable, libc (its first page with the
 ELF header and build-id, its text left out of the core as the kernel does,
 its data with main_arena), a main heap with used chunks, fastbin chunks,
 unsorted/small/large bin chunks and tcache entries as the version has them,
-a second thread in a thread arena (heap_info, malloc_state, its own
-tcache), a third thread on the main arena whose tcache lies mid-heap (only
+a second thread in a thread arena of two heaps (heap_info chain,
+malloc_state, fenceposts closing the older heap, its own tcache), a third thread on the main arena whose tcache lies mid-heap (only
 its TLS pointer finds it), and an mmapped chunk. No file of this machine is
 ever named: paths are /synthetic/glibc-2.N/...
 
@@ -206,6 +206,21 @@ class Heap:
             rec["list"] = lst
         self.truth.append(rec)
         return p
+
+    def retire(self, arena):
+        """The end of a heap its arena left for a new one (sysmalloc):
+        the old top, freed (here into the unsorted bin), then two
+        fenceposts, a 16-byte chunk and a header of size 0."""
+        old = (self.end - self.p - 32) & ~15
+        c = self.chunk(old, "free", "unsorted")
+        arena.bins.setdefault(1, []).append(c)
+        fp = self.p
+        self.mem.w64(fp, old)                 # prev_size: old top is free
+        self.mem.w64(fp + 8, 16 | NON_MAIN_ARENA)
+        self.mem.w64(fp + 16, 16)             # set_foot of the fencepost
+        self.mem.w64(fp + 24, 0 | PREV_INUSE)
+        self.truth.append({"addr": "0x%x" % (fp + 16), "chunk": 16,
+                           "state": "internal", "arena": "0x%x" % self.arena})
 
     def top(self):
         p = self.p
@@ -439,11 +454,27 @@ def build(minor, nt_file, libc_name):
     hp2.chunk(0x30, "used")
     binned(hp2, a2, 0x90, "unsorted", 1)
     hp2.chunk(0x30, "used")
-    top2 = hp2.top()
+    hp2.retire(a2)
+    # The arena grew into a second heap (sysmalloc's new_heap): heap_info
+    # with prev = the first heap, chunks right after it.
+    h3 = h2 + HEAP_MAX
+    mem.map(h3, 0x21000, RW)
+    mem.map(h3 + 0x21000, HEAP_MAX - 0x21000, 0, dumped=False)
+    mem.w64(h3 + hi.off["ar_ptr"], a2_addr)
+    mem.w64(h3 + hi.off["prev"], h2)
+    mem.w64(h3 + hi.off["size"], 0x21000)
+    mem.w64(h3 + hi.off["mprotect_size"], 0x21000)
+    if f["heap_pagesize"]:
+        mem.w64(h3 + hi.off["pagesize"], PAGE)
+    hp3 = Heap(mem, f, h3 + hi.size, h3 + 0x21000, a2_addr, False, truth)
+    hp3.chunk(0x40, "used")
+    binned(hp3, a2, 0x100, "small", 0x100 >> 4)
+    hp3.chunk(0x30, "used")
+    top2 = hp3.top()
 
     # ---- arenas: main_arena -> thread arena -> main_arena
     a1.write(top1, a2_addr, heap_size, 0)
-    a2.write(top2, main_arena, 0x21000, 2)  # NONCONTIGUOUS_BIT
+    a2.write(top2, main_arena, 2 * 0x21000, 2)  # NONCONTIGUOUS_BIT
     for tc in (tc1, tc2, tc3):
         if tc:
             tc.write(tcache_key)
@@ -464,6 +495,7 @@ def build(minor, nt_file, libc_name):
             (0, 0)]
     return mem, truth, threads, auxv, {
         "main_arena": "0x%x" % main_arena, "thread_arena": "0x%x" % a2_addr,
+        "heaps": {"0x%x" % main_arena: 1, "0x%x" % a2_addr: 2},
         "libc": libc_path}
 
 
