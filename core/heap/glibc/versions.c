@@ -228,6 +228,25 @@ static void append(char *buf, size_t size, const char *fmt, const char *s)
 		snprintf(buf + len, size - len, fmt, s);
 }
 
+// The release libc's file name or banner names, and which said it; NULL
+// if neither is at hand. The name first, then the banner in libc's file
+// on this machine (same build-id as the target's, or the target would not
+// have it), then in the target's memory (costlier through a debugger).
+static const char *exact_version(struct glibc_walk *w, unsigned *minor)
+{
+	const struct hd_module *m = libc_module(w->t);
+	if (m && version_from_name(m->name, minor))
+		return "libc's file name";
+	for (size_t j = 0; j < hd_target_num_mappings(w->t); j++)
+		if (version_from_name(hd_target_mapping(w->t, j)->path, minor))
+			return "libc's file name";
+	if (m && version_from_banner(m->file, minor))
+		return "libc's version banner";
+	if (version_from_memory(w, m, minor))
+		return "libc's version banner";
+	return NULL;
+}
+
 void glibc_decide_version(struct glibc_walk *w)
 {
 	struct glibc_evidence *ev = &w->ev;
@@ -287,9 +306,18 @@ void glibc_decide_version(struct glibc_walk *w)
 		hi = glibc_versions[i].hi;
 	}
 	if (!lo) {
-		snprintf(w->version, sizeof(w->version), "unknown");
+		// Only DWARF leads here (the data path keeps at least one
+		// row): a release newer than the table, walked with its own
+		// offsets; its name or banner may still say which.
+		unsigned minor;
+		const char *how = exact_version(w, &minor);
+		if (how)
+			snprintf(w->version, sizeof(w->version), "2.%u", minor);
+		else
+			snprintf(w->version, sizeof(w->version), "unknown");
 		snprintf(w->version_source, sizeof(w->version_source),
-			 "no glibc layout of 2.12-2.43 fits");
+			 "layout from libc's DWARF, which no release of 2.12-2.43 has%s%s",
+			 how ? "; version from " : "", how ? how : "");
 		return;
 	}
 	if (lo == hi)
@@ -316,20 +344,8 @@ void glibc_decide_version(struct glibc_walk *w)
 			 why);
 	}
 	// An exact version from libc's name or banner, if the layout agrees.
-	const struct hd_module *m = libc_module(w->t);
 	unsigned minor = 0;
-	const char *how = NULL;
-	if (m && version_from_name(m->name, &minor))
-		how = "libc's file name";
-	else if (version_from_memory(w, m, &minor))
-		how = "libc's version banner";
-	else if (m && version_from_banner(m->file, &minor))
-		how = "libc's version banner";
-	if (!how) {
-		for (size_t j = 0; j < hd_target_num_mappings(w->t) && !how; j++)
-			if (version_from_name(hd_target_mapping(w->t, j)->path, &minor))
-				how = "libc's file name";
-	}
+	const char *how = exact_version(w, &minor);
 	if (!how)
 		return;
 	char note[128];
