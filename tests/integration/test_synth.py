@@ -13,7 +13,9 @@ truth. `heapdom blocks --json` must give exactly the truth's used, free
 (with the list holding each) and internal blocks, both arenas, no problem,
 and a glibc_version that lies within the versions whose malloc looks like
 the one the core was made with. With libc named libc-2.N.so, the version is
-exactly 2.N. The last line is "N passed, N failed".
+exactly 2.N. A 2.23-2.25 heap whose first block is an all-zero chunk of
+2.26's tcache size keeps that block used. The last line is "N passed, N
+failed".
 """
 import argparse
 import json
@@ -45,12 +47,16 @@ def blockset(blocks, state):
     return {(b["addr"], b.get("list")) for b in blocks if b["state"] == state}
 
 
-def one(args, minor, nt_file, libc_name=None):
-    tag = "2.%d %s%s" % (minor, "NT_FILE" if nt_file else "no NT_FILE",
-                         " " + libc_name if libc_name else "")
-    core = os.path.join(args.workdir, "glibc-2.%d%s%s.core" % (
-        minor, "" if nt_file else "-nofile", "-" + libc_name if libc_name else ""))
+def one(args, minor, nt_file, libc_name=None, zero_first=0):
+    tag = "2.%d %s%s%s" % (minor, "NT_FILE" if nt_file else "no NT_FILE",
+                           " " + libc_name if libc_name else "",
+                           " zero block 0x%x first" % zero_first if zero_first else "")
+    core = os.path.join(args.workdir, "glibc-2.%d%s%s%s.core" % (
+        minor, "" if nt_file else "-nofile", "-" + libc_name if libc_name else "",
+        "-zero%x" % zero_first if zero_first else ""))
     cmd = [sys.executable, args.mkcore, "--version", "2.%d" % minor, core]
+    if zero_first:
+        cmd[2:2] = ["--zero-first", hex(zero_first)]
     if not nt_file:
         cmd.insert(2, "--no-nt-file")
     if libc_name:
@@ -109,6 +115,12 @@ def main():
     for minor in (12, 17, 26, 31):
         if minor in minors:
             one(args, minor, True, "libc-2.%d.so" % minor)
+    # Before 2.26, an application's first block of the size of 2.26's
+    # tcache struct, all zeros, has an empty tcache's shape: it stays the
+    # application's, and the version stays 2.23-2.25.
+    for minor in (23, 25, 29):
+        if minor in minors:
+            one(args, minor, False, zero_first=0x250)
     print("%d passed, %d failed" % (len(PASSED), len(FAILED)))
     sys.exit(1 if FAILED else 0)
 

@@ -16,7 +16,8 @@ malloc_state, fenceposts closing the older heap, its own tcache), a third thread
 its TLS pointer finds it), and an mmapped chunk. No file of this machine is
 ever named: paths are /synthetic/glibc-2.N/...
 
-usage: mkcore.py --version 2.31 [--no-nt-file] [--libc-name NAME] OUT.core
+usage: mkcore.py --version 2.31 [--no-nt-file] [--libc-name NAME]
+                 [--zero-first CHUNK] OUT.core
 """
 import argparse
 import json
@@ -328,7 +329,7 @@ def tcache_index(f, chunk):
 # ---------------------------------------------------------- the process
 
 
-def build(minor, nt_file, libc_name):
+def build(minor, nt_file, libc_name, zero_first=0):
     f = features(minor)
     mem = Memory()
     truth = []
@@ -391,6 +392,10 @@ def build(minor, nt_file, libc_name):
     if ts:
         c = hp.chunk(request2size(ts.size), "internal")
         tc1 = Tcache(mem, f, c + 16)
+    if zero_first:
+        # The application's first block, still all zeros (calloc).
+        c = hp.chunk(zero_first, "used")
+        mem.write(c + 16, bytes(zero_first - 16))
     hp.chunk(0x30, "used")
 
     def fast_or_used(heap, arena, size):
@@ -567,13 +572,15 @@ def main():
     ap.add_argument("--version", required=True, help="2.N, 12 <= N <= 43")
     ap.add_argument("--no-nt-file", action="store_true")
     ap.add_argument("--libc-name", help="libc's file name (libc-2.17.so)")
+    ap.add_argument("--zero-first", type=lambda x: int(x, 0), default=0,
+                    help="first application chunk: this size, all zeros")
     ap.add_argument("out")
     args = ap.parse_args()
     major, minor = (int(x) for x in args.version.split("."))
     if major != 2 or not 12 <= minor <= 43:
         sys.exit("mkcore: glibc 2.12 to 2.43 only")
     mem, truth, threads, auxv, where = build(minor, not args.no_nt_file,
-                                             args.libc_name)
+                                             args.libc_name, args.zero_first)
     write_core(args.out, mem, threads, auxv, not args.no_nt_file)
     lo, hi = same_layout_range(minor)
     with open(args.out + ".json", "w") as out:

@@ -59,15 +59,24 @@ static bool is_tcache_chunk(struct glibc_walk *w, uint64_t addr)
 // Does the chunk at user pointer addr hold a tcache_perthread_struct of
 // lay's shape: every list head null or a walked block, and (with counts)
 // a count that is zero exactly when its list is empty?
+// *entries counts the non-empty bins whose head is a chunk of the bin's
+// size.
 static bool tcache_shape(struct glibc_walk *w, uint64_t addr,
-			 const struct glibc_layout *lay)
+			 const struct glibc_layout *lay, unsigned *entries)
 {
+	*entries = 0;
 	for (unsigned i = 0; i < lay->tcache_nbins; i++) {
 		uint64_t e = 0, count = 0;
 		if (!glibc_read64(w, addr + lay->tcache_off_entries + 8 * i, &e))
 			return false;
-		if (e && hd_heap_find_exact(w->h, e) < 0)
+		int64_t id = e ? hd_heap_find_exact(w->h, e) : -1;
+		if (e && id < 0)
 			return false;
+		if (e && i < lay->tcache_small_bins) {
+			if (((uint64_t)w->h->chunk16[id] << 4) != 32 + 16 * (uint64_t)i)
+				return false;
+			++*entries;
+		}
 		if (lay->tcache_slots)
 			continue;
 		struct hd_error *err = hd_target_read(
@@ -81,6 +90,27 @@ static bool tcache_shape(struct glibc_walk *w, uint64_t addr,
 			return false;
 	}
 	return true;
+}
+
+// Does some thread's static TLS (below its thread pointer) hold addr?
+static bool tls_points_at(struct glibc_walk *w, uint64_t addr)
+{
+	for (size_t i = 0; i < hd_target_num_threads(w->t); i++) {
+		const struct hd_thread *th = hd_target_thread(w->t, i);
+		uint64_t buf[TLS_SEARCH / 8];
+		if (!th->has_regs || th->regs.fs_base < TLS_SEARCH)
+			continue;
+		struct hd_error *err = hd_target_read(
+			w->t, th->regs.fs_base - TLS_SEARCH, buf, sizeof(buf));
+		if (err) {
+			hd_error_destroy(err);
+			continue;
+		}
+		for (size_t k = 0; k < TLS_SEARCH / 8; k++)
+			if (buf[k] == addr)
+				return true;
+	}
+	return false;
 }
 
 // Without DWARF, the tcache's shape says which rows of the version table
@@ -116,7 +146,16 @@ static void choose_tcache_rows(struct glibc_walk *w)
 			struct glibc_layout lay = w->lay;
 			glibc_layout_from_version(&lay, v);
 			lay.heap_info_size = w->lay.heap_info_size;
-			if (!tcache_shape(w, s->start + 16, &lay))
+			unsigned entries;
+			if (!tcache_shape(w, s->start + 16, &lay, &entries))
+				continue;
+			// Where a version without tcache is possible too (bins
+			// at 104: 2.23-2.25 or 2.26), an application's first
+			// block of that size full of zeros has the shape of an
+			// empty tcache: ask for a cached entry or a thread's
+			// `tcache` pointer to it.
+			if ((w->candidates & ~with_tcache) && !entries &&
+			    !tls_points_at(w, s->start + 16))
 				continue;
 			uint32_t m = 0;
 			for (size_t k = 0; k < glibc_num_versions; k++)
