@@ -157,6 +157,10 @@ def main():
         if minor in minors:
             one(args, minor, False, zero_first=0x250)
     foreign(args)
+    if not FAILED:  # keep the cores only to look at a failure
+        for name in os.listdir(args.workdir):
+            if name.endswith((".core", ".core.json")):
+                os.unlink(os.path.join(args.workdir, name))
     print("%d passed, %d failed" % (len(PASSED), len(FAILED)))
     sys.exit(1 if FAILED else 0)
 
