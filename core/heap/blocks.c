@@ -348,6 +348,7 @@ void hd_heap_get_info(const struct hd_heap *h, struct hd_heap_info *ret)
 {
 	*ret = h->info;
 	ret->version = h->version[0] ? h->version : NULL;
+	ret->version_source = h->version_source[0] ? h->version_source : NULL;
 }
 
 const char *hd_block_state_name(enum hd_block_state s)

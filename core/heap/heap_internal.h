@@ -61,13 +61,15 @@ struct hd_heap {
 	size_t num_problems, cap_problems;
 	size_t dropped_problems; // beyond the cap, counted only
 	struct hd_heap_info info;
-	// info.version, info.other_allocator and info.empty_reason point here.
+	// info.version, version_source, other_allocator and empty_reason point
+	// here.
 	char version[32];
 	char other_allocator[320];
 	char empty_reason[256];
 	// Strings the facts and metadata name (hd_heap_strdup), freed with h.
 	char **strings;
 	size_t num_strings, cap_strings;
+	char version_source[256];
 };
 
 struct hd_error *hd_heap_alloc(struct hd_heap **ret);

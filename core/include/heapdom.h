@@ -500,7 +500,7 @@ struct hd_allocator_labels {
 // Which allocator the heap is and how the walk found it.
 struct hd_heap_info {
 	const char *allocator; // the backend: "glibc"
-	const char *version;   // "2.36", or NULL when the walk could not tell
+	const char *version;   // "2.36", "2.27-2.28", or NULL when the walk could not tell
 	const char *method;    // "debuginfo" or "heuristic"
 	struct hd_allocator_labels labels;
 	// The allocator was never initialised (nothing allocated yet, e.g.
@@ -512,6 +512,9 @@ struct hd_heap_info {
 	// ("jemalloc (libjemalloc.so.2)"), or NULL; its blocks are not seen,
 	// so every verdict is partial.
 	const char *other_allocator;
+	// How the version was decided ("layout from libc's DWARF; 2.36 from
+	// libc's version banner"; docs/glibc-versions.md), or NULL.
+	const char *version_source;
 };
 HD_EXPORT void hd_heap_get_info(const struct hd_heap *h,
 				struct hd_heap_info *ret);

@@ -116,6 +116,11 @@ void hd_json_allocator(FILE *out, const struct hd_heap *h)
 		hd_json_string(out, info.version);
 	else
 		fputs("null", out);
+	fputs(", \"version_source\": ", out);
+	if (info.version_source)
+		hd_json_string(out, info.version_source);
+	else
+		fputs("null", out);
 	fputs(", \"method\": ", out);
 	hd_json_string(out, info.method);
 	fputs(", \"facts\": {", out);

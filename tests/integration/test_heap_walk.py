@@ -32,7 +32,9 @@ Exit status 0 when every case passed, 1 otherwise; the last line is
 """
 import argparse
 import os
+import re
 import shutil
+import subprocess
 import sys
 import time
 import traceback
@@ -82,9 +84,30 @@ class Runner(heaptest.CaseRunner):
         core, truth = self.core("heap")
         doc = self.blocks([core], debug_dir)
         out = self.verdict(doc, truth, "heuristic" if debug_dir else "debuginfo")
+        out += self.version(doc, debug_dir)
         if not debug_dir:
             out += self.state_filters(core, doc)
             out += self.stats_smoke(core)
+        return out
+
+    @staticmethod
+    def version(doc, debug_dir):
+        """The glibc version reported contains this machine's (getconf),
+        and says where the layout came from (docs/glibc-versions.md)."""
+        have = subprocess.run(["getconf", "GNU_LIBC_VERSION"], capture_output=True,
+                              text=True).stdout.split()
+        m = re.fullmatch(r"2\.(\d+)(?:-2\.(\d+))?", doc.get("allocator", {}).get("version") or "")
+        src = doc.get("allocator", {}).get("version_source") or ""
+        out = []
+        if not have or not m:
+            return ["glibc_version %r, getconf says %r" % (doc.get("allocator", {}).get("version"), have)]
+        here = int(have[-1].split(".")[1])
+        if not int(m.group(1)) <= here <= int(m.group(2) or m.group(1)):
+            out.append("glibc_version %s does not contain this machine's %s"
+                       % (m.group(0), have[-1]))
+        want = "layout from the data" if debug_dir else "layout from libc's DWARF"
+        if not src.startswith(want):
+            out.append("glibc_version_source %r does not start %r" % (src, want))
         return out
 
     def state_filters(self, core, full):

@@ -35,31 +35,123 @@ static bool ring_closes(struct glibc_walk *w, uint64_t base,
 	return false;
 }
 
-static bool try_bins_at(struct glibc_walk *w, uint64_t bins0,
+// A thread arena follows the heap_info at the start of its 64 MiB
+// aligned heap, whose ar_ptr points back at it.
+static bool thread_arena_shape(struct glibc_walk *w, uint64_t a,
+			       const struct glibc_layout *lay)
+{
+	uint64_t off = a & (lay->heap_max_size - 1), ar_ptr;
+	return (off == 32 || off == 48) &&
+	       glibc_read64(w, a - off + lay->heap_off_ar_ptr, &ar_ptr) &&
+	       ar_ptr == a;
+}
+
+// The member of base's arena ring that is not a thread arena, or 0.
+static uint64_t ring_main(struct glibc_walk *w, uint64_t base,
+			  const struct glibc_layout *lay)
+{
+	uint64_t a = base;
+	for (int i = 0; i < MAX_ARENAS; i++) {
+		if (!thread_arena_shape(w, a, lay))
+			return a;
+		if (!glibc_read64(w, a + lay->off_next, &a) || a == base)
+			return 0;
+	}
+	return 0;
+}
+
+// Rows of the version table whose malloc_state has bins at off_bins.
+static uint32_t rows_with_bins(uint64_t off_bins)
+{
+	uint32_t m = 0;
+	for (size_t i = 0; i < glibc_num_versions; i++)
+		if (glibc_versions[i].off_bins == off_bins)
+			m |= 1u << i;
+	return m;
+}
+
+// Sets w->lay to the newest row in mask, w->candidates to mask.
+static void use_rows(struct glibc_walk *w, uint32_t mask)
+{
+	for (size_t i = glibc_num_versions; i-- > 0;) {
+		if (mask & (1u << i)) {
+			glibc_layout_from_version(&w->lay, &glibc_versions[i]);
+			w->lay.heap_info_size = 0; // measured, not assumed
+			break;
+		}
+	}
+	w->candidates = mask;
+}
+
+// With bins at 104 (glibc 2.17-2.26), attached_threads (2.23+) moves
+// system_mem by a word. Without it the words after next_free are
+// system_mem and max_system_mem, both whole pages, max >= system; with it
+// the first is a thread count (small, never a whole nonzero page count).
+static uint32_t attached_rows(struct glibc_walk *w, uint64_t base)
+{
+	uint64_t x = 0, y = 0;
+	glibc_read64(w, base + 2168, &x);
+	glibc_read64(w, base + 2176, &y);
+	bool attached = !(x && !(x & 4095) && y >= x && !(y & 4095));
+	uint32_t m = 0;
+	for (size_t i = 0; i < glibc_num_versions; i++)
+		if (glibc_versions[i].off_bins == 104 &&
+		    (glibc_versions[i].off_system_mem == 2176) == attached)
+			m |= 1u << i;
+	return m;
+}
+
+// bins at 112 (glibc 2.27-2.42: have_fastchunks), 104 (2.17-2.26) or 24
+// (2.43: no fastbins).
+static const uint64_t bins_offsets[] = {112, 104, 24};
+#define NUM_BINS_OFFSETS (sizeof(bins_offsets) / sizeof(bins_offsets[0]))
+
+// Tries each layout family on a malloc_state whose bins[0] is at bins0
+// (a scan's guess), or at base when bins0 is 0 (main_arena's symbol).
+static bool try_layouts(struct glibc_walk *w, uint64_t bins0, uint64_t at,
 			uint64_t *main_arena)
 {
-	// bins offset 112 (glibc 2.27+: have_fastchunks) or 104 (older).
-	static const uint64_t offs[] = {112, 104};
-	for (size_t k = 0; k < 2; k++) {
-		struct glibc_layout lay = w->lay;
-		lay.off_bins = offs[k];
-		lay.off_top = offs[k] - 16;
-		lay.off_fastbins = lay.off_top - 8 * lay.nfastbins;
-		lay.off_next = offs[k] + 254 * 8 + 16;
-		lay.off_system_mem = lay.off_next + 24;
-		lay.state_size = lay.off_system_mem + 16;
-		uint64_t base = bins0 - offs[k];
+	for (size_t k = 0; k < NUM_BINS_OFFSETS; k++) {
+		struct glibc_walk probe = *w;
+		use_rows(&probe, rows_with_bins(bins_offsets[k]));
+		const struct glibc_layout *lay = &probe.lay;
+		uint64_t base = bins0 ? bins0 - bins_offsets[k] : at;
 		uint64_t top;
-		if (!glibc_read64(w, base + lay.off_top, &top) || !top ||
+		if (!glibc_read64(w, base + lay->off_top, &top) || !top ||
 		    (top & 15))
 			continue;
-		if (!ring_closes(w, base, &lay))
+		if (!ring_closes(w, base, lay))
 			continue;
-		w->lay = lay;
+		// The data scanned first may hold a thread arena (its heap
+		// lies below libc, and a core without NT_FILE names no
+		// libc): main_arena is the one of its ring that no heap_info
+		// precedes.
+		if (bins0)
+			base = ring_main(w, base, lay);
+		else if (thread_arena_shape(w, base, lay))
+			base = 0;
+		if (!base)
+			continue;
+		uint32_t rows = probe.candidates;
+		if (bins_offsets[k] == 104)
+			rows = attached_rows(w, base);
+		use_rows(w, rows);
 		*main_arena = base;
 		return true;
 	}
 	return false;
+}
+
+static bool try_bins_at(struct glibc_walk *w, uint64_t bins0,
+			uint64_t *main_arena)
+{
+	return try_layouts(w, bins0, 0, main_arena);
+}
+
+bool glibc_main_arena_at(struct glibc_walk *w, uint64_t addr)
+{
+	uint64_t found;
+	return try_layouts(w, 0, addr, &found);
 }
 
 static bool scan_range(struct glibc_walk *w, const struct hd_mapping *m,
@@ -165,12 +257,14 @@ struct hd_error *glibc_find_main_arena(struct glibc_walk *w,
 
 // A malloc_state as libc's data holds it before malloc_init_state: every
 // byte before `next` zero, `next` pointing at itself, then next_free 0,
-// attached_threads 1, system_mem and max_system_mem 0.
+// attached_threads 1 (2.23+, absent before), system_mem and
+// max_system_mem 0.
 static bool fresh_at(const uint8_t *d, uint64_t addr, uint64_t off_next)
 {
 	uint64_t w[5];
 	memcpy(w, d + off_next, sizeof(w));
-	if (w[0] != addr || w[1] != 0 || w[2] != 1 || w[3] != 0 || w[4] != 0)
+	if (w[0] != addr || w[1] != 0 || w[3] != 0 ||
+	    !(w[2] == 1 || (w[2] == 0 && w[4] == 0)))
 		return false;
 	for (uint64_t o = 0; o < off_next; o += 8) {
 		uint64_t x;
@@ -183,9 +277,7 @@ static bool fresh_at(const uint8_t *d, uint64_t addr, uint64_t off_next)
 
 bool glibc_find_fresh_main_arena(struct glibc_walk *w, uint64_t *main_arena)
 {
-	// bins at 112 (glibc 2.27+) or 104: next follows the 254 bins words
-	// and binmap.
-	static const uint64_t offs[] = {112, 104};
+	// next follows the 254 bins words and binmap.
 	for (size_t i = 0; i < hd_target_num_modules(w->t); i++) {
 		const struct hd_module *mod = hd_target_module(w->t, i);
 		const char *base = strrchr(mod->name, '/');
@@ -213,21 +305,21 @@ bool glibc_find_fresh_main_arena(struct glibc_walk *w, uint64_t *main_arena)
 			for (uint64_t o = 0; o + 8 <= len && !found; o += 8) {
 				uint64_t x;
 				memcpy(&x, v.data + o, 8);
-				for (size_t k = 0; k < 2 && !found; k++) {
-					uint64_t off_next = offs[k] + 254 * 8 + 16;
+				for (size_t k = 0; k < NUM_BINS_OFFSETS && !found; k++) {
+					uint64_t off_next = bins_offsets[k] + 254 * 8 + 16;
 					if (o < off_next || o + 40 > len ||
 					    x != m->start + o - off_next)
 						continue;
 					if (!fresh_at(v.data + o - off_next, x, off_next))
 						continue;
-					struct glibc_layout lay = w->lay;
-					lay.off_bins = offs[k];
-					lay.off_top = offs[k] - 16;
-					lay.off_fastbins = lay.off_top - 8 * lay.nfastbins;
-					lay.off_next = off_next;
-					lay.off_system_mem = off_next + 24;
-					lay.state_size = lay.off_system_mem + 16;
-					w->lay = lay;
+					uint32_t rows = rows_with_bins(bins_offsets[k]);
+					if (bins_offsets[k] == 104) {
+						uint64_t att;
+						memcpy(&att, v.data + o + 16, 8);
+						rows &= attached_rows(w, x) |
+							(att == 1 ? 0 : ~0u);
+					}
+					use_rows(w, rows);
 					*main_arena = x;
 					found = true;
 				}
@@ -261,6 +353,61 @@ static uint64_t align_chunk(uint64_t p)
 	return (p + 15) & ~15ULL;
 }
 
+// Does the chain of chunk sizes from start land exactly on top?
+static bool chains_to_top(const uint8_t *d, uint64_t base, uint64_t start,
+			  uint64_t top)
+{
+	uint64_t p = start;
+	while (p < top) {
+		uint64_t size;
+		memcpy(&size, d + (p - base) + 8, 8);
+		size &= ~7ULL;
+		if (size < 32 || (size & 15) || size > top - p)
+			return false;
+		p += size;
+	}
+	return p == top;
+}
+
+// Where the main heap's first chunk is, when mp_.sbrk_base is unknown:
+// the start of the brk mapping, except in a static program, whose startup
+// takes its TLS block from brk before malloc does. Then the heap began
+// system_mem bytes below its end (sbrk_base; the first chunk is aligned
+// up from it), or failing that at the lowest 16-byte boundary of the
+// first 64 KiB whose chunk chain lands on top.
+static uint64_t heap_start(struct glibc_walk *w, uint64_t map_start,
+			   uint64_t top, uint64_t end, uint64_t system_mem)
+{
+	struct hd_view v;
+	struct hd_error *err = hd_target_view(w->t, map_start,
+					      top + 16 - map_start, &v);
+	if (err) {
+		hd_error_destroy(err);
+		return map_start;
+	}
+	uint64_t found = map_start;
+	uint64_t guess = system_mem && system_mem <= end - map_start
+				 ? end - system_mem : map_start;
+	if (!chains_to_top(v.data, map_start, align_chunk(map_start), top)) {
+		if (chains_to_top(v.data, map_start, align_chunk(guess), top)) {
+			found = guess;
+		} else {
+			for (uint64_t p = align_chunk(map_start);
+			     p < top && p < map_start + (64 << 10); p += 16) {
+				uint64_t size;
+				memcpy(&size, v.data + (p - map_start) + 8, 8);
+				// The first chunk always has PREV_INUSE.
+				if ((size & 1) && chains_to_top(v.data, map_start, p, top)) {
+					found = p;
+					break;
+				}
+			}
+		}
+	}
+	hd_view_deinit(&v);
+	return found;
+}
+
 static struct hd_error *main_heap(struct glibc_walk *w, uint16_t idx)
 {
 	struct hd_arena *a = &w->arenas[idx];
@@ -287,7 +434,8 @@ static struct hd_error *main_heap(struct glibc_walk *w, uint16_t idx)
 					    (unsigned long long)a->top);
 			return NULL;
 		}
-		start = m->start;
+		start = heap_start(w, m->start, a->top,
+				   a->top + (top_size & ~7ULL), a->system_mem);
 	}
 	struct glibc_segment s = {
 		.map_start = start,
@@ -314,8 +462,21 @@ static struct hd_error *arena_heaps(struct glibc_walk *w, uint16_t idx)
 	uint64_t mask = ~(lay->heap_max_size - 1);
 	uint64_t h = a->top & mask;
 	uint64_t first = a->addr & mask;
-	if (!lay->heap_info_size)
-		w->lay.heap_info_size = a->addr - first;
+	// A thread arena's malloc_state follows its first heap's heap_info:
+	// 32 bytes before glibc 2.35, 48 with pagesize.
+	uint64_t measured = a->addr - first;
+	if (!lay->heap_info_size) {
+		w->lay.heap_info_size = measured;
+		if (measured == 32 || measured == 48)
+			w->ev.heap_info = measured;
+	}
+	if (measured != lay->heap_info_size)
+		hd_heap_problem_add(w->h, a->addr,
+				    "arena 0x%llx lies 0x%llx bytes into its heap, not after a heap_info of 0x%llx bytes",
+				    (unsigned long long)a->addr,
+				    (unsigned long long)measured,
+				    (unsigned long long)lay->heap_info_size);
+	uint64_t heap_bytes = 0;
 	for (size_t n = 0; h; n++) {
 		uint64_t ar_ptr = 0, prev = 0, size = 0;
 		if (n >= MAX_HEAPS_PER_ARENA ||
@@ -328,6 +489,7 @@ static struct hd_error *arena_heaps(struct glibc_walk *w, uint16_t idx)
 					    "heap_info at 0x%llx of arena 0x%llx is damaged or unreadable; its heaps are skipped",
 					    (unsigned long long)h,
 					    (unsigned long long)a->addr);
+			heap_bytes = 0; // not all heaps seen
 			break;
 		}
 		struct glibc_segment s = {
@@ -343,10 +505,20 @@ static struct hd_error *arena_heaps(struct glibc_walk *w, uint16_t idx)
 		if (!push_segment(w, &s))
 			return &hd_error_no_memory;
 		a->num_heaps++;
+		heap_bytes += size;
 		if (h == first)
 			break;
 		h = prev;
 	}
+	// An arena's system_mem is the sum of its heaps' sizes: a wrong
+	// layout (system_mem a word off) shows here.
+	a = &w->arenas[idx];
+	if (heap_bytes && a->system_mem != heap_bytes)
+		hd_heap_problem_add(w->h, a->addr,
+				    "arena 0x%llx: system_mem 0x%llx but its heaps hold 0x%llx bytes",
+				    (unsigned long long)a->addr,
+				    (unsigned long long)a->system_mem,
+				    (unsigned long long)heap_bytes);
 	return NULL;
 }
 

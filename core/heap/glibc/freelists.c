@@ -51,9 +51,127 @@ static bool tcache_add(struct tcache_set *set, uint64_t addr)
 static bool is_tcache_chunk(struct glibc_walk *w, uint64_t addr)
 {
 	int64_t id = hd_heap_find_exact(w->h, addr);
-	return id >= 0 && !glibc_chunk_mmapped(w->h, (size_t)id) &&
+	return id >= 0 && w->lay.tcache_struct_chunk &&
+	       !glibc_chunk_mmapped(w->h, (size_t)id) &&
 	       glibc_chunk_size(w->h, (size_t)id) == w->lay.tcache_struct_chunk &&
 	       hd_heap_state(w->h, id) == HD_STATE_USED;
+}
+
+// Does the chunk at user pointer addr hold a tcache_perthread_struct of
+// lay's shape: every list head null or a walked block, and (with counts)
+// a count that is zero exactly when its list is empty?
+// *entries counts the non-empty bins whose head is a chunk of the bin's
+// size.
+static bool tcache_shape(struct glibc_walk *w, uint64_t addr,
+			 const struct glibc_layout *lay, unsigned *entries)
+{
+	*entries = 0;
+	for (unsigned i = 0; i < lay->tcache_nbins; i++) {
+		uint64_t e = 0, count = 0;
+		if (!glibc_read64(w, addr + lay->tcache_off_entries + 8 * i, &e))
+			return false;
+		int64_t id = e ? hd_heap_find_exact(w->h, e) : -1;
+		if (e && id < 0)
+			return false;
+		if (e && i < lay->tcache_small_bins) {
+			if (glibc_chunk_size(w->h, (size_t)id) != 32 + 16 * (uint64_t)i)
+				return false;
+			++*entries;
+		}
+		if (lay->tcache_slots)
+			continue;
+		struct hd_error *err = hd_target_read(
+			w->t, addr + lay->tcache_off_counts + i * lay->tcache_count_size,
+			&count, lay->tcache_count_size);
+		if (err) {
+			hd_error_destroy(err);
+			return false;
+		}
+		if (!e != !count)
+			return false;
+	}
+	return true;
+}
+
+// Does some thread's static TLS (below its thread pointer) hold addr?
+static bool tls_points_at(struct glibc_walk *w, uint64_t addr)
+{
+	for (size_t i = 0; i < hd_target_num_threads(w->t); i++) {
+		const struct hd_thread *th = hd_target_thread(w->t, i);
+		uint64_t buf[TLS_SEARCH / 8];
+		if (!th->has_regs || th->regs.fs_base < TLS_SEARCH)
+			continue;
+		struct hd_error *err = hd_target_read(
+			w->t, th->regs.fs_base - TLS_SEARCH, buf, sizeof(buf));
+		if (err) {
+			hd_error_destroy(err);
+			continue;
+		}
+		for (size_t k = 0; k < TLS_SEARCH / 8; k++)
+			if (buf[k] == addr)
+				return true;
+	}
+	return false;
+}
+
+// Without DWARF, the tcache's shape says which rows of the version table
+// remain: its chunk size (0x250 byte counts, 0x290 16-bit counts, 0x300
+// 76 bins of free slots) at the start of an arena's first heap, where
+// tcache_init puts it. No tcache there: a version without one if the
+// layout allows it.
+static void choose_tcache_rows(struct glibc_walk *w)
+{
+	if (w->ev.from_dwarf)
+		return;
+	uint32_t with_tcache = 0;
+	for (size_t i = 0; i < glibc_num_versions; i++)
+		if (glibc_versions[i].tcache_count_size)
+			with_tcache |= 1u << i;
+	for (size_t i = 0; i < w->num_segs; i++) {
+		const struct glibc_segment *s = &w->segs[i];
+		if (s->mmapped)
+			continue;
+		const struct hd_arena *a = &w->arenas[s->arena];
+		bool first = a->is_main ||
+			     (s->start & ~(w->lay.heap_max_size - 1)) ==
+				     (a->addr & ~(w->lay.heap_max_size - 1));
+		int64_t id = hd_heap_find_exact(w->h, s->start + 16);
+		if (!first || id < 0 || hd_heap_state(w->h, id) != HD_STATE_USED)
+			continue;
+		uint64_t chunk = glibc_chunk_size(w->h, (size_t)id);
+		for (size_t r = glibc_num_versions; r-- > 0;) {
+			const struct glibc_version *v = &glibc_versions[r];
+			if (!(w->candidates & (1u << r)) ||
+			    v->tcache_struct_chunk != chunk)
+				continue;
+			struct glibc_layout lay = w->lay;
+			glibc_layout_from_version(&lay, v);
+			lay.heap_info_size = w->lay.heap_info_size;
+			unsigned entries;
+			if (!tcache_shape(w, s->start + 16, &lay, &entries))
+				continue;
+			// Where a version without tcache is possible too (bins
+			// at 104: 2.23-2.25 or 2.26), an application's first
+			// block of that size full of zeros has the shape of an
+			// empty tcache: ask for a cached entry or a thread's
+			// `tcache` pointer to it.
+			if ((w->candidates & ~with_tcache) && !entries &&
+			    !tls_points_at(w, s->start + 16))
+				continue;
+			uint32_t m = 0;
+			for (size_t k = 0; k < glibc_num_versions; k++)
+				if (glibc_versions[k].tcache_struct_chunk == chunk)
+					m |= 1u << k;
+			glibc_narrow(w, m);
+			w->lay = lay;
+			w->ev.tcache_chunk = chunk;
+			return;
+		}
+	}
+	// None seen: no tcache walk (a version without one, or a heap whose
+	// tcache cannot be told).
+	glibc_narrow(w, ~with_tcache);
+	w->lay.tcache_struct_chunk = 0;
 }
 
 // First chunk of each arena's first heap: tcache_init allocates the
@@ -170,6 +288,19 @@ static bool mark(struct glibc_walk *w, uint64_t user, enum glibc_list list,
 	return true;
 }
 
+// What a tcache entry's second word holds says which glibc freed it:
+// nothing kept (2.26-2.28), its tcache (2.29-2.33), the random key (2.34+).
+static void note_key(struct glibc_walk *w, uint64_t tc, uint64_t key)
+{
+	struct glibc_evidence *ev = &w->ev;
+	if (!ev->entries)
+		ev->first_key = key;
+	ev->entries++;
+	ev->keys_tcache += key == tc;
+	ev->keys_zero += key == 0;
+	ev->keys_same += key == ev->first_key;
+}
+
 static void walk_tcache(struct glibc_walk *w, uint64_t tc, bool safe)
 {
 	const struct glibc_layout *lay = &w->lay;
@@ -184,6 +315,8 @@ static void walk_tcache(struct glibc_walk *w, uint64_t tc, bool safe)
 			return;
 		}
 		uint64_t want_chunk = 32 + 16 * (uint64_t)i, n = 0;
+		// 2.42's large bins hold a range of sizes each.
+		bool one_size = i < lay->tcache_small_bins;
 		while (entry) {
 			if (n > w->h->num_blocks) {
 				hd_heap_problem_add(w->h, entry,
@@ -192,7 +325,8 @@ static void walk_tcache(struct glibc_walk *w, uint64_t tc, bool safe)
 				break;
 			}
 			int64_t id = hd_heap_find_exact(w->h, entry);
-			if (id >= 0 && glibc_chunk_size(w->h, (size_t)id) != want_chunk)
+			if (id >= 0 && one_size &&
+			    glibc_chunk_size(w->h, (size_t)id) != want_chunk)
 				hd_heap_problem_add(w->h, entry - 16,
 						    "tcache bin %u (chunks of 0x%llx bytes) holds a chunk of 0x%llx bytes at 0x%llx",
 						    i, (unsigned long long)want_chunk,
@@ -201,12 +335,16 @@ static void walk_tcache(struct glibc_walk *w, uint64_t tc, bool safe)
 			if (!mark(w, entry, HD_LIST_TCACHE, tc))
 				break;
 			n++;
-			uint64_t stored;
+			uint64_t stored, key = 0;
+			if (glibc_read64(w, entry + 8, &key))
+				note_key(w, tc, key);
 			if (!glibc_read64(w, entry, &stored))
 				break;
 			entry = reveal(safe, entry, stored);
 		}
-		if (n != count && !(n < count && entry))
+		// num_slots (2.42+) is the room left, not the length: nothing
+		// to compare without mp_.tcache_count.
+		if (!lay->tcache_slots && n != count && !(n < count && entry))
 			hd_heap_problem_add(w->h, tc,
 					    "tcache 0x%llx bin %u: count says %llu entries, the list has %llu",
 					    (unsigned long long)tc, i,
@@ -286,13 +424,25 @@ static bool detect_safe_linking(struct glibc_walk *w,
 				score += vote(w, p, 16);
 		}
 	}
-	// No evidence either way: nothing is on a singly linked list.
-	return score >= 0;
+	w->ev.safe_votes = score;
+	if (score)
+		return score > 0;
+	// No evidence either way: what the versions left say, if they agree
+	// (nothing is on a singly linked list, so it decides nothing).
+	bool any_safe = false, any_plain = false;
+	for (size_t i = 0; i < glibc_num_versions; i++) {
+		if (!(w->candidates & (1u << i)))
+			continue;
+		any_safe |= glibc_versions[i].safe_linking;
+		any_plain |= !glibc_versions[i].safe_linking;
+	}
+	return any_safe || !any_plain;
 }
 
 struct hd_error *glibc_walk_free_lists(struct glibc_walk *w)
 {
 	struct tcache_set set = {0};
+	choose_tcache_rows(w);
 	struct hd_error *err = first_chunk_tcaches(w, &set);
 	if (!err)
 		err = tls_tcaches(w, &set);

@@ -83,10 +83,55 @@ struct glibc_layout {
 	unsigned tcache_count_size; // bytes per counts[] element
 	unsigned tcache_nbins;
 	uint64_t tcache_struct_chunk; // chunk size of tcache_perthread_struct
+	// glibc 2.42+: counts[] became num_slots[], the room left in each bin,
+	// and bins from tcache_small_bins on hold a range of sizes.
+	bool tcache_slots;
+	unsigned tcache_small_bins;
 	// mp_ (only with debug info)
 	bool mp_known;
 	uint64_t mp_addr, mp_size;
 	uint64_t mp_off_sbrk_base, mp_off_n_mmaps, mp_off_mmap_threshold;
+};
+
+// One row of the version table (versions.c): the layouts of glibc 2.lo
+// to 2.hi on x86-64, taken from each release's malloc/malloc.c and
+// malloc/arena.c. Rows whose layouts are identical share one entry.
+enum glibc_tcache_key {
+	GLIBC_KEY_NONE,    // tcache_entry is {next} (2.26-2.28)
+	GLIBC_KEY_TCACHE,  // key = the owning tcache_perthread_struct (2.29-2.33)
+	GLIBC_KEY_RANDOM,  // key = the process-wide tcache_key (2.34+)
+};
+struct glibc_version {
+	unsigned lo, hi;     // minor versions of glibc 2.x
+	uint64_t off_fastbins;
+	unsigned nfastbins;  // 0: no fastbins (2.43)
+	uint64_t off_top, off_bins, off_next, off_system_mem, state_size;
+	uint64_t heap_info_size;
+	unsigned tcache_count_size; // 0: no tcache
+	unsigned tcache_nbins;
+	uint64_t tcache_off_entries;
+	uint64_t tcache_struct_chunk;
+	bool tcache_slots;
+	enum glibc_tcache_key key;
+	bool safe_linking;
+};
+extern const struct glibc_version glibc_versions[];
+extern const size_t glibc_num_versions;
+// Copies row v's offsets into lay (keeping what the row does not hold).
+void glibc_layout_from_version(struct glibc_layout *lay,
+			       const struct glibc_version *v);
+
+// What the walk learned about the version: the rows still possible and
+// why each evidence narrowed them.
+struct glibc_evidence {
+	bool from_dwarf;
+	// tcache entries seen and what their key word held.
+	size_t entries, keys_tcache, keys_zero, keys_same;
+	uint64_t first_key;
+	int safe_votes;       // > 0 safe-linked, < 0 plain
+	uint64_t heap_info;   // measured from a thread arena, 0 if none
+	uint64_t tcache_chunk; // tcache struct's chunk size seen, 0 if none
+	bool arena_by_symbol;  // main_arena's symbol without its type's DWARF
 };
 
 struct glibc_segment {
@@ -101,9 +146,6 @@ struct glibc_walk {
 	struct hd_target *t;
 	struct hd_debuginfo *di;
 	struct hd_heap *h;
-	// The glibc version the walk detected ("2.36"), empty if unknown:
-	// walk.c hands it to the table (info.version).
-	char version[32];
 	// Arenas in ring order; block and segment arena indices point here.
 	struct hd_arena *arenas;
 	size_t num_arenas, cap_arenas;
@@ -116,7 +158,21 @@ struct glibc_walk {
 	// Views of the arena heaps, kept for fast word reads.
 	struct hd_view *views;
 	size_t num_views, cap_views;
+	// Rows of glibc_versions[] the layout and the data allow (bit i).
+	uint32_t candidates;
+	struct glibc_evidence ev;
+	// The version decided ("2.27-2.28", "2.36") and how, empty if
+	// unknown: walk.c hands them to the table (info.version).
+	char version[32];
+	char version_source[256];
 };
+
+// Keeps only the rows in mask if any remains; true if it narrowed.
+bool glibc_narrow(struct glibc_walk *w, uint32_t mask);
+// Rows whose layout matches w->lay's structure offsets (DWARF).
+uint32_t glibc_rows_matching_layout(const struct glibc_layout *lay);
+// Decides w->version from the rows left, the data and libc's name.
+void glibc_decide_version(struct glibc_walk *w);
 
 // Reads a word, from a kept view if possible.
 bool glibc_read64(struct glibc_walk *w, uint64_t addr, uint64_t *ret);
@@ -130,6 +186,9 @@ struct hd_error *glibc_layout_from_debuginfo(struct glibc_walk *w,
 // fixes the layout offsets that the data reveals.
 struct hd_error *glibc_find_main_arena(struct glibc_walk *w,
 				       uint64_t *main_arena);
+// Checks that addr (main_arena's symbol, without DWARF for its type) holds
+// a malloc_state of a known layout, and sets the layout from the data.
+bool glibc_main_arena_at(struct glibc_walk *w, uint64_t addr);
 // Finds a main_arena that malloc never initialised (as libc's data holds
 // it before the first allocation: all zero but its next pointer, which
 // points at itself) in libc's writable data; false if there is none.

@@ -7,26 +7,14 @@
 
 void glibc_layout_default(struct glibc_layout *lay)
 {
-	// glibc 2.27+ on x86-64; glibc_find_main_arena adjusts off_bins and
-	// what follows from it when the data says otherwise.
+	// glibc 2.35-2.41 on x86-64 until libc's DWARF or the data says
+	// which row of the version table applies.
 	memset(lay, 0, sizeof(*lay));
-	lay->off_fastbins = 16;
-	lay->nfastbins = 10;
-	lay->off_top = 96;
-	lay->off_bins = 112;
-	lay->nbins = 254;
-	lay->off_next = 112 + 254 * 8 + 16;
-	lay->off_system_mem = lay->off_next + 24;
-	lay->state_size = lay->off_system_mem + 16;
-	lay->heap_off_ar_ptr = 0;
-	lay->heap_off_prev = 8;
-	lay->heap_off_size = 16;
-	lay->heap_max_size = 64ULL << 20;
-	lay->tcache_off_counts = 0;
-	lay->tcache_off_entries = 128;
-	lay->tcache_count_size = 2;
-	lay->tcache_nbins = 64;
-	lay->tcache_struct_chunk = 0x290;
+	for (size_t i = 0; i < glibc_num_versions; i++)
+		if (glibc_versions[i].lo == 35)
+			glibc_layout_from_version(lay, &glibc_versions[i]);
+	// Measured from a thread arena unless DWARF says.
+	lay->heap_info_size = 0;
 }
 
 static const struct hd_module *find_libc(struct hd_target *t)
@@ -83,15 +71,17 @@ struct hd_error *glibc_layout_from_debuginfo(struct glibc_walk *w,
 	if (err)
 		goto out;
 	uint64_t count = 0, off;
-	bool ok = member(&l[0], "fastbinsY", &lay->off_fastbins, &count);
+	// glibc 2.43 has no fastbins.
+	if (!member(&l[0], "fastbinsY", &lay->off_fastbins, &count))
+		count = lay->off_fastbins = 0;
 	lay->nfastbins = (unsigned)count;
-	ok = ok && member(&l[0], "top", &lay->off_top, NULL);
+	bool ok = member(&l[0], "top", &lay->off_top, NULL);
 	ok = ok && member(&l[0], "bins", &lay->off_bins, &count);
 	lay->nbins = (unsigned)count;
 	ok = ok && member(&l[0], "next", &lay->off_next, NULL);
 	ok = ok && member(&l[0], "system_mem", &lay->off_system_mem, NULL);
 	lay->state_size = l[0].size;
-	if (!ok || lay->nfastbins == 0 || lay->nfastbins > 16 ||
+	if (!ok || lay->nfastbins > 16 ||
 	    lay->nbins != 254) {
 		err = hd_error_create(HD_ERROR_UNSUPPORTED,
 				      "%s: struct malloc_state has an unknown layout",
@@ -105,8 +95,12 @@ struct hd_error *glibc_layout_from_debuginfo(struct glibc_walk *w,
 		member(&l[1], "size", &lay->heap_off_size, NULL);
 	}
 	if (l[2].size) {
+		// counts[] became num_slots[] (the room left) in 2.42.
 		const struct hd_member_layout *c =
 			hd_struct_layout_member(&l[2], "counts");
+		lay->tcache_slots = !c;
+		if (!c)
+			c = hd_struct_layout_member(&l[2], "num_slots");
 		if (c && c->count) {
 			lay->tcache_off_counts = c->offset;
 			lay->tcache_count_size = (unsigned)(c->size / c->count);
@@ -116,6 +110,10 @@ struct hd_error *glibc_layout_from_debuginfo(struct glibc_walk *w,
 		lay->tcache_struct_chunk = (l[2].size + 8 + 15) & ~15ULL;
 		if (lay->tcache_struct_chunk < 32)
 			lay->tcache_struct_chunk = 32;
+	} else {
+		lay->tcache_struct_chunk = 0; // built without tcache
+		lay->tcache_count_size = 0;
+		lay->tcache_nbins = 0;
 	}
 	if (l[3].size &&
 	    member(&l[3], "sbrk_base", &lay->mp_off_sbrk_base, NULL) &&
@@ -128,6 +126,8 @@ struct hd_error *glibc_layout_from_debuginfo(struct glibc_walk *w,
 		lay->mp_size = l[3].size;
 		hd_error_destroy(mp_err);
 	}
+	w->candidates = glibc_rows_matching_layout(lay);
+	w->ev.from_dwarf = true;
 	*main_arena = addr;
 out:
 	for (size_t i = 0; i < 4; i++)

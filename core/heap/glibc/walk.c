@@ -55,6 +55,22 @@ static void check_mmaps(struct glibc_walk *w)
 				    (unsigned long long)found);
 }
 
+// Records the version decided from the layout, the data and libc's name.
+static void set_version(struct glibc_walk *w)
+{
+	glibc_decide_version(w);
+	struct hd_heap *h = w->h;
+	if (w->version[0]) {
+		snprintf(h->version, sizeof(h->version), "%s", w->version);
+		h->info.version = h->version;
+	}
+	if (w->version_source[0]) {
+		snprintf(h->version_source, sizeof(h->version_source), "%s",
+			 w->version_source);
+		h->info.version_source = h->version_source;
+	}
+}
+
 // Arenas become regions (block arena indices are region indices), and
 // main_arena, mp_ and each non-main heap's header before its first chunk
 // are the allocator's metadata.
@@ -118,9 +134,6 @@ static struct hd_error *hand_over(struct glibc_walk *w, uint64_t main_arena)
 		     hd_heap_fact_bool(h, HD_NO_REGION, "tcache", w->num_tcaches > 0) &&
 		     hd_heap_fact_uint(h, HD_NO_REGION, "tcaches", w->num_tcaches);
 	}
-	// The version the layout stage detected, when it could tell.
-	if (w->version[0])
-		snprintf(h->version, sizeof(h->version), "%s", w->version);
 	return ok ? NULL : &hd_error_no_memory;
 }
 
@@ -140,17 +153,31 @@ struct hd_error *glibc_walk_heap(const struct hd_heap_source *src,
 			hd_error_destroy(err);
 			err = NULL;
 			glibc_layout_default(&w.lay);
+			w.candidates = 0;
+			memset(&w.ev, 0, sizeof(w.ev));
 			main_arena = 0;
+			// A symbol table without DWARF for malloc_state (a
+			// static program: libc.a has none): the symbol says
+			// where, the data which layout.
+			uint64_t sym;
+			struct hd_error *serr = hd_debuginfo_find_symbol(
+				w.di, NULL, "main_arena", &sym, NULL);
+			if (!serr && glibc_main_arena_at(&w, sym)) {
+				main_arena = sym;
+				w.ev.arena_by_symbol = true;
+			}
+			hd_error_destroy(serr);
 		}
 	}
-	h->info.method = main_arena ? "debuginfo" : "heuristic";
+	h->info.method = main_arena && !w.ev.arena_by_symbol ? "debuginfo"
+							   : "heuristic";
 	bool fresh = false;
-	if (main_arena) {
+	if (main_arena && !w.ev.arena_by_symbol) {
 		// Before the first malloc, main_arena is as libc's data
 		// initialises it: no top chunk, empty (zero) bins.
 		uint64_t top = 0;
 		fresh = glibc_read64(&w, main_arena + w.lay.off_top, &top) && !top;
-	} else {
+	} else if (!main_arena) {
 		err = glibc_find_main_arena(&w, &main_arena);
 		if (err && glibc_find_fresh_main_arena(&w, &main_arena)) {
 			hd_error_destroy(err);
@@ -167,6 +194,7 @@ struct hd_error *glibc_walk_heap(const struct hd_heap_source *src,
 			 "glibc's malloc was never initialised (main_arena at 0x%llx has no top chunk)",
 			 (unsigned long long)main_arena);
 		h->info.empty_reason = h->empty_reason;
+		set_version(&w);
 		struct hd_arena a = {.addr = main_arena, .is_main = true};
 		if (!HD_VEC_PUSH(w.arenas, w.num_arenas, w.cap_arenas, a)) {
 			err = &hd_error_no_memory;
@@ -185,6 +213,7 @@ struct hd_error *glibc_walk_heap(const struct hd_heap_source *src,
 	if (err)
 		goto out;
 	check_mmaps(&w);
+	set_version(&w);
 	err = hand_over(&w, main_arena);
 out:
 	for (size_t i = 0; i < w.num_views; i++)
