@@ -250,10 +250,9 @@ def case_strip(a, lib):
 
 def case_static(a, lib):
     core = gdb_core(a.static_fixture, os.path.join(a.workdir, "static.core"))
-    # heapdom walks no heap of a static glibc program yet (core/heap: the
-    # heap's first chunk is misread), with NT_FILE or without: the blocks
-    # are compared, but an empty list is no failure here.
-    nl = compare_noteless(a, lib, "static", a.static_fixture, core, need_blocks=False)
+    # A static program: main_arena lies in the executable; the blocks with
+    # and without NT_FILE must be the same and not empty.
+    nl = compare_noteless(a, lib, "static", a.static_fixture, core, need_blocks=True)
     t = Target(lib, nl)
     mods = t.modules()
     t.close()

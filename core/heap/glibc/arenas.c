@@ -197,10 +197,7 @@ struct hd_error *glibc_find_main_arena(struct glibc_walk *w,
 	for (int pass = 0; pass < 2; pass++) {
 		for (size_t i = 0; i < hd_target_num_modules(w->t); i++) {
 			const struct hd_module *mod = hd_target_module(w->t, i);
-			const char *base = strrchr(mod->name, '/');
-			base = base ? base + 1 : mod->name;
-			bool is_libc = strncmp(base, "libc.so", 7) == 0 ||
-				       strncmp(base, "libc-", 5) == 0;
+			bool is_libc = glibc_is_libc_path(mod->name);
 			if (is_libc != (pass == 0))
 				continue;
 			for (size_t j = 0; j < hd_target_num_mappings(w->t); j++) {
@@ -220,17 +217,17 @@ struct hd_error *glibc_find_main_arena(struct glibc_walk *w,
 		}
 	}
 	// libc's data without its module: a core whose NT_FILE lacks libc's
-	// first mapping (some gcores leave read-only ranges out), or has no
-	// NT_FILE at all (old gcores), when any writable mapping may be it.
-	bool no_modules = !hd_target_num_modules(w->t);
+	// first mapping (some gcores leave read-only ranges out), or a core
+	// with no libc module at all (no NT_FILE and no dynamic linker's list
+	// to find it by), when any writable mapping outside the modules found
+	// may be it.
+	bool no_libc = !glibc_libc_module(w->t);
 	for (size_t j = 0; j < hd_target_num_mappings(w->t); j++) {
 		const struct hd_mapping *m = hd_target_mapping(w->t, j);
-		const char *base = m->path ? strrchr(m->path, '/') : NULL;
-		base = base ? base + 1 : m->path;
-		bool libc = base && (strncmp(base, "libc.so", 7) == 0 ||
-				     strncmp(base, "libc-", 5) == 0);
-		if ((libc && !hd_target_find_module(w->t, m->start)) ||
-		    (no_modules && (!m->path || m->path[0] == '/'))) {
+		bool libc = glibc_is_libc_path(m->path);
+		bool outside = !hd_target_find_module(w->t, m->start);
+		if ((libc && outside) ||
+		    (no_libc && outside && (!m->path || m->path[0] == '/'))) {
 			if ((m->prot & HD_PROT_WRITE) && m->readable &&
 			    m->end - m->start <= (64 << 20) &&
 			    scan_range(w, m, main_arena))
@@ -241,10 +238,7 @@ struct hd_error *glibc_find_main_arena(struct glibc_walk *w,
 	for (size_t j = 0; j + 1 < hd_target_num_mappings(w->t); j++) {
 		const struct hd_mapping *m = hd_target_mapping(w->t, j);
 		const struct hd_mapping *n = hd_target_mapping(w->t, j + 1);
-		const char *base = m->path ? strrchr(m->path, '/') : NULL;
-		base = base ? base + 1 : m->path;
-		if (base && (strncmp(base, "libc.so", 7) == 0 ||
-			     strncmp(base, "libc-", 5) == 0) &&
+		if (glibc_is_libc_path(m->path) &&
 		    !hd_target_find_module(w->t, m->start) && !n->path &&
 		    n->start == m->end && (n->prot & HD_PROT_WRITE) && n->readable &&
 		    n->end - n->start <= (64 << 20) && scan_range(w, n, main_arena))
@@ -280,9 +274,7 @@ bool glibc_find_fresh_main_arena(struct glibc_walk *w, uint64_t *main_arena)
 	// next follows the 254 bins words and binmap.
 	for (size_t i = 0; i < hd_target_num_modules(w->t); i++) {
 		const struct hd_module *mod = hd_target_module(w->t, i);
-		const char *base = strrchr(mod->name, '/');
-		base = base ? base + 1 : mod->name;
-		if (strncmp(base, "libc.so", 7) != 0 && strncmp(base, "libc-", 5) != 0)
+		if (!glibc_is_libc_path(mod->name))
 			continue;
 		for (size_t j = 0; j < hd_target_num_mappings(w->t); j++) {
 			const struct hd_mapping *m = hd_target_mapping(w->t, j);

@@ -48,6 +48,16 @@ static bool tcache_add(struct tcache_set *set, uint64_t addr)
 	return HD_VEC_PUSH(set->addrs, set->n, set->cap, addr);
 }
 
+// The first heap of its arena: the main heap, or the thread arena's heap
+// that holds its malloc_state, where tcache_init allocates a thread's
+// tcache before anything else the thread asks of a new arena.
+static bool first_heap(const struct glibc_walk *w, const struct glibc_segment *s)
+{
+	const struct hd_arena *a = &w->arenas[s->arena];
+	uint64_t mask = ~(w->lay.heap_max_size - 1);
+	return a->is_main || (s->start & mask) == (a->addr & mask);
+}
+
 static bool is_tcache_chunk(struct glibc_walk *w, uint64_t addr)
 {
 	int64_t id = hd_heap_find_exact(w->h, addr);
@@ -131,10 +141,7 @@ static void choose_tcache_rows(struct glibc_walk *w)
 		const struct glibc_segment *s = &w->segs[i];
 		if (s->mmapped)
 			continue;
-		const struct hd_arena *a = &w->arenas[s->arena];
-		bool first = a->is_main ||
-			     (s->start & ~(w->lay.heap_max_size - 1)) ==
-				     (a->addr & ~(w->lay.heap_max_size - 1));
+		bool first = first_heap(w, s);
 		int64_t id = hd_heap_find_exact(w->h, s->start + 16);
 		if (!first || id < 0 || hd_heap_state(w->h, id) != HD_STATE_USED)
 			continue;
@@ -183,10 +190,7 @@ static struct hd_error *first_chunk_tcaches(struct glibc_walk *w,
 		const struct glibc_segment *s = &w->segs[i];
 		if (s->mmapped)
 			continue;
-		const struct hd_arena *a = &w->arenas[s->arena];
-		bool first = a->is_main ||
-			     (s->start & ~(w->lay.heap_max_size - 1)) ==
-				     (a->addr & ~(w->lay.heap_max_size - 1));
+		bool first = first_heap(w, s);
 		if (first && is_tcache_chunk(w, s->start + 16) &&
 		    !tcache_add(set, s->start + 16))
 			return &hd_error_no_memory;

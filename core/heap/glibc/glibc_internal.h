@@ -178,6 +178,10 @@ void glibc_decide_version(struct glibc_walk *w);
 bool glibc_read64(struct glibc_walk *w, uint64_t addr, uint64_t *ret);
 
 void glibc_layout_default(struct glibc_layout *lay);
+// Whether path names glibc's libc ("libc.so.6", "libc-2.17.so").
+bool glibc_is_libc_path(const char *path);
+// The target's libc module, or NULL.
+const struct hd_module *glibc_libc_module(struct hd_target *t);
 // Fills the layout and main_arena/mp_ addresses from libc's debug info;
 // HD_ERROR_NOT_FOUND if libc has none.
 struct hd_error *glibc_layout_from_debuginfo(struct glibc_walk *w,

@@ -17,14 +17,20 @@ void glibc_layout_default(struct glibc_layout *lay)
 	lay->heap_info_size = 0;
 }
 
-static const struct hd_module *find_libc(struct hd_target *t)
+bool glibc_is_libc_path(const char *path)
+{
+	if (!path)
+		return false;
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	return strncmp(base, "libc.so", 7) == 0 || strncmp(base, "libc-", 5) == 0;
+}
+
+const struct hd_module *glibc_libc_module(struct hd_target *t)
 {
 	for (size_t i = 0; i < hd_target_num_modules(t); i++) {
 		const struct hd_module *m = hd_target_module(t, i);
-		const char *base = strrchr(m->name, '/');
-		base = base ? base + 1 : m->name;
-		if (strncmp(base, "libc.so", 7) == 0 ||
-		    strncmp(base, "libc-", 5) == 0)
+		if (glibc_is_libc_path(m->name))
 			return m;
 	}
 	return NULL;
@@ -54,7 +60,7 @@ struct hd_error *glibc_layout_from_debuginfo(struct glibc_walk *w,
 	// The module holding main_arena (libc, or the executable if static).
 	const struct hd_module *m = hd_target_find_module(w->t, addr);
 	if (!m)
-		m = find_libc(w->t);
+		m = glibc_libc_module(w->t);
 	if (!m)
 		return hd_error_create(HD_ERROR_NOT_FOUND,
 				       "no module holds main_arena");

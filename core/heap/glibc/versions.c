@@ -208,19 +208,6 @@ static bool version_from_banner(const char *file, unsigned *minor)
 	return found;
 }
 
-static const struct hd_module *libc_module(struct hd_target *t)
-{
-	for (size_t i = 0; i < hd_target_num_modules(t); i++) {
-		const struct hd_module *m = hd_target_module(t, i);
-		const char *base = strrchr(m->name, '/');
-		base = base ? base + 1 : m->name;
-		if (strncmp(base, "libc.so", 7) == 0 ||
-		    strncmp(base, "libc-", 5) == 0)
-			return m;
-	}
-	return NULL;
-}
-
 static void append(char *buf, size_t size, const char *fmt, const char *s)
 {
 	size_t len = strlen(buf);
@@ -234,7 +221,7 @@ static void append(char *buf, size_t size, const char *fmt, const char *s)
 // have it), then in the target's memory (costlier through a debugger).
 static const char *exact_version(struct glibc_walk *w, unsigned *minor)
 {
-	const struct hd_module *m = libc_module(w->t);
+	const struct hd_module *m = glibc_libc_module(w->t);
 	if (m && version_from_name(m->name, minor))
 		return "libc's file name";
 	for (size_t j = 0; j < hd_target_num_mappings(w->t); j++)
