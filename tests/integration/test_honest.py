@@ -25,7 +25,7 @@ Cases (each fails if the old behaviour returns):
               shows the same message. mimalloc dlopen'ed privately beside
               glibc's malloc: glibc's heap, labelled partial.
   foreign     chap's cores from other machines (../shared/foreign-cores,
-              skipped when absent): chap's used and leaked blocks, and a
+              skipped when absent): chap's used, free and leaked blocks and bytes, and a
               warning that the files that made them are missing.
 The last line is "N passed, N failed".
 """
@@ -461,11 +461,26 @@ def case_foreign(a):
             ok = as_chap == sorted(want["used_addrs"]) and leaked == sorted(want["leaked_addrs"])
             detail += "\nused %s\nchap %s\nleaked %s chap %s" % (as_chap, want["used_addrs"],
                                                                leaked, want["leaked_addrs"])
+            # chap's free set: every free chunk not on a tcache list (chap
+            # counts those used). chap sizes a free chunk as heapdom does
+            # (the chunk less 8: its size word, and the next chunk's
+            # prev_size word it may use), except the top chunk, which has
+            # no next chunk: the chunk less 16.
+            free = [x for x in blocks if x["state"] == "free" and x.get("list") != "tcache"]
+            chap_bytes = sum(x["size"] - (8 if x.get("list") == "top" else 0) for x in free)
+            used_bytes = sum(x["size"] for x in blocks if x["state"] in ("used", "internal")
+                             or x.get("list") == "tcache")
+            ok = ok and len(free) == want["free"] and \
+                chap_bytes == want["free_bytes"] and \
+                used_bytes == want["used_bytes"]
+            detail += "\nfree %d (%d B) chap %d (%d B); used bytes %d chap %d" % (
+                len(free), chap_bytes, want["free"],
+                want["free_bytes"], used_bytes, want["used_bytes"])
             warns = json.loads(b.out)["warnings"]
             ok = ok and len(warns) >= 1  # the files that made it are not here
             detail += "\nwarnings %s" % warns
-        check("foreign core %s: chap's used and leaked blocks, and a warning about the "
-              "missing files" % name, ok, detail)
+        check("foreign core %s: chap's used, free and leaked blocks and bytes, and a "
+              "warning about the missing files" % name, ok, detail)
         os.unlink(core)
 
 
