@@ -329,7 +329,10 @@ def tcache_index(f, chunk):
 # ---------------------------------------------------------- the process
 
 
-def build(minor, nt_file, libc_name, zero_first=0):
+def build(minor, nt_file, libc_name, zero_first=0, parts=None):
+    """The process's memory image and its truth. parts, a dict, receives
+    the pieces (arenas, tcaches, heaps, threads) that tests/synth/hostile.py
+    damages."""
     f = features(minor)
     mem = Memory()
     truth = []
@@ -498,6 +501,12 @@ def build(minor, nt_file, libc_name, zero_first=0):
 
     auxv = [(3, exe + 64), (4, 56), (5, 3), (6, PAGE), (9, exe + 0x1000),
             (0, 0)]
+    if parts is not None:
+        parts.update(f=f, mem=mem, libc=libc, main_arena=main_arena,
+                     sbrk_base=sbrk_base, heap_size=heap_size, h2=h2, h3=h3,
+                     hi=hi, a1=a1, a2=a2, tcaches=(tc1, tc2, tc3),
+                     top1=top1, top2=top2, stack=stack, threads=threads,
+                     tcache_key=tcache_key)
     return mem, truth, threads, auxv, {
         "main_arena": "0x%x" % main_arena, "thread_arena": "0x%x" % a2_addr,
         "heaps": {"0x%x" % main_arena: 1, "0x%x" % a2_addr: 2},

@@ -1,0 +1,301 @@
+#!/usr/bin/env python3
+"""Writes a synthetic core (mkcore.py's process) whose malloc metadata was
+damaged in one hostile way, and its ground truth beside it (CORE.json).
+
+The truth is mkcore.py's, plus what the damage is:
+  "case": the case's name, "problem": what is wrong, in words;
+  "named": addresses (hex) of which a warning must name one;
+  "affected": user pointers of the blocks whose verdict the damage may
+      change (a list whose rest is unreachable, a chunk whose size lies);
+      every other block must keep the truth's verdict exactly.
+
+usage: hostile.py --version 2.35 --case NAME OUT.core
+       hostile.py --list            (the cases and the versions each fits)
+"""
+import argparse
+import json
+import os
+import struct
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mkcore  # noqa: E402
+
+PREV_INUSE = 1
+# An address no core maps.
+UNMAPPED = 0x100000000
+
+
+def hx(v):
+    return "0x%x" % v
+
+
+def chunk_of(truth, user):
+    return next(b for b in truth if int(b["addr"], 16) == user)
+
+
+def main_heap_chunks(P, truth):
+    """The main heap's blocks in address order, as (chunk address, record)."""
+    return [(int(b["addr"], 16) - 16, b) for b in truth
+            if b["arena"] == hx(P["main_arena"])]
+
+
+def read64(mem, addr):
+    m = mem._find(addr, 8)
+    return struct.unpack_from("<Q", m["data"], addr - m["start"])[0]
+
+
+# ------------------------------------------------------------- the cases
+# Each takes the parts of mkcore.build and its truth, damages the memory
+# image and returns (problem, named addresses, affected user pointers).
+
+
+def tcache_bin(P):
+    """Main thread's tcache and its bin of 0x30 chunks: [head, second]."""
+    tc = P["tcaches"][0]
+    return tc, 1, tc.bins[1]
+
+
+def tcache_link(P, entry, target):
+    P["mem"].w64(entry, mkcore.protect(P["f"], entry, target))
+
+
+def tcache_cycle_head(P, truth):
+    tc, i, (e1, e2) = tcache_bin(P)
+    tcache_link(P, e2, e1)
+    return "tcache list loops back to its head", [e2, e2 - 16], []
+
+
+def tcache_cycle_tail(P, truth):
+    tc, i, (e1, e2) = tcache_bin(P)
+    tcache_link(P, e2, e2)  # a loop the head is not on
+    return "tcache list loops without passing its head", [e2, e2 - 16], []
+
+
+def fast_bin(P):
+    return P["a1"], P["a1"].fast[0]
+
+
+def fast_link(P, c, target):
+    P["mem"].w64(c + 16, mkcore.protect(P["f"], c + 16, target))
+
+
+def fastbin_cycle_head(P, truth):
+    a, (c1, c2) = fast_bin(P)
+    fast_link(P, c2, c1)
+    return "fastbin loops back to its head", [c2], []
+
+
+def fastbin_cycle_tail(P, truth):
+    a, (c1, c2) = fast_bin(P)
+    fast_link(P, c2, c2)
+    return "fastbin loops without passing its head", [c2], []
+
+
+def unsorted_cycle(P, truth):
+    # The thread arena's unsorted bin: [chunk of 0x90, the old heap's top];
+    # the second's fd goes back to the first, not to the bin.
+    c1, c2 = P["a2"].bins[1]
+    P["mem"].w64(c2 + 16, c1)
+    return "unsorted bin loops without passing its head", [c2], []
+
+
+def small_cycle(P, truth):
+    c, = P["a1"].bins[0x200 >> 4]
+    P["mem"].w64(c + 16, c)
+    return "small bin's chunk points at itself", [c], []
+
+
+def large_cycle(P, truth):
+    c, = P["a1"].bins[48 + (0x500 >> 6)]
+    P["mem"].w64(c + 16, c)
+    return "large bin's chunk points at itself", [c], []
+
+
+def chunk_overlap(P, truth):
+    # The main heap's chunk of 0x40 (after the first 0x20): its size says
+    # 0x50, running 16 bytes into the next chunk.
+    chunks = main_heap_chunks(P, truth)
+    k = next(k for k, (c, b) in enumerate(chunks) if b["chunk"] == 0x40)
+    c, b = chunks[k]
+    flags = read64(P["mem"], c + 8) & 7
+    P["mem"].w64(c + 8, 0x50 | flags)
+    return "chunk size overlaps the next chunk", [c], [int(b["addr"], 16)]
+
+
+def chunk_past_end(P, truth):
+    chunks = main_heap_chunks(P, truth)
+    c, b = next((c, b) for c, b in chunks if b["chunk"] == 0x90)
+    flags = read64(P["mem"], c + 8) & 7
+    P["mem"].w64(c + 8, 0x100000 | flags)
+    return "chunk size runs past the heap's end", [c], [int(b["addr"], 16)]
+
+
+def arena_ring_self(P, truth):
+    a2 = P["a2"]
+    P["mem"].w64(a2.addr + a2.st.off["next"], a2.addr)
+    return "thread arena's next points at itself", [a2.addr], []
+
+
+def fake_arenas(P, n, first_next):
+    """n zeroed malloc_states in a mapping of their own, each one's next
+    pointing at the following one; the last one's next is returned to the
+    caller to set. Returns their addresses."""
+    st = P["a2"].st
+    size = (st.size + 15) & ~15
+    base = 0x7d0000000000
+    P["mem"].map(base, (n * size + 0xfff) & ~0xfff, 6)
+    addrs = [base + k * size for k in range(n)]
+    for k, a in enumerate(addrs):
+        nxt = addrs[k + 1] if k + 1 < n else first_next
+        P["mem"].w64(a + st.off["next"], nxt)
+    return addrs
+
+
+def arena_ring_pair(P, truth):
+    # main_arena -> thread arena -> X -> thread arena -> X ...
+    a2 = P["a2"]
+    x, = fake_arenas(P, 1, a2.addr)
+    P["mem"].w64(a2.addr + a2.st.off["next"], x)
+    return "two arenas point at each other", [a2.addr, x], []
+
+
+def arena_ring_long(P, truth):
+    # A ring of 5000 arenas more, which does return to main_arena: longer
+    # than any process has (arena_max defaults to 8 per cpu).
+    a2 = P["a2"]
+    fakes = fake_arenas(P, 5000, P["main_arena"])
+    P["mem"].w64(a2.addr + a2.st.off["next"], fakes[0])
+    return "arena ring longer than any real one", fakes, []
+
+
+def tcache_count_huge(P, truth):
+    tc, i, entries = tcache_bin(P)
+    ts, mem = tc.ts, P["mem"]
+    top = (1 << (8 * ts.csize)) - 1
+    mem.wn(tc.user + ts.off["counts"] + i * ts.csize, ts.csize, top)
+    mem.wn(tc.user + ts.off["counts"] + 20 * ts.csize, ts.csize, top)
+    return "tcache counts[] far beyond its lists", [tc.user], []
+
+
+def tcache_into_stack(P, truth):
+    tc, i, (e1, e2) = tcache_bin(P)
+    target = P["stack"] + 0x1e000
+    tcache_link(P, e2, target)
+    return "tcache entry points into a thread's stack", [target], []
+
+
+def tcache_into_libc(P, truth):
+    tc, i, (e1, e2) = tcache_bin(P)
+    target = P["libc"] + 0x10100  # libc's writable data
+    tcache_link(P, e2, target)
+    return "tcache entry points into libc's data", [target], []
+
+
+def tcache_head_unmapped(P, truth):
+    tc, i, entries = tcache_bin(P)
+    P["mem"].w64(tc.user + tc.ts.off["entries"] + 8 * i, UNMAPPED)
+    return "tcache head points at unmapped memory", [UNMAPPED], entries
+
+
+def heap_info_loop(P, truth):
+    # The thread arena's newer heap: its prev points back at itself, so the
+    # chain never reaches the arena's first heap.
+    hi, h3 = P["hi"], P["h3"]
+    P["mem"].w64(h3 + hi.off["prev"], h3)
+    return "heap_info prev chain loops", [h3], []
+
+
+def heap_info_size(P, truth):
+    hi, h3 = P["hi"], P["h3"]
+    P["mem"].w64(h3 + hi.off["size"], 4 * mkcore.HEAP_MAX)
+    return "heap_info size larger than HEAP_MAX_SIZE", [h3], []
+
+
+def top_unmapped(P, truth):
+    a1 = P["a1"]
+    P["mem"].w64(a1.addr + a1.st.off["top"], UNMAPPED)
+    return "main arena's top is unmapped", [UNMAPPED], [P["top1"] + 16]
+
+
+def top_size_past_heap(P, truth):
+    top = P["top1"]
+    flags = read64(P["mem"], top + 8) & 7
+    P["mem"].w64(top + 8, 0x4000000 | flags)
+    return "main arena's top chunk runs past its heap", [top], []
+
+
+def thread_top_outside(P, truth):
+    # The thread arena's top beyond the end its heap_info gives (in the
+    # reserved, never-used part of the 64 MiB).
+    a2, h3 = P["a2"], P["h3"]
+    bad = h3 + 0x30000
+    P["mem"].w64(a2.addr + a2.st.off["top"], bad)
+    return "thread arena's top lies beyond its heap", [bad], [P["top2"] + 16]
+
+
+TCACHE = [28, 35, 42]
+FAST = [25, 28, 35]
+ALL = [25, 28, 35, 43]
+CASES = {
+    "tcache-cycle-head": (tcache_cycle_head, TCACHE),
+    "tcache-cycle-tail": (tcache_cycle_tail, TCACHE),
+    "fastbin-cycle-head": (fastbin_cycle_head, FAST),
+    "fastbin-cycle-tail": (fastbin_cycle_tail, FAST),
+    "unsorted-cycle": (unsorted_cycle, ALL),
+    "small-cycle": (small_cycle, ALL),
+    "large-cycle": (large_cycle, ALL),
+    "chunk-overlap": (chunk_overlap, ALL),
+    "chunk-past-end": (chunk_past_end, ALL),
+    "arena-ring-self": (arena_ring_self, ALL),
+    "arena-ring-pair": (arena_ring_pair, ALL),
+    "arena-ring-long": (arena_ring_long, [25, 35]),
+    # 2.42's num_slots is room left, up to the tunable's 65535: no count
+    # there is impossible.
+    "tcache-count-huge": (tcache_count_huge, [28, 35]),
+    "tcache-into-stack": (tcache_into_stack, TCACHE),
+    "tcache-into-libc": (tcache_into_libc, TCACHE),
+    "tcache-head-unmapped": (tcache_head_unmapped, TCACHE),
+    "heap-info-loop": (heap_info_loop, ALL),
+    "heap-info-size": (heap_info_size, ALL),
+    "top-unmapped": (top_unmapped, ALL),
+    "top-size-past-heap": (top_size_past_heap, ALL),
+    "thread-top-outside": (thread_top_outside, ALL),
+}
+
+
+def write(case, minor, out):
+    fn, versions = CASES[case]
+    parts = {}
+    mem, truth, threads, auxv, where = mkcore.build(minor, True, None,
+                                                    parts=parts)
+    problem, named, affected = fn(parts, truth)
+    mkcore.write_core(out, mem, threads, auxv, True)
+    lo, hi = mkcore.same_layout_range(minor)
+    with open(out + ".json", "w") as f:
+        json.dump({"version": "2.%d" % minor, "range": [lo, hi],
+                   "case": case, "problem": problem,
+                   "named": [hx(a) for a in named],
+                   "affected": [hx(a) for a in affected],
+                   **where, "blocks": truth}, f, indent=1)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--version", help="2.N")
+    ap.add_argument("--case", choices=sorted(CASES))
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("out", nargs="?")
+    a = ap.parse_args()
+    if a.list:
+        for name, (fn, versions) in CASES.items():
+            print(name, ",".join("2.%d" % v for v in versions))
+        return
+    if not (a.version and a.case and a.out):
+        ap.error("--version, --case and OUT are required")
+    minor = int(a.version.split(".")[1])
+    write(a.case, minor, a.out)
+
+
+if __name__ == "__main__":
+    main()
