@@ -160,13 +160,53 @@ def arena_ring_pair(P, truth):
     return "two arenas point at each other", [a2.addr, x], []
 
 
+def empty_arenas(P, n, last_next):
+    """n thread arenas as a thread's first malloc leaves them (mkcore's
+    layout): each in a heap of one page of its own, 64 MiB aligned, after
+    a heap_info pointing back at it, bins empty, the rest of the page its
+    top chunk; each one's next is the following one, the last one's
+    last_next. Returns their addresses."""
+    st, hi = P["a2"].st, P["hi"]
+    base = 0x600000000000
+    addrs = [base + k * mkcore.HEAP_MAX + hi.size for k in range(n)]
+    for k, a in enumerate(addrs):
+        h = a - hi.size
+        page = bytearray(mkcore.PAGE)
+        put = lambda off, v: struct.pack_into("<Q", page, off, v)
+        put(hi.off["ar_ptr"], a)
+        put(hi.off["size"], mkcore.PAGE)
+        put(hi.off["mprotect_size"], mkcore.PAGE)
+        o = hi.size
+        top = (a + st.size + 15) & ~15
+        put(o + st.off["top"], top)
+        for i in range(1, 128):
+            fd = o + st.off["bins"] + 16 * (i - 1)
+            put(fd, a + st.off["bins"] + 16 * (i - 1) - 16)
+            put(fd + 8, a + st.off["bins"] + 16 * (i - 1) - 16)
+        put(o + st.off["next"], addrs[k + 1] if k + 1 < n else last_next)
+        put(o + st.off["system_mem"], mkcore.PAGE)
+        put(o + st.off["max_system_mem"], mkcore.PAGE)
+        put(top - h + 8, (h + mkcore.PAGE - top) | 1 | 4)
+        P["mem"].maps.append({"start": h, "end": h + mkcore.PAGE, "prot": 6,
+                              "path": None, "pgoff": 0, "data": page})
+    return addrs
+
+
 def arena_ring_long(P, truth):
-    # A ring of 5000 arenas more, which does return to main_arena: longer
-    # than any process has (arena_max defaults to 8 per cpu).
+    # A ring of 5000 empty arenas more, which does return to main_arena:
+    # longer than any process has (arena_max defaults to 8 per cpu).
     a2 = P["a2"]
-    fakes = fake_arenas(P, 5000, P["main_arena"])
+    fakes = empty_arenas(P, 5000, P["main_arena"])
     P["mem"].w64(a2.addr + a2.st.off["next"], fakes[0])
-    return "arena ring longer than any real one", fakes, []
+    for a in fakes:  # their top chunks are the truth's too
+        top = (a + a2.st.size + 15) & ~15
+        h = a - P["hi"].size
+        truth.append({"addr": hx(top + 16), "chunk": h + mkcore.PAGE - top,
+                      "state": "free", "list": "top", "arena": hx(a)})
+    # The walk stops after as many arenas as it allows: the tops of the
+    # arenas after that are not seen.
+    return "arena ring longer than any real one", fakes, \
+        [((a + a2.st.size + 15) & ~15) + 16 for a in fakes]
 
 
 def tcache_count_huge(P, truth):

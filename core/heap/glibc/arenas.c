@@ -60,6 +60,38 @@ static uint64_t ring_main(struct glibc_walk *w, uint64_t base,
 	return 0;
 }
 
+// Does base's next chain stay on readable, aligned arenas until it comes
+// back to one it has passed (Brent's cycle search: no list, at most
+// 3 * MAX_ARENAS reads)? A malloc_state of a damaged ring passes; the
+// wrong guesses of a scan read garbage within a step or two.
+static bool ring_sound(struct glibc_walk *w, uint64_t base,
+		       const struct glibc_layout *lay)
+{
+	uint64_t tortoise = base, a = base;
+	size_t power = 1, lam = 0;
+	for (size_t i = 0; i < 3 * MAX_ARENAS; i++) {
+		if (!glibc_read64(w, a + lay->off_next, &a) || !a || (a & 7))
+			return false;
+		if (a == tortoise)
+			return true;
+		if (++lam == power) {
+			tortoise = a;
+			power *= 2;
+			lam = 0;
+		}
+	}
+	return true; // longer than any ring: glibc_collect_arenas cuts it
+}
+
+// A top chunk as malloc keeps it: readable, of a valid size, and with
+// PREV_INUSE set (a free chunk before top is merged into it).
+static bool plausible_top(struct glibc_walk *w, uint64_t top)
+{
+	uint64_t size;
+	return glibc_read64(w, top + 8, &size) && (size & 1) && !(size & 2) &&
+	       (size & ~7ULL) >= 32 && !(size & 8);
+}
+
 // Rows of the version table whose malloc_state has bins at off_bins.
 static uint32_t rows_with_bins(uint64_t off_bins)
 {
@@ -120,14 +152,18 @@ static bool try_layouts(struct glibc_walk *w, uint64_t bins0, uint64_t at,
 		if (!glibc_read64(w, base + lay->off_top, &top) || !top ||
 		    (top & 15))
 			continue;
-		if (!ring_closes(w, base, lay))
+		if (!ring_closes(w, base, lay) &&
+		    !(w->loose_ring && plausible_top(w, top) &&
+		      ring_sound(w, base, lay)))
 			continue;
 		// The data scanned first may hold a thread arena (its heap
 		// lies below libc, and a core without NT_FILE names no
 		// libc): main_arena is the one of its ring that no heap_info
 		// precedes.
-		if (bins0)
+		if (bins0 && !w->loose_ring)
 			base = ring_main(w, base, lay);
+		else if (bins0 && thread_arena_shape(w, base, lay))
+			base = 0;
 		else if (thread_arena_shape(w, base, lay))
 			base = 0;
 		if (!base)
@@ -151,7 +187,14 @@ static bool try_bins_at(struct glibc_walk *w, uint64_t bins0,
 bool glibc_main_arena_at(struct glibc_walk *w, uint64_t addr)
 {
 	uint64_t found;
-	return try_layouts(w, 0, addr, &found);
+	if (try_layouts(w, 0, addr, &found))
+		return true;
+	// The symbol says where main_arena is: a damaged ring does not
+	// make it something else (glibc_collect_arenas reports the ring).
+	w->loose_ring = true;
+	bool ok = try_layouts(w, 0, addr, &found);
+	w->loose_ring = false;
+	return ok;
 }
 
 static bool scan_range(struct glibc_walk *w, const struct hd_mapping *m,
@@ -190,8 +233,7 @@ static bool scan_range(struct glibc_walk *w, const struct hd_mapping *m,
 	return found;
 }
 
-struct hd_error *glibc_find_main_arena(struct glibc_walk *w,
-				       uint64_t *main_arena)
+static bool search_main_arena(struct glibc_walk *w, uint64_t *main_arena)
 {
 	// libc's writable data first, then every other module's.
 	for (int pass = 0; pass < 2; pass++) {
@@ -212,7 +254,7 @@ struct hd_error *glibc_find_main_arena(struct glibc_walk *w,
 				if (m->end - m->start > (64 << 20))
 					continue;
 				if (scan_range(w, m, main_arena))
-					return NULL;
+					return true;
 			}
 		}
 	}
@@ -231,7 +273,7 @@ struct hd_error *glibc_find_main_arena(struct glibc_walk *w,
 			if ((m->prot & HD_PROT_WRITE) && m->readable &&
 			    m->end - m->start <= (64 << 20) &&
 			    scan_range(w, m, main_arena))
-				return NULL;
+				return true;
 		}
 	}
 	// .bss continues into the anonymous mapping after libc's data.
@@ -242,8 +284,25 @@ struct hd_error *glibc_find_main_arena(struct glibc_walk *w,
 		    !hd_target_find_module(w->t, m->start) && !n->path &&
 		    n->start == m->end && (n->prot & HD_PROT_WRITE) && n->readable &&
 		    n->end - n->start <= (64 << 20) && scan_range(w, n, main_arena))
-			return NULL;
+			return true;
 	}
+	return false;
+}
+
+struct hd_error *glibc_find_main_arena(struct glibc_walk *w,
+				       uint64_t *main_arena)
+{
+	if (search_main_arena(w, main_arena))
+		return NULL;
+	// No arena whose ring comes back to it: a ring damaged (an arena's
+	// next pointing at itself, a ring longer than MAX_ARENAS) still
+	// leaves main_arena, its empty bins and its top chunk where they
+	// were. glibc_collect_arenas then says what is wrong with the ring.
+	w->loose_ring = true;
+	bool found = search_main_arena(w, main_arena);
+	w->loose_ring = false;
+	if (found)
+		return NULL;
 	return hd_error_create(HD_ERROR_NOT_FOUND,
 			       "%s: no glibc malloc arena found (not a glibc heap, or a static program without symbols)",
 			       hd_target_name(w->t));
@@ -538,14 +597,27 @@ struct hd_error *glibc_collect_arenas(struct glibc_walk *w,
 		for (size_t i = 0; i < w->num_arenas; i++) {
 			if (w->arenas[i].addr == next) {
 				hd_heap_problem_add(w->h, a,
-						    "arena ring loops at 0x%llx without returning to main_arena",
-						    (unsigned long long)next);
+						    "arena ring loops: arena 0x%llx's next is 0x%llx, already passed, without returning to main_arena 0x%llx; the ring is cut there",
+						    (unsigned long long)a,
+						    (unsigned long long)next,
+						    (unsigned long long)main_arena);
 				return NULL;
 			}
 		}
+		// Every arena but main_arena follows a heap_info that points
+		// back at it: anything else is no arena, and its bins would
+		// be 127 broken lists.
+		if (!thread_arena_shape(w, next, &w->lay)) {
+			hd_heap_problem_add(w->h, next,
+					    "arena 0x%llx's next, 0x%llx, is no arena (no heap_info before it points back at it); the ring is cut there and later arenas are missing",
+					    (unsigned long long)a,
+					    (unsigned long long)next);
+			return NULL;
+		}
 		a = next;
 	}
-	hd_heap_problem_add(w->h, a, "more than %d arenas; the rest are skipped",
-			    MAX_ARENAS);
+	hd_heap_problem_add(w->h, a,
+			    "the arena ring is longer than %d arenas (at 0x%llx), more than any process has; the rest are skipped",
+			    MAX_ARENAS, (unsigned long long)a);
 	return NULL;
 }

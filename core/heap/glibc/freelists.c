@@ -1,6 +1,7 @@
 // Free lists: chunks held by tcache and fastbins look used from their
 // neighbours' headers, so only walking the lists finds them; bin chunks
 // are free by header and the lists say which bin holds them.
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,21 +70,26 @@ static bool is_tcache_chunk(struct glibc_walk *w, uint64_t addr)
 
 // Does the chunk at user pointer addr hold a tcache_perthread_struct of
 // lay's shape: every list head null or a walked block, and (with counts)
-// a count that is zero exactly when its list is empty?
+// a count that is zero exactly when its list is empty? A damaged tcache
+// (a head pointing at no chunk, a count smashed) is still one: up to
+// TCACHE_ANOMALIES such bins are forgiven, and walk_tcache reports them.
 // *entries counts the non-empty bins whose head is a chunk of the bin's
 // size.
+#define TCACHE_ANOMALIES 2
 static bool tcache_shape(struct glibc_walk *w, uint64_t addr,
 			 const struct glibc_layout *lay, unsigned *entries)
 {
+	unsigned anomalies = 0;
 	*entries = 0;
 	for (unsigned i = 0; i < lay->tcache_nbins; i++) {
 		uint64_t e = 0, count = 0;
 		if (!glibc_read64(w, addr + lay->tcache_off_entries + 8 * i, &e))
 			return false;
 		int64_t id = e ? hd_heap_find_exact(w->h, e) : -1;
-		if (e && id < 0)
-			return false;
-		if (e && i < lay->tcache_small_bins) {
+		if (e && id < 0) {
+			if (++anomalies > TCACHE_ANOMALIES)
+				return false;
+		} else if (e && i < lay->tcache_small_bins) {
 			if (glibc_chunk_size(w->h, (size_t)id) != 32 + 16 * (uint64_t)i)
 				return false;
 			++*entries;
@@ -97,7 +103,7 @@ static bool tcache_shape(struct glibc_walk *w, uint64_t addr,
 			hd_error_destroy(err);
 			return false;
 		}
-		if (!e != !count)
+		if (!e != !count && ++anomalies > TCACHE_ANOMALIES)
 			return false;
 	}
 	return true;
@@ -252,16 +258,83 @@ static const char *list_label(enum glibc_list l)
 	return glibc_list_name(l);
 }
 
+// How a list links its members: a tcache entry's first word is the next
+// entry (user pointers, maybe safe-linked); a fastbin chunk's fd (at +16)
+// the next chunk (safe-linked from 2.32); a bin chunk's fd the next chunk.
+enum link_kind { LINK_TCACHE, LINK_FASTBIN, LINK_BIN };
+
+static bool list_next(struct glibc_walk *w, enum link_kind k, bool safe,
+		      uint64_t p, uint64_t *next)
+{
+	uint64_t field = k == LINK_TCACHE ? p : p + 16, stored;
+	if (!glibc_read64(w, field, &stored))
+		return false;
+	*next = k == LINK_BIN ? stored : reveal(safe, field, stored);
+	return true;
+}
+
+// Is target among the first n members of the list from first? A member
+// met twice makes a loop; one already on another list is a chunk on two
+// lists. At most n reads: n is what this walk already marked.
+static bool seen_on_list(struct glibc_walk *w, enum link_kind k, bool safe,
+			 uint64_t first, uint64_t n, uint64_t target)
+{
+	uint64_t p = first;
+	for (uint64_t i = 0; i < n; i++) {
+		if (p == target)
+			return true;
+		if (!list_next(w, k, safe, p, &p))
+			return false;
+	}
+	return false;
+}
+
+// Says where a list pointer that is no chunk points: the reader knows then
+// whether it is a stale heap pointer or a wild one.
+static void describe_addr(struct glibc_walk *w, uint64_t p, char *buf,
+			  size_t len)
+{
+	int64_t id = hd_heap_find_chunk(w->h, p);
+	if (id >= 0) {
+		snprintf(buf, len, "inside chunk 0x%llx, not at its start",
+			 (unsigned long long)hd_heap_extent_start(w->h, (size_t)id));
+		return;
+	}
+	const struct hd_mapping *m = hd_target_find_mapping(w->t, p);
+	if (!m) {
+		snprintf(buf, len, "which is not mapped");
+		return;
+	}
+	for (size_t i = 0; i < hd_target_num_threads(w->t); i++) {
+		const struct hd_thread *th = hd_target_thread(w->t, i);
+		if (th->has_regs && th->regs.rsp >= m->start &&
+		    th->regs.rsp < m->end) {
+			snprintf(buf, len, "in the stack of thread %d", th->tid);
+			return;
+		}
+	}
+	const struct hd_module *mod = hd_target_find_module(w->t, p);
+	if (mod)
+		snprintf(buf, len, "in %s's %s", mod->name,
+			 m->prot & HD_PROT_WRITE ? "data" : "code or read-only data");
+	else
+		snprintf(buf, len, "in mapping 0x%llx-0x%llx%s%s, outside every heap",
+			 (unsigned long long)m->start, (unsigned long long)m->end,
+			 m->path ? " " : "", m->path ? m->path : "");
+}
+
 // Marks one chunk as held by a list; returns false if it is no block.
 static bool mark(struct glibc_walk *w, uint64_t user, enum glibc_list list,
 		 uint64_t head)
 {
 	int64_t id = hd_heap_find_exact(w->h, user);
 	if (id < 0) {
+		char where[160];
+		describe_addr(w, user - 16, where, sizeof(where));
 		hd_heap_problem_add(w->h, user - 16,
-				    "%s list 0x%llx points at 0x%llx, which is not a chunk; the rest of that list is skipped",
+				    "%s list 0x%llx points at 0x%llx, %s; the rest of that list is skipped",
 				    list_label(list), (unsigned long long)head,
-				    (unsigned long long)(user - 16));
+				    (unsigned long long)(user - 16), where);
 		return false;
 	}
 	enum hd_block_state st = hd_heap_state(w->h, id);
@@ -305,6 +378,26 @@ static void note_key(struct glibc_walk *w, uint64_t tc, uint64_t key)
 	ev->keys_same += key == ev->first_key;
 }
 
+// Is p (as the list holds it) already on this very list, a loop? Then
+// says so, naming the member whose link closes it, and returns true. The
+// list is read again only for a chunk already marked with this kind of
+// list, which ends the walk either way: O(n) once.
+static bool loops_back(struct glibc_walk *w, enum link_kind k, bool safe,
+		       uint64_t first, uint64_t n, uint64_t prev, uint64_t p,
+		       enum glibc_list list, const char *what)
+{
+	int64_t id = hd_heap_find_exact(w->h, k == LINK_TCACHE ? p : p + 16);
+	if (id < 0 || hd_heap_state(w->h, id) != HD_STATE_FREE ||
+	    hd_heap_list(w->h, id) != list ||
+	    !seen_on_list(w, k, safe, first, n, p))
+		return false;
+	hd_heap_problem_add(w->h, prev,
+			    "%s loops%s: 0x%llx links back to 0x%llx; the list is cut there",
+			    what, p == first ? "" : " without returning to its head",
+			    (unsigned long long)prev, (unsigned long long)p);
+	return true;
+}
+
 static void walk_tcache(struct glibc_walk *w, uint64_t tc, bool safe)
 {
 	const struct glibc_layout *lay = &w->lay;
@@ -319,17 +412,30 @@ static void walk_tcache(struct glibc_walk *w, uint64_t tc, bool safe)
 			return;
 		}
 		uint64_t want_chunk = 32 + 16 * (uint64_t)i, n = 0;
+		uint64_t first = entry, prev = tc + lay->tcache_off_entries + 8 * i;
+		char what[64];
+		snprintf(what, sizeof(what), "tcache 0x%llx bin %u",
+			 (unsigned long long)tc, i);
 		// 2.42's large bins hold a range of sizes each.
 		bool one_size = i < lay->tcache_small_bins;
+		// Every pass marks a new block or stops: n never exceeds the
+		// blocks walked, whatever the list or count says.
 		while (entry) {
-			if (n > w->h->num_blocks) {
+			if (n && loops_back(w, LINK_TCACHE, safe, first, n, prev,
+					    entry, HD_LIST_TCACHE, what))
+				break;
+			int64_t id = hd_heap_find_exact(w->h, entry);
+			if (id < 0) {
+				char where[160];
+				describe_addr(w, entry, where, sizeof(where));
 				hd_heap_problem_add(w->h, entry,
-						    "tcache 0x%llx bin %u loops",
-						    (unsigned long long)tc, i);
+						    "%s: %s 0x%llx links to 0x%llx, %s; the rest of the list is skipped",
+						    what, n ? "entry" : "the head at",
+						    (unsigned long long)prev,
+						    (unsigned long long)entry, where);
 				break;
 			}
-			int64_t id = hd_heap_find_exact(w->h, entry);
-			if (id >= 0 && one_size &&
+			if (one_size &&
 			    glibc_chunk_size(w->h, (size_t)id) != want_chunk)
 				hd_heap_problem_add(w->h, entry - 16,
 						    "tcache bin %u (chunks of 0x%llx bytes) holds a chunk of 0x%llx bytes at 0x%llx",
@@ -339,12 +445,12 @@ static void walk_tcache(struct glibc_walk *w, uint64_t tc, bool safe)
 			if (!mark(w, entry, HD_LIST_TCACHE, tc))
 				break;
 			n++;
-			uint64_t stored, key = 0;
+			uint64_t key = 0;
 			if (glibc_read64(w, entry + 8, &key))
 				note_key(w, tc, key);
-			if (!glibc_read64(w, entry, &stored))
+			prev = entry;
+			if (!list_next(w, LINK_TCACHE, safe, entry, &entry))
 				break;
-			entry = reveal(safe, entry, stored);
 		}
 		// num_slots (2.42+) is the room left, not the length: nothing
 		// to compare without mp_.tcache_count.
@@ -365,19 +471,19 @@ static void walk_fastbins(struct glibc_walk *w, const struct hd_arena *a,
 		uint64_t head = a->addr + lay->off_fastbins + 8 * i, p;
 		if (!glibc_read64(w, head, &p))
 			return;
+		uint64_t first = p, prev = head;
+		char what[64];
+		snprintf(what, sizeof(what), "fastbin %u of arena 0x%llx", i,
+			 (unsigned long long)a->addr);
 		for (uint64_t n = 0; p; n++) {
-			if (n > w->h->num_blocks) {
-				hd_heap_problem_add(w->h, head,
-						    "fastbin %u of arena 0x%llx loops",
-						    i, (unsigned long long)a->addr);
+			if (n && loops_back(w, LINK_FASTBIN, safe, first, n, prev,
+					    p, HD_LIST_FASTBIN, what))
 				break;
-			}
 			if (!mark(w, p + 16, HD_LIST_FASTBIN, head))
 				break;
-			uint64_t stored;
-			if (!glibc_read64(w, p + 16, &stored))
+			prev = p;
+			if (!list_next(w, LINK_FASTBIN, safe, p, &p))
 				break;
-			p = reveal(safe, p + 16, stored);
 		}
 	}
 }
@@ -393,17 +499,24 @@ static void walk_bins(struct glibc_walk *w, const struct hd_arena *a)
 						: HD_LIST_LARGE;
 		if (!glibc_read64(w, head + 16, &p))
 			return;
+		uint64_t first = p, prev = head;
+		char what[64];
+		snprintf(what, sizeof(what), "bin %u of arena 0x%llx", i,
+			 (unsigned long long)a->addr);
 		for (uint64_t n = 0; p != head; n++) {
-			if (n > w->h->num_blocks || !p) {
+			if (!p) {
 				hd_heap_problem_add(w->h, head,
-						    "bin %u of arena 0x%llx %s",
-						    i, (unsigned long long)a->addr,
-						    p ? "loops" : "ends in a null pointer");
+						    "bin %u of arena 0x%llx ends in a null pointer",
+						    i, (unsigned long long)a->addr);
 				break;
 			}
+			if (n && loops_back(w, LINK_BIN, false, first, n, prev, p,
+					    list, what))
+				break;
 			if (!mark(w, p + 16, list, head))
 				break;
-			if (!glibc_read64(w, p + 16, &p))
+			prev = p;
+			if (!list_next(w, LINK_BIN, false, p, &p))
 				break;
 		}
 	}

@@ -161,6 +161,9 @@ struct glibc_walk {
 	// Rows of glibc_versions[] the layout and the data allow (bit i).
 	uint32_t candidates;
 	struct glibc_evidence ev;
+	// Set while main_arena is searched again with its ring not required
+	// to close (a damaged ring).
+	bool loose_ring;
 	// The version decided ("2.27-2.28", "2.36") and how, empty if
 	// unknown: walk.c hands them to the table (info.version).
 	char version[32];
