@@ -192,6 +192,15 @@ static struct hd_error *walk_segment(struct glibc_walk *w,
 				return &hd_error_no_memory;
 			break;
 		}
+		if (s->top_lost && size == len - off && size >= MINSIZE &&
+		    !(size & 15)) {
+			// The arena's top is damaged: the chunk that ends the
+			// heap is where malloc keeps top.
+			if (!hd_heap_push(h, p, size, HD_STATE_FREE, HD_LIST_TOP,
+					  s->arena, false))
+				return &hd_error_no_memory;
+			break;
+		}
 		if (size == 0 && !s->top && len - off <= 32)
 			break; // the closing fencepost of an old heap
 		if (size == 16 && !s->top && len - off <= 32) {

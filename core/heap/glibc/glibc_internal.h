@@ -140,6 +140,9 @@ struct glibc_segment {
 	uint16_t arena;      // HD_ARENA_NONE for mmapped chunks
 	uint64_t top;        // the arena's top chunk if it lies here, else 0
 	bool mmapped;
+	// The arena's top lies in none of its heaps (damaged): a chunk that
+	// ends this heap exactly is its top.
+	bool top_lost;
 };
 
 struct glibc_walk {
