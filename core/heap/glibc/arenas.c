@@ -407,12 +407,16 @@ static uint64_t align_chunk(uint64_t p)
 	return (p + 15) & ~15ULL;
 }
 
-// Does the chain of chunk sizes from start land exactly on top?
+// Does the chain of chunk sizes from start land exactly on top? Each
+// step costs one of *budget; none left is a no.
 static bool chains_to_top(const uint8_t *d, uint64_t base, uint64_t start,
-			  uint64_t top)
+			  uint64_t top, uint64_t *budget)
 {
 	uint64_t p = start;
 	while (p < top) {
+		if (!*budget)
+			return false;
+		--*budget;
 		uint64_t size;
 		memcpy(&size, d + (p - base) + 8, 8);
 		size &= ~7ULL;
@@ -423,12 +427,38 @@ static bool chains_to_top(const uint8_t *d, uint64_t base, uint64_t start,
 	return p == top;
 }
 
+// Does the heap look like it starts at p: a first chunk with PREV_INUSE
+// (malloc sets it on the first chunk) followed by a second of a valid
+// size? A static program's TLS block, which may come first, does not.
+static bool starts_heap(const uint8_t *d, uint64_t base, uint64_t p,
+			uint64_t top)
+{
+	uint64_t s1, s2;
+	if (p + 16 > top)
+		return false;
+	memcpy(&s1, d + (p - base) + 8, 8);
+	uint64_t n = s1 & ~7ULL;
+	if (!(s1 & 1) || n < 32 || (n & 15) || n > top - p)
+		return false;
+	if (p + n == top)
+		return true;
+	memcpy(&s2, d + (p + n - base) + 8, 8);
+	s2 &= ~7ULL;
+	return s2 >= 32 && !(s2 & 15) && s2 <= top - (p + n);
+}
+
+// Steps of chunk chains heap_start may try in all: a damaged heap, from
+// which no chain lands on top, costs this at most, not starts x chunks.
+#define HEAP_START_BUDGET (1ULL << 24)
+
 // Where the main heap's first chunk is, when mp_.sbrk_base is unknown:
 // the start of the brk mapping, except in a static program, whose startup
 // takes its TLS block from brk before malloc does. Then the heap began
 // system_mem bytes below its end (sbrk_base; the first chunk is aligned
 // up from it), or failing that at the lowest 16-byte boundary of the
-// first 64 KiB whose chunk chain lands on top.
+// first 64 KiB whose chunk chain lands on top. A damaged heap lands on
+// top from nowhere: if the mapping's start looks like a heap's, it is
+// the start (the walk reports the damage), not a chunk past the damage.
 static uint64_t heap_start(struct glibc_walk *w, uint64_t map_start,
 			   uint64_t top, uint64_t end, uint64_t system_mem)
 {
@@ -439,19 +469,20 @@ static uint64_t heap_start(struct glibc_walk *w, uint64_t map_start,
 		hd_error_destroy(err);
 		return map_start;
 	}
-	uint64_t found = map_start;
+	uint64_t found = map_start, budget = HEAP_START_BUDGET;
 	uint64_t guess = system_mem && system_mem <= end - map_start
 				 ? end - system_mem : map_start;
-	if (!chains_to_top(v.data, map_start, align_chunk(map_start), top)) {
-		if (chains_to_top(v.data, map_start, align_chunk(guess), top)) {
+	if (!chains_to_top(v.data, map_start, align_chunk(map_start), top, &budget) &&
+	    !starts_heap(v.data, map_start, align_chunk(map_start), top)) {
+		if (chains_to_top(v.data, map_start, align_chunk(guess), top, &budget)) {
 			found = guess;
 		} else {
 			for (uint64_t p = align_chunk(map_start);
-			     p < top && p < map_start + (64 << 10); p += 16) {
+			     p < top && p < map_start + (64 << 10) && budget; p += 16) {
 				uint64_t size;
 				memcpy(&size, v.data + (p - map_start) + 8, 8);
 				// The first chunk always has PREV_INUSE.
-				if ((size & 1) && chains_to_top(v.data, map_start, p, top)) {
+				if ((size & 1) && chains_to_top(v.data, map_start, p, top, &budget)) {
 					found = p;
 					break;
 				}

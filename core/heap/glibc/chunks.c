@@ -152,6 +152,119 @@ static size_t count_segment(const struct glibc_segment *s, const uint8_t *d)
 	return n;
 }
 
+// Where the walk of a heap can pick up again after a chunk whose size
+// lies: bit i of the map says whether the chain of chunk sizes from
+// s->start + 16 i lands exactly on the heap's end (its top chunk, its
+// closing fenceposts, or its last byte when top is lost). Built once per
+// damaged heap, from its end down, in one pass: a bit per 16 bytes.
+static uint64_t *chain_map(const struct glibc_walk *w,
+			   const struct glibc_segment *s, const uint8_t *d)
+{
+	uint64_t len = s->end - s->start, n = len / 16 + 1;
+	uint64_t *bits = calloc((n + 63) / 64, sizeof(*bits));
+	if (!bits)
+		return NULL;
+	bool main = w->arenas[s->arena].is_main;
+#define BIT(i) ((bits[(i) / 64] >> ((i) % 64)) & 1)
+	for (uint64_t i = n; i-- > 0;) {
+		uint64_t off = 16 * i, field = 0, size = 0;
+		bool good;
+		if (off + 16 <= len) {
+			memcpy(&field, d + off + 8, 8);
+			size = field & ~SIZE_BITS;
+		}
+		if (s->start + off == s->top)
+			good = true;
+		else if (s->top && s->start + off > s->top)
+			good = false;
+		else if (off + 16 > len)
+			good = off == len && !s->top;
+		else if (!s->top && len - off <= 32 && (size == 0 || size == 16))
+			good = true; // the closing fenceposts
+		else if (size < MINSIZE || (size & 15) || size > len - off ||
+			 (field & IS_MMAPPED) || (main && (field & 4)))
+			good = false; // 4: NON_MAIN_ARENA, never in main's chunks
+		else if (size == len - off)
+			good = !s->top;
+		else
+			good = BIT((off + size) / 16);
+		if (good)
+			bits[i / 64] |= 1ULL << (i % 64);
+	}
+	return bits;
+}
+
+// The lowest position after off (in 16-byte units) from which the chain
+// lands on the heap's end, or 0.
+static uint64_t resume_after(const uint64_t *bits, uint64_t len, uint64_t off)
+{
+	for (uint64_t i = off / 16 + 1; i <= len / 16; i++)
+		if (BIT(i))
+			return 16 * i;
+#undef BIT
+	return 0;
+}
+
+// Bytes a walk could not read as chunks: no blocks there, and the graph
+// scans them as an unnamed region, so what they point at is never called
+// leaked.
+static bool add_gap(struct glibc_walk *w, uint64_t start, uint64_t end)
+{
+	struct glibc_gap g = {start, end};
+	return HD_VEC_PUSH(w->gaps, w->num_gaps, w->cap_gaps, g);
+}
+
+// A chunk at off whose size is invalid or runs past the heap: resumes the
+// walk at the first chunk after it from which the sizes lead to the
+// heap's end, reporting the bytes in between (and dropping the chunk
+// before, last, whose size overlapped that chunk). Returns the offset to
+// go on from, or len when the rest of the heap is lost.
+static uint64_t resync(struct glibc_walk *w, const struct glibc_segment *s,
+		       const uint8_t *d, uint64_t **bits, uint64_t off,
+		       uint64_t field, bool has_last, uint64_t last)
+{
+	struct hd_heap *h = w->h;
+	uint64_t len = s->end - s->start, p = s->start + off;
+	if (!*bits)
+		*bits = chain_map(w, s, d);
+	uint64_t q = *bits ? resume_after(*bits, len, has_last ? last : off) : 0;
+	if (q && has_last && q < off) {
+		// The chunk before claims bytes of a chunk the sizes lead on
+		// from: its size is the lie.
+		uint64_t lp = s->start + last, lsize;
+		memcpy(&lsize, d + last + 8, 8);
+		h->num_blocks--;
+		hd_heap_problem_add(h, lp,
+				    "chunk at 0x%llx has size 0x%llx, which overlaps the chunk at 0x%llx; bytes 0x%llx-0x%llx are not walked",
+				    (unsigned long long)lp,
+				    (unsigned long long)(lsize & ~SIZE_BITS),
+				    (unsigned long long)(s->start + q),
+				    (unsigned long long)lp,
+				    (unsigned long long)(s->start + q));
+		return add_gap(w, lp, s->start + q) ? q : len;
+	}
+	if (q > off) {
+		hd_heap_problem_add(h, p,
+				    "chunk at 0x%llx has an invalid size field 0x%llx%s (heap 0x%llx-0x%llx); bytes 0x%llx-0x%llx are not walked, the walk resumes at 0x%llx",
+				    (unsigned long long)p, (unsigned long long)field,
+				    (field & ~SIZE_BITS) > len - off ? ", running past the heap's end" : "",
+				    (unsigned long long)s->start,
+				    (unsigned long long)s->end,
+				    (unsigned long long)p,
+				    (unsigned long long)(s->start + q),
+				    (unsigned long long)(s->start + q));
+		return add_gap(w, p, s->start + q) ? q : len;
+	}
+	hd_heap_problem_add(h, p,
+			    "chunk at 0x%llx has an invalid size field 0x%llx%s (heap 0x%llx-0x%llx); the rest of this heap is skipped",
+			    (unsigned long long)p, (unsigned long long)field,
+			    (field & ~SIZE_BITS) > len - off ? ", running past the heap's end" : "",
+			    (unsigned long long)s->start,
+			    (unsigned long long)s->end);
+	add_gap(w, p, s->end);
+	return len;
+}
+
 // Walks one arena heap segment; blocks are appended in address order.
 static struct hd_error *walk_segment(struct glibc_walk *w,
 				     const struct glibc_segment *s,
@@ -167,7 +280,9 @@ static struct hd_error *walk_segment(struct glibc_walk *w,
 	if (!d)
 		return NULL; // unreadable, already reported
 	uint64_t len = s->end - s->start;
-	uint64_t off = 0;
+	uint64_t off = 0, last = 0;
+	bool has_last = false;
+	uint64_t *bits = NULL;
 	while (off < len) {
 		uint64_t p = s->start + off;
 		if (len - off < 16) {
@@ -189,7 +304,7 @@ static struct hd_error *walk_segment(struct glibc_walk *w,
 						    (unsigned long long)(len - off));
 			if (!hd_heap_push(h, p, len - off, HD_STATE_FREE,
 					  HD_LIST_TOP, s->arena, false))
-				return &hd_error_no_memory;
+				goto no_memory;
 			break;
 		}
 		if (s->top_lost && size == len - off && size >= MINSIZE &&
@@ -198,7 +313,7 @@ static struct hd_error *walk_segment(struct glibc_walk *w,
 			// heap is where malloc keeps top.
 			if (!hd_heap_push(h, p, size, HD_STATE_FREE, HD_LIST_TOP,
 					  s->arena, false))
-				return &hd_error_no_memory;
+				goto no_memory;
 			break;
 		}
 		if (size == 0 && !s->top && len - off <= 32)
@@ -207,18 +322,17 @@ static struct hd_error *walk_segment(struct glibc_walk *w,
 			// Fenceposts close a heap that was left for a new one.
 			if (!hd_heap_push(h, p, 16, HD_STATE_INTERNAL,
 					  HD_LIST_NONE, s->arena, false))
-				return &hd_error_no_memory;
+				goto no_memory;
 			off += 16;
 			continue;
 		}
-		if (size < MINSIZE || (size & 15) || size > len - off) {
-			hd_heap_problem_add(h, p,
-					    "chunk at 0x%llx has an invalid size field 0x%llx (heap 0x%llx-0x%llx); the rest of this heap is skipped",
-					    (unsigned long long)p,
-					    (unsigned long long)field,
-					    (unsigned long long)s->start,
-					    (unsigned long long)s->end);
-			break;
+		if (size < MINSIZE || (size & 15) || size > len - off ||
+		    (s->top && p < s->top && size > s->top - p)) {
+			// A size that lies: invalid, past the heap's end, or
+			// over the top chunk.
+			off = resync(w, s, d, &bits, off, field, has_last, last);
+			has_last = false;
+			continue;
 		}
 		bool in_use = true;
 		if (off + size + 16 <= len) {
@@ -230,15 +344,16 @@ static struct hd_error *walk_segment(struct glibc_walk *w,
 				  in_use ? HD_STATE_USED : HD_STATE_FREE,
 				  in_use ? HD_LIST_NONE : HD_LIST_UNKNOWN,
 				  s->arena, false))
-			return &hd_error_no_memory;
+			goto no_memory;
+		has_last = true;
+		last = off;
 		off += size;
 	}
-	if (off > len)
-		hd_heap_problem_add(h, s->start + off,
-				    "the last chunk runs past the end of heap 0x%llx-0x%llx",
-				    (unsigned long long)s->start,
-				    (unsigned long long)s->end);
+	free(bits);
 	return NULL;
+no_memory:
+	free(bits);
+	return &hd_error_no_memory;
 }
 
 static int segment_cmp(const void *a, const void *b)

@@ -392,9 +392,10 @@ static bool loops_back(struct glibc_walk *w, enum link_kind k, bool safe,
 	    !seen_on_list(w, k, safe, first, n, p))
 		return false;
 	hd_heap_problem_add(w->h, prev,
-			    "%s loops%s: 0x%llx links back to 0x%llx; the list is cut there",
-			    what, p == first ? "" : " without returning to its head",
-			    (unsigned long long)prev, (unsigned long long)p);
+			    "%s loops%s: 0x%llx links back to 0x%llx, %s; the list is cut there",
+			    what, k == LINK_BIN ? " without coming back to the bin" : "",
+			    (unsigned long long)prev, (unsigned long long)p,
+			    p == first ? "its first member" : "a member after its first");
 	return true;
 }
 

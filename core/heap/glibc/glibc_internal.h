@@ -145,6 +145,11 @@ struct glibc_segment {
 	bool top_lost;
 };
 
+// Bytes of a heap the chunk walk could not read as chunks.
+struct glibc_gap {
+	uint64_t start, end;
+};
+
 struct glibc_walk {
 	struct hd_target *t;
 	struct hd_debuginfo *di;
@@ -158,6 +163,9 @@ struct glibc_walk {
 	struct glibc_layout lay;
 	struct glibc_segment *segs;
 	size_t num_segs, cap_segs;
+	// In address order (segments are walked in order).
+	struct glibc_gap *gaps;
+	size_t num_gaps, cap_gaps;
 	// Views of the arena heaps, kept for fast word reads.
 	struct hd_view *views;
 	size_t num_views, cap_views;

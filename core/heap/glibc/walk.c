@@ -106,7 +106,21 @@ static struct hd_error *hand_over(struct glibc_walk *w, uint64_t main_arena)
 			.region = s->arena == HD_ARENA_NONE ? HD_NO_REGION : s->arena,
 			.mmapped = s->mmapped,
 		};
-		ok = hd_heap_add_segment(h, &seg);
+		// Bytes the walk could not read as chunks are left out of
+		// the segment: the graph scans them as a region, so a block
+		// only they point at is not called leaked.
+		for (size_t g = 0; g < w->num_gaps && ok; g++) {
+			const struct glibc_gap *gap = &w->gaps[g];
+			if (gap->end <= seg.start || gap->start >= seg.end)
+				continue;
+			struct hd_heap_segment before = seg;
+			before.end = gap->start;
+			if (before.end > before.start)
+				ok = hd_heap_add_segment(h, &before);
+			seg.start = gap->end < seg.end ? gap->end : seg.end;
+		}
+		if (ok && seg.end > seg.start)
+			ok = hd_heap_add_segment(h, &seg);
 		if (!ok || s->mmapped || s->arena == HD_ARENA_NONE ||
 		    w->arenas[s->arena].is_main)
 			continue;
@@ -220,6 +234,7 @@ out:
 		hd_view_deinit(&w.views[i]);
 	free(w.views);
 	free(w.segs);
+	free(w.gaps);
 	free(w.arenas);
 	return err;
 }
