@@ -10,7 +10,7 @@ For each case heapdom's `blocks --json`, `stats` and `leaks` (text and
 JSON) must exit 0 (a damaged heap is reported, labelled partial:
 docs/cli.md), label the answer partial (JSON `partial: true` and
 problems; text "these results are partial"), name in a warning one of the
-addresses the damage is at, and give every block the damage does not
+addresses the damage is at, find each heap of the arenas once, and give every block the damage does not
 affect exactly the truth's verdict (state and list), with no block the
 truth lacks; `leaks` must list exactly the truth's used blocks among the
 unaffected ones (the synthetic blocks hold no pointers, so each used block
@@ -81,6 +81,12 @@ def one(args, case, minor):
         truth["named"][0] if len(truth["named"]) == 1 else
         "one of %d addresses" % len(truth["named"]), truth["problem"]),
         named(doc["problems"], truth["named"]), doc["problems"][:6])
+    # Every heap of the two arenas is still found, once: a loop in a
+    # chain of heaps adds none twice.
+    heaps = {r["addr"]: r["segments"] for r in doc["allocator"]["regions"]
+             if r["addr"] in truth["heaps"]}
+    check(tag + ": heaps per arena", heaps == truth["heaps"],
+          (heaps, truth["heaps"]))
     want = verdicts(truth["blocks"], skip)
     got = verdicts(doc["blocks"], skip)
     check(tag + ": the %d unaffected blocks keep their verdicts" % len(want),
