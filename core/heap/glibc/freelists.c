@@ -422,6 +422,10 @@ static void walk_tcache(struct glibc_walk *w, uint64_t tc, bool safe)
 		// Every pass marks a new block or stops: n never exceeds the
 		// blocks walked, whatever the list or count says.
 		while (entry) {
+			// Never reached (each pass marks a new block), kept as
+			// the bound the loop stands on.
+			if (n > w->h->num_blocks)
+				break;
 			if (n && loops_back(w, LINK_TCACHE, safe, first, n, prev,
 					    entry, HD_LIST_TCACHE, what))
 				break;
@@ -476,7 +480,7 @@ static void walk_fastbins(struct glibc_walk *w, const struct hd_arena *a,
 		char what[64];
 		snprintf(what, sizeof(what), "fastbin %u of arena 0x%llx", i,
 			 (unsigned long long)a->addr);
-		for (uint64_t n = 0; p; n++) {
+		for (uint64_t n = 0; p && n <= w->h->num_blocks; n++) {
 			if (n && loops_back(w, LINK_FASTBIN, safe, first, n, prev,
 					    p, HD_LIST_FASTBIN, what))
 				break;
@@ -504,7 +508,7 @@ static void walk_bins(struct glibc_walk *w, const struct hd_arena *a)
 		char what[64];
 		snprintf(what, sizeof(what), "bin %u of arena 0x%llx", i,
 			 (unsigned long long)a->addr);
-		for (uint64_t n = 0; p != head; n++) {
+		for (uint64_t n = 0; p != head && n <= w->h->num_blocks; n++) {
 			if (!p) {
 				hd_heap_problem_add(w->h, head,
 						    "bin %u of arena 0x%llx ends in a null pointer",

@@ -211,6 +211,10 @@ bool glibc_main_arena_at(struct glibc_walk *w, uint64_t addr);
 // it before the first allocation: all zero but its next pointer, which
 // points at itself) in libc's writable data; false if there is none.
 bool glibc_find_fresh_main_arena(struct glibc_walk *w, uint64_t *main_arena);
+// Adds the heap segment of arena idx (main_arena) or its chain of heaps
+// (a thread arena), reporting what is damaged (heaps.c).
+struct hd_error *glibc_main_heap(struct glibc_walk *w, uint16_t idx);
+struct hd_error *glibc_arena_heaps(struct glibc_walk *w, uint16_t idx);
 // Follows the arena ring and adds every arena and its heap segments.
 struct hd_error *glibc_collect_arenas(struct glibc_walk *w,
 				      uint64_t main_arena);

@@ -1,0 +1,379 @@
+// An arena's heaps: the main heap (from mp_.sbrk_base, or the brk mapping
+// holding top) and a thread arena's chain of heap_infos, each heap pushed
+// once however the chain, its sizes or the arena's top are damaged.
+#include <stdlib.h>
+#include <string.h>
+
+#include "heap/glibc/glibc_internal.h"
+#include "util/vec.h"
+
+// 16384 heaps of 64 MiB: 1 TiB in one arena.
+#define MAX_HEAPS_PER_ARENA 16384
+// A heap is at least a page.
+#define PAGE_SIZE_MIN 4096
+
+static bool push_segment(struct glibc_walk *w, const struct glibc_segment *s)
+{
+	return HD_VEC_PUSH(w->segs, w->num_segs, w->cap_segs, *s);
+}
+
+static uint64_t align_chunk(uint64_t p)
+{
+	// The chunk's user pointer (p + 16) is 16-byte aligned.
+	return (p + 15) & ~15ULL;
+}
+
+// Does the chain of chunk sizes from start land exactly on top? Each
+// step costs one of *budget; none left is a no.
+static bool chains_to_top(const uint8_t *d, uint64_t base, uint64_t start,
+			  uint64_t top, uint64_t *budget)
+{
+	uint64_t p = start;
+	while (p < top) {
+		if (!*budget)
+			return false;
+		--*budget;
+		uint64_t size;
+		memcpy(&size, d + (p - base) + 8, 8);
+		size &= ~7ULL;
+		if (size < 32 || (size & 15) || size > top - p)
+			return false;
+		p += size;
+	}
+	return p == top;
+}
+
+// Does the heap look like it starts at p: a first chunk with PREV_INUSE
+// (malloc sets it on the first chunk) followed by a second of a valid
+// size? A static program's TLS block, which may come first, does not.
+static bool starts_heap(const uint8_t *d, uint64_t base, uint64_t p,
+			uint64_t top)
+{
+	uint64_t s1, s2;
+	if (p + 16 > top)
+		return false;
+	memcpy(&s1, d + (p - base) + 8, 8);
+	uint64_t n = s1 & ~7ULL;
+	if (!(s1 & 1) || n < 32 || (n & 15) || n > top - p)
+		return false;
+	if (p + n == top)
+		return true;
+	memcpy(&s2, d + (p + n - base) + 8, 8);
+	s2 &= ~7ULL;
+	return s2 >= 32 && !(s2 & 15) && s2 <= top - (p + n);
+}
+
+// Steps of chunk chains heap_start may try in all: a damaged heap, from
+// which no chain lands on top, costs this at most, not starts x chunks.
+#define HEAP_START_BUDGET (1ULL << 24)
+
+// Where the main heap's first chunk is, when mp_.sbrk_base is unknown:
+// the start of the brk mapping, except in a static program, whose startup
+// takes its TLS block from brk before malloc does. Then the heap began
+// system_mem bytes below its end (sbrk_base; the first chunk is aligned
+// up from it), or failing that at the lowest 16-byte boundary of the
+// first 64 KiB whose chunk chain lands on top. A damaged heap lands on
+// top from nowhere: if the mapping's start looks like a heap's, it is
+// the start (the walk reports the damage), not a chunk past the damage.
+static uint64_t heap_start(struct glibc_walk *w, uint64_t map_start,
+			   uint64_t top, uint64_t end, uint64_t system_mem)
+{
+	struct hd_view v;
+	struct hd_error *err = hd_target_view(w->t, map_start,
+					      top + 16 - map_start, &v);
+	if (err) {
+		hd_error_destroy(err);
+		return map_start;
+	}
+	uint64_t found = map_start, budget = HEAP_START_BUDGET;
+	uint64_t guess = system_mem && system_mem <= end - map_start
+				 ? end - system_mem : map_start;
+	if (!chains_to_top(v.data, map_start, align_chunk(map_start), top, &budget) &&
+	    !starts_heap(v.data, map_start, align_chunk(map_start), top)) {
+		if (chains_to_top(v.data, map_start, align_chunk(guess), top, &budget)) {
+			found = guess;
+		} else {
+			for (uint64_t p = align_chunk(map_start);
+			     p < top && p < map_start + (64 << 10) && budget; p += 16) {
+				uint64_t size;
+				memcpy(&size, v.data + (p - map_start) + 8, 8);
+				// The first chunk always has PREV_INUSE.
+				if ((size & 1) && chains_to_top(v.data, map_start, p, top, &budget)) {
+					found = p;
+					break;
+				}
+			}
+		}
+	}
+	hd_view_deinit(&v);
+	return found;
+}
+
+// The mapping holding the chunks main_arena's bins and fastbins point at:
+// the main heap, when top cannot say where it is.
+static const struct hd_mapping *bins_mapping(struct glibc_walk *w,
+					     const struct hd_arena *a)
+{
+	const struct glibc_layout *lay = &w->lay;
+	for (unsigned i = 0; i < lay->nfastbins + lay->nbins; i++) {
+		uint64_t field = i < lay->nfastbins
+			? a->addr + lay->off_fastbins + 8 * i
+			: a->addr + lay->off_bins + 8 * (i - lay->nfastbins);
+		uint64_t p;
+		if (!glibc_read64(w, field, &p) || !p ||
+		    (p >= a->addr && p < a->addr + lay->state_size))
+			continue;
+		const struct hd_mapping *m = hd_target_find_mapping(w->t, p);
+		if (m && m->readable && (m->prot & HD_PROT_WRITE) &&
+		    (!m->path || m->path[0] != '/'))
+			return m;
+	}
+	return NULL;
+}
+
+struct hd_error *glibc_main_heap(struct glibc_walk *w, uint16_t idx)
+{
+	struct hd_arena *a = &w->arenas[idx];
+	// A fresh arena's top is its unsorted bin: no heap yet.
+	if (a->top == a->addr + w->lay.off_bins - 16)
+		return NULL;
+	uint64_t top_size;
+	const struct hd_mapping *m = hd_target_find_mapping(w->t, a->top);
+	if (!m || !m->readable || !glibc_read64(w, a->top + 8, &top_size)) {
+		// Without top, the heap is the mapping its bins' chunks lie
+		// in, and the chunk that ends it is top.
+		const struct hd_mapping *hm = bins_mapping(w, a);
+		hd_heap_problem_add(w->h, a->top,
+				    "main arena's top chunk 0x%llx is %s; %s",
+				    (unsigned long long)a->top,
+				    m ? "unreadable" : "not mapped",
+				    hm ? "its heap is taken as the mapping its bins' chunks lie in, and the chunk that ends it as top"
+				       : "no bin points into a heap either, so the main heap is missing");
+		if (!hm)
+			return NULL;
+		uint64_t start = 0;
+		if (w->lay.mp_known)
+			glibc_read64(w, w->lay.mp_addr + w->lay.mp_off_sbrk_base, &start);
+		if (start < hm->start || start >= hm->end)
+			start = hm->start;
+		struct glibc_segment s = {
+			.map_start = start,
+			.start = align_chunk(start),
+			.end = hm->end,
+			.arena = idx,
+			.top_lost = true,
+		};
+		a->num_heaps = 1;
+		return push_segment(w, &s) ? NULL : &hd_error_no_memory;
+	}
+	uint64_t end = a->top + (top_size & ~7ULL);
+	if (end > m->end || end < a->top) {
+		// Top's size runs past its mapping: the heap ends with the
+		// mapping (walk_segment reports the top's size).
+		end = m->end;
+	}
+	uint64_t start = 0;
+	if (w->lay.mp_known) {
+		glibc_read64(w, w->lay.mp_addr + w->lay.mp_off_sbrk_base, &start);
+	}
+	if (!start) {
+		// Without mp_, the heap is the brk mapping holding top.
+		start = heap_start(w, m->start, a->top, end, a->system_mem);
+	}
+	struct glibc_segment s = {
+		.map_start = start,
+		.start = align_chunk(start),
+		.end = end,
+		.arena = idx,
+		.top = a->top,
+	};
+	if (s.end < s.start || a->top < s.start) {
+		hd_heap_problem_add(w->h, a->top,
+				    "main arena's top 0x%llx lies below the heap start 0x%llx",
+				    (unsigned long long)a->top,
+				    (unsigned long long)s.start);
+		return NULL;
+	}
+	a->num_heaps = 1;
+	return push_segment(w, &s) ? NULL : &hd_error_no_memory;
+}
+
+// Was heap h of arena idx pushed already (segments from seg0 on)?
+static bool heap_seen(const struct glibc_walk *w, size_t seg0, uint64_t h)
+{
+	for (size_t i = seg0; i < w->num_segs; i++)
+		if (w->segs[i].map_start == h)
+			return true;
+	return false;
+}
+
+// Reads heap h's heap_info; false (with a problem) unless it belongs to
+// the arena.
+static bool read_heap_info(struct glibc_walk *w, const struct hd_arena *a,
+			   uint64_t h, uint64_t *prev, uint64_t *size)
+{
+	const struct glibc_layout *lay = &w->lay;
+	uint64_t ar_ptr = 0;
+	if (!glibc_read64(w, h + lay->heap_off_ar_ptr, &ar_ptr) ||
+	    !glibc_read64(w, h + lay->heap_off_prev, prev) ||
+	    !glibc_read64(w, h + lay->heap_off_size, size)) {
+		hd_heap_problem_add(w->h, h,
+				    "heap_info at 0x%llx of arena 0x%llx is unreadable; its heap is skipped",
+				    (unsigned long long)h, (unsigned long long)a->addr);
+		return false;
+	}
+	if (ar_ptr != a->addr) {
+		hd_heap_problem_add(w->h, h,
+				    "heap_info at 0x%llx belongs to arena 0x%llx, not to arena 0x%llx; its heap is skipped",
+				    (unsigned long long)h, (unsigned long long)ar_ptr,
+				    (unsigned long long)a->addr);
+		return false;
+	}
+	return true;
+}
+
+// The end of heap h when its heap_info's size cannot be believed: where
+// the arena's top chunk ends if it lies there, else the end of the
+// readable memory from h, HEAP_MAX_SIZE at most.
+static uint64_t heap_end_without_size(struct glibc_walk *w,
+				      const struct hd_arena *a, uint64_t h)
+{
+	uint64_t max = h + w->lay.heap_max_size, top_size;
+	if (a->top > h && a->top < max && glibc_read64(w, a->top + 8, &top_size) &&
+	    (top_size & ~7ULL) <= max - a->top)
+		return a->top + (top_size & ~7ULL);
+	const struct hd_mapping *m = hd_target_find_mapping(w->t, h);
+	uint64_t end = m && m->readable ? m->end : h;
+	return end < max ? end : max;
+}
+
+static struct hd_error *push_heap(struct glibc_walk *w, uint16_t idx,
+				  uint64_t h, uint64_t size, bool *top_found)
+{
+	struct hd_arena *a = &w->arenas[idx];
+	const struct glibc_layout *lay = &w->lay;
+	uint64_t first = a->addr & ~(lay->heap_max_size - 1);
+	struct glibc_segment s = {
+		.arena = idx,
+		.map_start = h,
+		.end = h + size,
+		.start = h == first ? align_chunk(a->addr + lay->state_size)
+				    : align_chunk(h + lay->heap_info_size),
+	};
+	if (a->top >= h && a->top < h + size) {
+		s.top = a->top;
+		*top_found = true;
+	}
+	if (!push_segment(w, &s))
+		return &hd_error_no_memory;
+	a->num_heaps++;
+	return NULL;
+}
+
+struct hd_error *glibc_arena_heaps(struct glibc_walk *w, uint16_t idx)
+{
+	struct hd_arena *a = &w->arenas[idx];
+	const struct glibc_layout *lay = &w->lay;
+	uint64_t mask = ~(lay->heap_max_size - 1);
+	uint64_t h = a->top & mask;
+	uint64_t first = a->addr & mask;
+	// A thread arena's malloc_state follows its first heap's heap_info:
+	// 32 bytes before glibc 2.35, 48 with pagesize.
+	uint64_t measured = a->addr - first;
+	if (!lay->heap_info_size) {
+		w->lay.heap_info_size = measured;
+		if (measured == 32 || measured == 48)
+			w->ev.heap_info = measured;
+	}
+	if (measured != lay->heap_info_size)
+		hd_heap_problem_add(w->h, a->addr,
+				    "arena 0x%llx lies 0x%llx bytes into its heap, not after a heap_info of 0x%llx bytes",
+				    (unsigned long long)a->addr,
+				    (unsigned long long)measured,
+				    (unsigned long long)lay->heap_info_size);
+	// The heaps from the one holding top back through heap_info.prev to
+	// the first. A damaged chain (a loop, a size beyond HEAP_MAX_SIZE, a
+	// heap_info of another arena) costs the heaps it hides, never a
+	// loop: every heap is pushed once, and at most MAX_HEAPS_PER_ARENA.
+	size_t seg0 = w->num_segs;
+	uint64_t heap_bytes = 0;
+	bool all_seen = true, top_found = false;
+	struct hd_error *err = NULL;
+	for (size_t n = 0; h && !err; n++) {
+		uint64_t prev = 0, size = 0;
+		if (n >= MAX_HEAPS_PER_ARENA) {
+			hd_heap_problem_add(w->h, h,
+					    "arena 0x%llx has more than %d heaps; the rest are skipped",
+					    (unsigned long long)a->addr,
+					    MAX_HEAPS_PER_ARENA);
+			all_seen = false;
+			break;
+		}
+		if (heap_seen(w, seg0, h)) {
+			hd_heap_problem_add(w->h, h,
+					    "the heap_info chain of arena 0x%llx loops: it comes back to heap 0x%llx, already passed; the chain is cut there",
+					    (unsigned long long)a->addr,
+					    (unsigned long long)h);
+			all_seen = false;
+			break;
+		}
+		if (!read_heap_info(w, a, h, &prev, &size)) {
+			all_seen = false;
+			break;
+		}
+		if (size > lay->heap_max_size || size < PAGE_SIZE_MIN) {
+			uint64_t end = heap_end_without_size(w, a, h);
+			hd_heap_problem_add(w->h, h,
+					    "heap_info at 0x%llx says its heap holds 0x%llx bytes, %s HEAP_MAX_SIZE 0x%llx allows; walked to 0x%llx instead",
+					    (unsigned long long)h,
+					    (unsigned long long)size,
+					    size > lay->heap_max_size ? "more than" : "less than",
+					    (unsigned long long)lay->heap_max_size,
+					    (unsigned long long)end);
+			size = end - h;
+			all_seen = false;
+		}
+		err = push_heap(w, idx, h, size, &top_found);
+		heap_bytes += size;
+		if (h == first)
+			break;
+		if (prev & ~mask) {
+			hd_heap_problem_add(w->h, h,
+					    "heap_info at 0x%llx: prev 0x%llx is not a heap's start; the chain is cut there",
+					    (unsigned long long)h,
+					    (unsigned long long)prev);
+			all_seen = false;
+			break;
+		}
+		h = prev;
+	}
+	// The first heap holds the arena's malloc_state: whatever the chain
+	// did, it is there.
+	uint64_t prev, size;
+	if (!err && !heap_seen(w, seg0, first) && read_heap_info(w, a, first, &prev, &size)) {
+		if (size > lay->heap_max_size || size < PAGE_SIZE_MIN)
+			size = heap_end_without_size(w, a, first) - first;
+		err = push_heap(w, idx, first, size, &top_found);
+		all_seen = false;
+	}
+	if (err)
+		return err;
+	a = &w->arenas[idx];
+	if (!top_found) {
+		hd_heap_problem_add(w->h, a->top,
+				    "arena 0x%llx's top 0x%llx lies outside its heaps; a chunk that ends a heap exactly is taken as its top",
+				    (unsigned long long)a->addr,
+				    (unsigned long long)a->top);
+		for (size_t i = seg0; i < w->num_segs; i++)
+			w->segs[i].top_lost = true;
+	}
+	// An arena's system_mem is the sum of its heaps' sizes: a wrong
+	// layout (system_mem a word off) shows here.
+	if (all_seen && heap_bytes && a->system_mem != heap_bytes)
+		hd_heap_problem_add(w->h, a->addr,
+				    "arena 0x%llx: system_mem 0x%llx but its heaps hold 0x%llx bytes",
+				    (unsigned long long)a->addr,
+				    (unsigned long long)a->system_mem,
+				    (unsigned long long)heap_bytes);
+	return NULL;
+}
