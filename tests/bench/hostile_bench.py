@@ -2,8 +2,9 @@
 """Time and peak memory of heapdom on each hostile heap (issue 21).
 
     hostile_bench.py --heapdom PATH [--hostile tests/synth/hostile.py]
-                     [--mkcore tests/synth/mkcore.py] [--workdir DIR]
+                     [--workdir DIR]
                      [--cases a,b] [--versions 28,35] [--repeat 3]
+                     [--extra N]
 
 For each case tests/synth/hostile.py writes (on each glibc layout it
 fits), and for the same process undamaged ("clean"), runs `heapdom
@@ -12,8 +13,10 @@ blocks --json`, `stats` and `leaks` and prints the best wall time of
 /usr/bin/time). A damaged heap should cost about what the
 clean one does: the walker's loops are bounded by the blocks walked, the
 arena ring by MAX_ARENAS, heap_info chains by the heaps seen, never by a
-count or a list the damage wrote. The figures are printed, not asserted
-(docs/heap-walk.md records a run).
+count or a list the damage wrote. --extra N grows every main heap by N
+used chunks (1000000: a 48 MiB heap), to see that the cost follows the
+heap's size, damaged or not. The figures are printed, not asserted
+(docs/heap-walk.md records runs).
 """
 import argparse
 import os
@@ -44,12 +47,11 @@ def main():
     ap.add_argument("--heapdom", required=True)
     ap.add_argument("--hostile", default=os.path.join(HERE, "..", "synth",
                                                       "hostile.py"))
-    ap.add_argument("--mkcore", default=os.path.join(HERE, "..", "synth",
-                                                     "mkcore.py"))
     ap.add_argument("--workdir", default="/tmp/hostile-bench")
     ap.add_argument("--cases")
     ap.add_argument("--versions")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--extra", type=int, default=0)
     a = ap.parse_args()
     os.makedirs(a.workdir, exist_ok=True)
     listing = subprocess.run([sys.executable, a.hostile, "--list"],
@@ -70,10 +72,11 @@ def main():
         if only and minor not in only:
             continue
         core = os.path.join(a.workdir, "%s-2.%d.core" % (case, minor))
-        gen = ([sys.executable, a.mkcore, "--version", "2.%d" % minor, core]
-               if case == "clean" else
-               [sys.executable, a.hostile, "--version", "2.%d" % minor,
-                "--case", case, core])
+        gen = [sys.executable, a.hostile, "--version", "2.%d" % minor,
+               "--case", case, "--extra", str(a.extra), core]
+        if case == "clean":
+            gen = [sys.executable, a.hostile, "--version", "2.%d" % minor,
+                   "--clean", "--extra", str(a.extra), core]
         subprocess.run(gen, check=True)
         line = "%-22s 2.%-3d %9.1f" % (case, minor,
                                        os.path.getsize(core) / 2**20)

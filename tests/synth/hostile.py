@@ -9,7 +9,7 @@ The truth is mkcore.py's, plus what the damage is:
       change (a list whose rest is unreachable, a chunk whose size lies);
       every other block must keep the truth's verdict exactly.
 
-usage: hostile.py --version 2.35 --case NAME OUT.core
+usage: hostile.py --version 2.35 (--case NAME | --clean) [--extra N] OUT.core
        hostile.py --list            (the cases and the versions each fits)
 """
 import argparse
@@ -304,12 +304,12 @@ CASES = {
 }
 
 
-def write(case, minor, out):
-    fn, versions = CASES[case]
+def write(case, minor, out, extra=0):
     parts = {}
     mem, truth, threads, auxv, where = mkcore.build(minor, True, None,
-                                                    parts=parts)
-    problem, named, affected = fn(parts, truth)
+                                                    parts=parts, extra=extra)
+    problem, named, affected = (CASES[case][0](parts, truth) if case
+                                else ("none", [], []))
     mkcore.write_core(out, mem, threads, auxv, True)
     lo, hi = mkcore.same_layout_range(minor)
     with open(out + ".json", "w") as f:
@@ -317,24 +317,31 @@ def write(case, minor, out):
                    "case": case, "problem": problem,
                    "named": [hx(a) for a in named],
                    "affected": [hx(a) for a in affected],
-                   **where, "blocks": truth}, f, indent=1)
+                   **where, "extra": extra,
+                   # A grown heap is for timing: its truth is left out.
+                   "blocks": truth if not extra else None}, f, indent=1)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--version", help="2.N")
     ap.add_argument("--case", choices=sorted(CASES))
+    ap.add_argument("--clean", action="store_true",
+                    help="no damage (the bench's baseline)")
     ap.add_argument("--list", action="store_true")
+    ap.add_argument("--extra", type=int, default=0,
+                    help="grow the main heap by this many used chunks "
+                    "(timing only: the truth's blocks are left out)")
     ap.add_argument("out", nargs="?")
     a = ap.parse_args()
     if a.list:
         for name, (fn, versions) in CASES.items():
             print(name, ",".join("2.%d" % v for v in versions))
         return
-    if not (a.version and a.case and a.out):
-        ap.error("--version, --case and OUT are required")
+    if not (a.version and (a.case or a.clean) and a.out):
+        ap.error("--version, --case (or --clean) and OUT are required")
     minor = int(a.version.split(".")[1])
-    write(a.case, minor, a.out)
+    write(a.case, minor, a.out, a.extra)
 
 
 if __name__ == "__main__":

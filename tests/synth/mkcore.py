@@ -197,7 +197,9 @@ class Heap:
             flags |= PREV_INUSE
         self.mem.w64(p + 8, size | flags)
         # The application's bytes: distinct, pointing at nothing.
-        self.fill += 1
+        # (Past 0x7e the bytes wrap, staying printable: a word of one
+        # repeated byte is never a chunk size or a pointer.)
+        self.fill = self.fill + 1 if self.fill < 0x7e else 0x21
         self.mem.write(p + 16, bytes([self.fill]) * (size - 16))
         self.prev_free = size if lst in ("unsorted", "small", "large") else 0
         self.p += size
@@ -329,10 +331,11 @@ def tcache_index(f, chunk):
 # ---------------------------------------------------------- the process
 
 
-def build(minor, nt_file, libc_name, zero_first=0, parts=None):
+def build(minor, nt_file, libc_name, zero_first=0, parts=None, extra=0):
     """The process's memory image and its truth. parts, a dict, receives
     the pieces (arenas, tcaches, heaps, threads) that tests/synth/hostile.py
-    damages."""
+    damages; extra used chunks of 0x30 bytes grow the main heap (for
+    tests/bench/hostile_bench.py)."""
     f = features(minor)
     mem = Memory()
     truth = []
@@ -356,7 +359,8 @@ def build(minor, nt_file, libc_name, zero_first=0, parts=None):
     tcache_key = 0x5d8e3ac1f02b7946  # the random tcache_key (2.34+)
 
     # Main heap: [heap], from sbrk_base.
-    sbrk_base, heap_size = 0x555555559000, 0x21000
+    sbrk_base = 0x555555559000
+    heap_size = 0x21000 + (extra * 0x30 + PAGE - 1) // PAGE * PAGE
     mem.map(sbrk_base, heap_size, RW)
     # Thread 2's arena: a heap aligned to HEAP_MAX_SIZE.
     h2 = 0x7e0000000000
@@ -441,6 +445,8 @@ def build(minor, nt_file, libc_name, zero_first=0, parts=None):
     if f["tcache_counts"] == "slots":
         tcache_or_used(hp, tc1, 0x500)  # a large tcache bin (2.42+)
     hp.chunk(0x60, "used")
+    for _ in range(extra):
+        hp.chunk(0x30, "used")
     top1 = hp.top()
 
     # ---- thread arena
