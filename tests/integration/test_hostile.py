@@ -9,8 +9,9 @@ safe-linking, ...).
 For each case heapdom's `blocks --json`, `stats` and `leaks` (text and
 JSON) must exit 0 (a damaged heap is reported, labelled partial:
 docs/cli.md), label the answer partial (JSON `partial: true` and
-problems; text "these results are partial"), name in a warning one of the
-addresses the damage is at, find each heap of the arenas once, and give every block the damage does not
+problems; text "these results are partial"), name in a warning (JSON's
+problems and the text reports' warnings) one of the addresses the damage
+is at, find each heap of the arenas once, and give every block the damage does not
 affect exactly the truth's verdict (state and list), with no block the
 truth lacks; `leaks` must list exactly the truth's used blocks among the
 unaffected ones (the synthetic blocks hold no pointers, so each used block
@@ -99,6 +100,12 @@ def one(args, case, minor):
         check("%s: %s finishes with status 0, labelled partial" % (tag, cmd[0]),
               ok, "hang" if r is None else "status %d: %s" % (
                   r.returncode, (r.stdout + r.stderr)[-800:]))
+        if ok:
+            text = set(re.findall(r"0x[0-9a-f]+", r.stdout + r.stderr))
+            check("%s: %s's warnings name the damage" % (tag, cmd[0]),
+                  text & set(truth["named"]),
+                  [l for l in (r.stdout + r.stderr).splitlines()
+                   if "warning" in l][:6])
     r = run(args, ["leaks", "--json", "--top", "100000"], core)
     if r is None or r.returncode != 0:
         check(tag + ": leaks --json finishes with status 0", False,
