@@ -232,6 +232,17 @@ def tcache_into_libc(P, truth):
     return "tcache entry points into libc's data", [target], []
 
 
+def tcache_into_chunk(P, truth):
+    # Into the middle of the main heap's chunk of 0x90: a stale or forged
+    # pointer, not a chunk's start.
+    tc, i, (e1, e2) = tcache_bin(P)
+    c, b = next((c, b) for c, b in main_heap_chunks(P, truth)
+                if b["chunk"] == 0x90)
+    target = c + 0x40
+    tcache_link(P, e2, target)
+    return "tcache entry points inside a chunk", [target], []
+
+
 def tcache_head_unmapped(P, truth):
     tc, i, entries = tcache_bin(P)
     P["mem"].w64(tc.user + tc.ts.off["entries"] + 8 * i, UNMAPPED)
@@ -295,6 +306,7 @@ CASES = {
     "tcache-count-huge": (tcache_count_huge, [28, 35]),
     "tcache-into-stack": (tcache_into_stack, TCACHE),
     "tcache-into-libc": (tcache_into_libc, TCACHE),
+    "tcache-into-chunk": (tcache_into_chunk, TCACHE),
     "tcache-head-unmapped": (tcache_head_unmapped, TCACHE),
     "heap-info-loop": (heap_info_loop, ALL),
     "heap-info-size": (heap_info_size, ALL),
