@@ -772,6 +772,7 @@ struct hd_error *hd_target_attach_pid(int pid,
 	err = read_address_space(t);
 	if (err)
 		goto fail;
+	hd_target_use_pagemap(t, pid, lt->proc_tid);
 	*ret = t;
 	return NULL;
 
@@ -830,6 +831,7 @@ struct hd_error *hd_target_open_proc(int pid,
 	err = read_address_space(t);
 	if (err)
 		goto fail;
+	hd_target_use_pagemap(t, pid, lt->proc_tid);
 	*ret = t;
 	return NULL;
 

@@ -17,6 +17,9 @@ struct hd_error *hd_target_alloc(const char *kind, const char *name,
 		return &hd_error_no_memory;
 	t->kind = kind;
 	t->ops = ops;
+	// For comparison runs: every byte read, as before sparse.c.
+	const char *sparse = getenv("HEAPDOM_SPARSE");
+	t->sparse_off = sparse && strcmp(sparse, "0") == 0;
 	t->name = strdup(name);
 	if (opts && opts->sysroot)
 		t->sysroot = strdup(opts->sysroot);
@@ -79,6 +82,8 @@ void hd_target_destroy(struct hd_target *t)
 		return;
 	if (t->ops && t->ops->destroy)
 		t->ops->destroy(t);
+	hd_pagemap_close(t->pagemap);
+	free(t->sparse_problem);
 	for (size_t i = 0; i < t->num_mappings; i++)
 		free(t->mappings[i].path);
 	free(t->mappings);
@@ -134,6 +139,10 @@ struct hd_error *hd_target_read(struct hd_target *t, uint64_t addr, void *buf,
 		return hd_error_at(HD_ERROR_FAULT, addr,
 				   "read of %zu bytes at 0x%llx wraps around",
 				   len, (unsigned long long)addr);
+	bool done;
+	struct hd_error *err = hd_target_sparse_read(t, addr, buf, len, &done);
+	if (err || done)
+		return err;
 	return t->ops->read(t, addr, buf, len);
 }
 
@@ -241,39 +250,6 @@ bool hd_target_auxv(const struct hd_target *t, uint64_t type, uint64_t *ret)
 		}
 	}
 	return false;
-}
-
-struct hd_error *hd_target_view(struct hd_target *t, uint64_t addr, size_t len,
-				struct hd_view *ret)
-{
-	ret->addr = addr;
-	ret->len = len;
-	ret->owned = NULL;
-	if (t->ops->direct) {
-		const uint8_t *p = t->ops->direct(t, addr, len);
-		if (p) {
-			ret->data = p;
-			return NULL;
-		}
-	}
-	uint8_t *buf = malloc(len ? len : 1);
-	if (!buf)
-		return &hd_error_no_memory;
-	struct hd_error *err = hd_target_read(t, addr, buf, len);
-	if (err) {
-		free(buf);
-		return err;
-	}
-	ret->data = buf;
-	ret->owned = buf;
-	return NULL;
-}
-
-void hd_view_deinit(struct hd_view *view)
-{
-	free(view->owned);
-	view->owned = NULL;
-	view->data = NULL;
 }
 
 #include "target/live.h"
