@@ -228,3 +228,13 @@ struct hd_error *hd_pagemap_extents(struct hd_pagemap *pm, uint64_t addr,
 		return &hd_error_no_memory;
 	return NULL;
 }
+
+size_t hd_pagemap_num_anon(const struct hd_pagemap *pm)
+{
+	return pm->num_anon;
+}
+
+struct hd_extent hd_pagemap_anon(const struct hd_pagemap *pm, size_t i)
+{
+	return pm->anon[i];
+}

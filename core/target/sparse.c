@@ -61,6 +61,24 @@ struct hd_error *hd_target_set_local_pid(struct hd_target *t, int pid)
 			"hd_target_set_local_pid: the %s target already knows its never-populated memory",
 			t->kind);
 	hd_target_use_pagemap(t, pid, pid);
+	// A pid that names another process than the one described (a remote
+	// debugger's, reused here) would skip its data: every private
+	// anonymous mapping of the process must be one the target has.
+	for (size_t i = 0; t->pagemap && t->num_mappings &&
+			   i < hd_pagemap_num_anon(t->pagemap); i++) {
+		struct hd_extent a = hd_pagemap_anon(t->pagemap, i);
+		const struct hd_mapping *m = hd_target_find_mapping(t, a.start);
+		if (m && m->end >= a.end)
+			continue;
+		hd_pagemap_close(t->pagemap);
+		t->pagemap = NULL;
+		free(t->sparse_problem);
+		if (asprintf(&t->sparse_problem,
+			     "none: process %d on this machine has memory at 0x%llx-0x%llx that the target does not: not the process described",
+			     pid, (unsigned long long)a.start,
+			     (unsigned long long)a.end) < 0)
+			t->sparse_problem = NULL;
+	}
 	return NULL;
 }
 

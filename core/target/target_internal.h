@@ -39,6 +39,9 @@ struct hd_pagemap;
 // /proc/PID/task/TID/maps; an error says why it cannot be used.
 struct hd_error *hd_pagemap_open(int pid, int tid, struct hd_pagemap **ret);
 void hd_pagemap_close(struct hd_pagemap *pm);
+// The private anonymous mappings it found.
+size_t hd_pagemap_num_anon(const struct hd_pagemap *pm);
+struct hd_extent hd_pagemap_anon(const struct hd_pagemap *pm, size_t i);
 // Appends the parts of [addr, end) that are not private anonymous pages
 // the process never touched.
 struct hd_error *hd_pagemap_extents(struct hd_pagemap *pm, uint64_t addr,
