@@ -271,6 +271,20 @@ static const uint8_t *view_of(const struct memory *mem, uint64_t addr,
 	return NULL;
 }
 
+// The view holding addr, or NULL.
+static const struct hd_view *view_at(const struct memory *mem, uint64_t addr)
+{
+	size_t lo = 0, hi = mem->n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (mem->views[mid].addr + mem->views[mid].len <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < mem->n && mem->views[lo].addr <= addr ? &mem->views[lo] : NULL;
+}
+
 static bool read_word(const struct memory *mem, uint64_t addr, uint64_t *ret)
 {
 	const uint8_t *d = view_of(mem, addr, 8);
@@ -654,10 +668,27 @@ static struct hd_error *follow_block(struct propagation *p, uint32_t id)
 	count = sure_count(h, &ty->entries[ei], id);
 	uint16_t module = ty->entries[ei].module;
 	const uint8_t *data = view_of(&p->mem, h->addr[id], usable_src);
+	// Elements in memory never populated hold only zeros: no pointer
+	// to follow (an array of 4 GiB never touched is not walked).
+	const struct hd_view *hv = data ? view_at(&p->mem, h->addr[id]) : NULL;
+	if (hv && !hv->sparse)
+		hv = NULL;
 	for (uint32_t k = 0; k < count; k++) {
 		uint64_t elem = h->addr[id] + k * esize;
 		if (elem + esize > limit)
 			break;
+		uint64_t lo, hi;
+		if (hv && esize) {
+			if (!hd_view_next_data(hv, elem, limit, &lo, &hi))
+				break;
+			if (lo >= elem + esize) {
+				uint64_t skip = (lo - elem) / esize;
+				if (skip >= count - k)
+					break;
+				k += (uint32_t)skip;
+				elem += skip * esize;
+			}
+		}
 		// Re-read: get_entry below may move the entries array.
 		size_t nslots = ty->entries[ei].nslots;
 		for (size_t i = 0; i < nslots; i++) {
