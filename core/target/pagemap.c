@@ -43,12 +43,14 @@ struct hd_pagemap {
 	size_t num_anon, cap_anon;
 };
 
-// Whether a maps line's mapping is private anonymous memory: no file, or
+// Whether a maps line's mapping is readable private anonymous memory: no file, or
 // one of the kernel's names for anonymous memory ([heap], [stack],
 // [anon:NAME] from PR_SET_VMA_ANON_NAME).
 static bool anon_private(const char *perms, const char *path)
 {
-	if (perms[3] != 'p')
+	// Unreadable ones (guard pages) are never read, and debuggers
+	// leave them out of their lists.
+	if (perms[0] != 'r' || perms[3] != 'p')
 		return false;
 	if (!*path)
 		return true;

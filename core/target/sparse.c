@@ -13,8 +13,10 @@
 #include "target_internal.h"
 #include "util/vec.h"
 
-// Windows smaller than this are read whole: asking costs a system call.
-#define SPARSE_MIN (64u << 10)
+// Windows smaller than a page are read whole: asking costs a system call
+// (a pagemap read of one entry costs about what a page of /proc/PID/mem
+// does, and a page skipped is a page the target keeps unmapped).
+#define SPARSE_MIN 4096u
 
 bool hd_extent_push(struct hd_extent_list *l, uint64_t start, uint64_t end)
 {
