@@ -308,6 +308,11 @@ HD_EXPORT struct hd_error *hd_target_set_local_pid(struct hd_target *t,
 // "off" (HEAPDOM_SPARSE=0), or why it cannot ("none: ..."); and the bytes
 // of its readable mappings known never populated (computed once).
 HD_EXPORT const char *hd_target_sparse_source(struct hd_target *t);
+// Why a process target can no longer be read, or NULL: it exited (was
+// killed) or executed another program during the analysis. Set by the
+// first read that fails for that reason; the session's stages then fail
+// with it rather than report from memory they could not read.
+HD_EXPORT const char *hd_target_lost(const struct hd_target *t);
 HD_EXPORT uint64_t hd_target_unpopulated_bytes(struct hd_target *t);
 
 // ------------------------------------------------------------- debuginfo

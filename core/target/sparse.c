@@ -63,6 +63,7 @@ struct hd_error *hd_target_set_local_pid(struct hd_target *t, int pid)
 			"hd_target_set_local_pid: the %s target already knows its never-populated memory",
 			t->kind);
 	hd_target_use_pagemap(t, pid, pid);
+	t->local_pid = pid;
 	// A pid that names another process than the one described (a remote
 	// debugger's, reused here) would skip its data: every private
 	// anonymous mapping of the process must be one the target has.
@@ -191,8 +192,11 @@ static struct hd_error *read_extents(struct hd_target *t, uint64_t addr,
 		struct hd_error *err = t->ops->read(t, l->v[i].start,
 						    buf + (l->v[i].start - addr),
 						    l->v[i].end - l->v[i].start);
-		if (err)
+		if (err) {
+			if (err->code == HD_ERROR_FAULT && t->local_pid)
+				hd_target_check_lost(t, false);
 			return err;
+		}
 	}
 	return NULL;
 }

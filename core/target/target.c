@@ -84,6 +84,7 @@ void hd_target_destroy(struct hd_target *t)
 		t->ops->destroy(t);
 	hd_pagemap_close(t->pagemap);
 	free(t->sparse_problem);
+	free(t->lost);
 	for (size_t i = 0; i < t->num_mappings; i++)
 		free(t->mappings[i].path);
 	free(t->mappings);
@@ -141,9 +142,12 @@ struct hd_error *hd_target_read(struct hd_target *t, uint64_t addr, void *buf,
 				   len, (unsigned long long)addr);
 	bool done;
 	struct hd_error *err = hd_target_sparse_read(t, addr, buf, len, &done);
-	if (err || done)
-		return err;
-	return t->ops->read(t, addr, buf, len);
+	if (!done && !err)
+		err = t->ops->read(t, addr, buf, len);
+	if (err && err->code == HD_ERROR_FAULT && t->local_pid && !t->lost &&
+	    !t->ops->direct)
+		hd_target_check_lost(t, false);
+	return err;
 }
 
 struct hd_error *hd_target_read_u64(struct hd_target *t, uint64_t addr,
@@ -491,4 +495,40 @@ bool hd_target_truncation(const struct hd_target *t, struct hd_truncation *ret)
 	if (t->truncated && ret)
 		*ret = t->truncation;
 	return t->truncated;
+}
+
+// The state letter of /proc/PID/stat, or 0 when the process is gone.
+static char process_state(int pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	// The command name may hold ')': the state follows the last one.
+	char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
+void hd_target_check_lost(struct hd_target *t, bool mm_gone)
+{
+	if (t->lost || !t->local_pid)
+		return;
+	char st = process_state(t->local_pid);
+	const char *why = NULL;
+	if (!st || st == 'Z' || st == 'X')
+		why = "exited (or was killed) during the analysis: its memory is gone";
+	else if (mm_gone)
+		why = "executed another program or is exiting: the memory heapdom was reading is gone";
+	if (why && asprintf(&t->lost, "process %d %s; no report is made from what could not be read: run the analysis again on a process that stays stopped",
+			    t->local_pid, why) < 0)
+		t->lost = NULL;
+}
+
+const char *hd_target_lost(const struct hd_target *t)
+{
+	return t->lost;
 }

@@ -106,7 +106,16 @@ struct hd_target {
 	char *sparse_problem;
 	bool have_unpopulated;
 	uint64_t unpopulated;
+	// A process on this machine (live, proc, or a callback target told
+	// with hd_target_set_local_pid), 0 otherwise; and why it can no
+	// longer be read (hd_target_lost).
+	int local_pid;
+	char *lost;
 };
+// A read of process t->local_pid failed; mm_gone: /proc/PID/mem said its
+// memory is gone (read returned 0). Records in t->lost whether it exited
+// or executed another program.
+void hd_target_check_lost(struct hd_target *t, bool mm_gone);
 
 struct hd_module_issue {
 	char *name;    // the module's path in the target
