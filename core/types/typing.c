@@ -138,7 +138,39 @@ static void fill_maps(struct hd_typing *ty, struct hd_type_entry *e)
 	static __thread struct hd_ptr_slot slots[MAX_SLOTS];
 	size_t total, n = hd_type_pointer_slots(ix, e->type, slots, MAX_SLOTS,
 						  &total);
-	for (uint32_t k = 0; k < e->count; k++) {
+	uint32_t k0 = 0;
+	// An array's map repeats every element: fill the bytes of one period
+	// and copy them (a void *[] of 4 GiB is 64 MiB of map, 512M slots).
+	uint64_t p = tsize / 8;
+	if (tsize % 8 == 0 && p && e->count > 64) {
+		uint64_t g = p, b8 = 8;
+		while (b8) {
+			uint64_t r = g % b8;
+			g = b8;
+			b8 = r;
+		}
+		uint64_t period = p / g;          // bytes of map per period
+		uint64_t kfill = period * 8 / p;  // elements filling them
+		uint64_t full = (uint64_t)e->count * p / 8;
+		if (full > e->nwords / 8)
+			full = e->nwords / 8;
+		if (kfill < e->count && period < full) {
+			for (uint32_t k = 0; k < kfill; k++)
+				for (size_t i = 0; i < n; i++) {
+					uint64_t w = (k * tsize + slots[i].offset) / 8;
+					if (w < e->nwords && !slots[i].conservative)
+						e->typed[w / 8] |= (uint8_t)(1u << (w % 8));
+				}
+			for (uint64_t b = period; b < full;) {
+				uint64_t len = b < full - b ? b : full - b;
+				memcpy(e->typed + b, e->typed, len);
+				b += len;
+			}
+			// The elements of the last, partial byte.
+			k0 = (uint32_t)(full * 8 / p);
+		}
+	}
+	for (uint32_t k = k0; k < e->count; k++) {
 		for (size_t i = 0; i < n; i++) {
 			uint64_t w = (k * tsize + slots[i].offset) / 8;
 			if (w < e->nwords && !slots[i].conservative)
