@@ -341,6 +341,12 @@ static void print_profile(struct hd_session *s, double open, double total)
 		fprintf(stderr, ", semantic %.3f s (modules, its graph, dominators)", sem);
 	fprintf(stderr, ", report %.3f s; total %.3f s\n",
 		total - open - walk - frames - types - graph - dom - sem, total);
+	{
+		struct hd_target *t = hd_session_target(s);
+		uint64_t un = hd_target_unpopulated_bytes(t);
+		fprintf(stderr, "profile: never-populated memory: %s; %.1f MiB of the readable mappings, not read\n",
+			hd_target_sparse_source(t), un / 1048576.0);
+	}
 	fprintf(stderr,
 		"profile: %zu blocks, %.1f M blocks/s walked; block table %.1f bytes/block",
 		n, walk > 0 ? n / walk / 1e6 : 0.0, n ? (double)table / n : 0.0);
