@@ -328,9 +328,9 @@ static void print_profile(struct hd_session *s, double open, double total)
 		struct hd_graph_info gi;
 		hd_graph_get_info(g, &gi);
 		gbytes = gi.bytes;
-		fprintf(stderr, ", graph %.3f s (%" PRIu64 " words, %" PRIu64 " never populated skipped, %" PRIu64 " edges: %" PRIu64 " typed, %" PRIu64 " conservative)",
-			graph, gi.words_scanned, gi.words_skipped, gi.edges,
-			gi.typed_edges, gi.conservative_edges);
+		fprintf(stderr, ", graph %.3f s (%" PRIu64 " words, %" PRIu64 " edges: %" PRIu64 " typed, %" PRIu64 " conservative) (%" PRIu64 " words never populated, skipped)",
+			graph, gi.words_scanned, gi.edges, gi.typed_edges,
+			gi.conservative_edges, gi.words_skipped);
 	}
 	if (dom > 0 && !hd_session_dom(s, &d)) {
 		dbytes = hd_dom_bytes(d);

@@ -188,8 +188,8 @@ class Test:
 
     def skipped_words(self, stderr):
         for line in stderr.splitlines():
-            if " never populated skipped" in line:
-                w = line.split(" never populated skipped")[0].split()[-1]
+            if " words never populated, skipped" in line:
+                w = line.split(" words never populated, skipped")[0].split("(")[-1]
                 return int(w)
         return None
 
