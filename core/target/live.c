@@ -766,6 +766,12 @@ struct hd_error *hd_target_attach_pid(int pid,
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/mem", pid,
 		 lt->proc_tid);
 	lt->mem_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (lt->mem_fd < 0 && (errno == ENOENT || errno == ESRCH)) {
+		err = hd_error_create(HD_ERROR_NOT_FOUND,
+			"process %d exited (or was killed) while heapdom was attaching",
+			pid);
+		goto fail;
+	}
 	if (lt->mem_fd < 0) {
 		err = hd_error_os(errno, path, "cannot open process memory");
 		goto fail;

@@ -61,8 +61,12 @@ def parse_truth(path):
 def start_fixture(fixture, truth, args):
     if os.path.exists(truth):
         os.unlink(truth)
+    # meson sets MALLOC_PERTURB_, which makes malloc write every block
+    # it hands out: the big block would not stay untouched.
+    e = dict(os.environ)
+    e.pop("MALLOC_PERTURB_", None)
     p = subprocess.Popen([fixture, truth] + args, stdin=subprocess.DEVNULL,
-                         start_new_session=True)
+                         start_new_session=True, env=e)
     deadline = time.monotonic() + 60
     while not os.path.exists(truth):
         if p.poll() is not None or time.monotonic() > deadline:
