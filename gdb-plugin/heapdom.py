@@ -103,6 +103,7 @@ def _load():
                                       ctypes.POINTER(vp)]),
         "hd_target_create_callback": (err, [_READ_FN, vp, ctypes.POINTER(vp)]),
         "hd_target_add_mapping": (err, [vp, ctypes.POINTER(_Mapping)]),
+        "hd_target_set_local_pid": (err, [vp, ctypes.c_int]),
         "hd_target_add_thread": (err, [vp, ctypes.POINTER(_Thread)]),
         "hd_target_add_frame": (err, [vp, ctypes.POINTER(_Frame)]),
         "hd_target_discover_modules": (err, [vp]),
@@ -470,6 +471,13 @@ def _open():
                 _lib.hd_error_destroy(err)
             target, callback = _gdb_memory_target(inferior)
             keep.append(callback)
+            if kind == "native":
+                # gdb reads the memory, but the process is on this machine:
+                # its pagemap tells which pages were never touched, so
+                # that gdb is not asked for gigabytes of zeros.
+                err = _lib.hd_target_set_local_pid(target, inferior.pid)
+                if err:
+                    _lib.hd_error_destroy(err)
         add_regs = True
     try:
         _use_gdb_objfiles(target)

@@ -269,6 +269,17 @@ hd_session *open_session(lldb::SBDebugger &debugger)
 						: "pid " + std::to_string(process.GetProcessID());
 			check(hd_target_set_name(t, name.c_str()));
 			describe_address_space(t, target, process);
+			// lldb reads the memory, but a live process is on this
+			// machine: its pagemap tells which pages were never
+			// touched, so lldb is not asked for gigabytes of zeros.
+			lldb::SBPlatform platform = target.GetPlatform();
+			const char *pname = platform.GetName();
+			if (!core && pname && !strcmp(pname, "host")) {
+				hd_error *err = hd_target_set_local_pid(
+					t, (int)process.GetProcessID());
+				if (err)
+					hd_error_destroy(err);
+			}
 		}
 		describe_threads(t, process, true);
 	} catch (...) {

@@ -17,7 +17,7 @@ struct hd_index_range {
 	uint32_t first_block;  // block id of the extent at lo
 	uint32_t last_block;   // block id of the range's last extent
 	uint32_t *granules;    // num_granules entries, one per granule
-	uint64_t num_granules;
+	uint64_t num_granules; // 0 (no table) for a range of one block
 };
 
 struct hd_index {
@@ -52,7 +52,8 @@ static inline int64_t hd_index_lookup(const struct hd_index *ix, uint64_t p)
 		return -1;
 	const struct hd_index_range *r = &ix->ranges[lo];
 	uint64_t g = (p - r->lo) >> HD_GRANULE_SHIFT;
-	uint32_t id = r->granules[g < r->num_granules ? g : r->num_granules - 1];
+	uint32_t id = !r->num_granules ? r->first_block
+		      : r->granules[g < r->num_granules ? g : r->num_granules - 1];
 	// The block whose extent holds p; the last block of the range also
 	// takes the bytes its usable area lends past the range.
 	while (id < r->last_block && hd_heap_extent_end(ix->h, id) <= p)

@@ -18,6 +18,13 @@ static struct hd_error *add_range(struct hd_index *ix, size_t first,
 		.first_block = (uint32_t)first,
 		.last_block = (uint32_t)last,
 	};
+	// A range of one block needs no table: an mmapped chunk of 4 GiB
+	// would cost 128 MiB of granules that all name it.
+	if (first == last) {
+		if (!HD_VEC_PUSH(ix->ranges, ix->num_ranges, ix->cap_ranges, r))
+			return &hd_error_no_memory;
+		return NULL;
+	}
 	size_t n = ((extent_end - r.lo) >> HD_GRANULE_SHIFT) + 1;
 	r.num_granules = n;
 	r.granules = malloc(n * sizeof(*r.granules));

@@ -119,22 +119,17 @@ heap:;
 	b->targets[b->n++] = t;
 }
 
-// Scans len bytes (whole words) for the vertex being built, counting
-// edges from words typed as pointers apart. Every word is scanned, typed or
-// not: an address held in an integer, a byte buffer or a union member keeps
-// its block alive as much as a typed pointer does (valgrind's rule), so the
-// leak verdict never depends on the typing.
-static bool scan_words(struct builder *b, const uint8_t *d, uint64_t len,
-		       int64_t self, const uint8_t *typed)
+// Adds the edges of words [first, end) of d, counting edges from words
+// typed as pointers apart (typed is indexed from d's first word).
+static bool scan_stretch(struct builder *b, const uint8_t *d, uint64_t first,
+			 uint64_t end, int64_t self, const uint8_t *typed)
 {
-	uint64_t words = len / 8;
-	uint64_t start = b->n;
 	// Reserve per stretch: a large root region holds few pointers.
-	for (uint64_t i = 0; i < words;) {
-		uint64_t end = words - i > 65536 ? i + 65536 : words;
-		if (!reserve(b, end - i))
+	for (uint64_t i = first; i < end;) {
+		uint64_t stop = end - i > 65536 ? i + 65536 : end;
+		if (!reserve(b, stop - i))
 			return false;
-		for (; i < end; i++) {
+		for (; i < stop; i++) {
 			uint64_t w, before = b->n;
 			memcpy(&w, d + 8 * i, 8);
 			add_word(b, w, self);
@@ -142,7 +137,31 @@ static bool scan_words(struct builder *b, const uint8_t *d, uint64_t len,
 				b->typed_found++;
 		}
 	}
-	b->g->info.words_scanned += words;
+	return true;
+}
+
+// Scans the len bytes at addr (whole words), which view v holds, for the
+// vertex being built. Every word is scanned, typed or not: an address held
+// in an integer, a byte buffer or a union member keeps its block alive as
+// much as a typed pointer does (valgrind's rule), so the leak verdict never
+// depends on the typing. Words the view knows were never populated are
+// zeros, which point nowhere: they are skipped unread.
+static bool scan_words(struct builder *b, const struct hd_view *v,
+		       uint64_t addr, uint64_t len, int64_t self,
+		       const uint8_t *typed)
+{
+	uint64_t words = len / 8, scanned = 0;
+	uint64_t start = b->n, end = addr + words * 8, p = addr, lo, hi;
+	const uint8_t *d = v->data + (addr - v->addr);
+	while (p < end && hd_view_next_data(v, p, end, &lo, &hi)) {
+		uint64_t first = (lo - addr) / 8, last = (hi - addr + 7) / 8;
+		if (!scan_stretch(b, d, first, last, self, typed))
+			return false;
+		scanned += last - first;
+		p = addr + last * 8;
+	}
+	b->g->info.words_scanned += scanned;
+	b->g->info.words_skipped += words - scanned;
 	b->n = start + dedupe(b->targets + start, b->n - start);
 	return true;
 }
@@ -157,10 +176,14 @@ static struct hd_error *scan_roots(struct builder *b, struct hd_target *t)
 		if (r->kind == HD_ROOT_REGISTERS) {
 			while (reg < g->num_reg_roots && g->reg_roots[reg].root < i)
 				reg++;
-			if (reg < g->num_reg_roots && g->reg_roots[reg].root == i &&
-			    !scan_words(b, (const uint8_t *)&g->reg_roots[reg].regs,
-					sizeof(struct hd_regs), -1, NULL))
-				return &hd_error_no_memory;
+			if (reg < g->num_reg_roots && g->reg_roots[reg].root == i) {
+				struct hd_view regs = {
+					.data = (const uint8_t *)&g->reg_roots[reg].regs,
+					.len = sizeof(struct hd_regs),
+				};
+				if (!scan_words(b, &regs, 0, regs.len, -1, NULL))
+					return &hd_error_no_memory;
+			}
 			continue;
 		}
 		struct hd_view v;
@@ -173,7 +196,7 @@ static struct hd_error *scan_roots(struct builder *b, struct hd_target *t)
 			g->info.unreadable_roots++;
 			continue;
 		}
-		bool ok = scan_words(b, v.data, v.len, -1, NULL);
+		bool ok = scan_words(b, &v, v.addr, v.len, -1, NULL);
 		hd_view_deinit(&v);
 		if (!ok)
 			return &hd_error_no_memory;
@@ -263,8 +286,7 @@ static struct hd_error *scan_subblocks(struct builder *b, struct hd_target *t)
 			have = true;
 		}
 		b->self_sub = (int64_t)k;
-		bool ok = scan_words(b, v.data + (sb->addr - v.addr), sb->size & ~7ull,
-				     -1, NULL);
+		bool ok = scan_words(b, &v, sb->addr, sb->size & ~7ull, -1, NULL);
 		b->self_sub = -1;
 		if (!ok) {
 			hd_view_deinit(&v);
@@ -315,8 +337,8 @@ static struct hd_error *scan_blocks(struct builder *b, struct hd_target *t)
 				? b->g->pointer_map(b->g->pointer_map_arg, id,
 						    blk.usable / 8)
 				: NULL;
-			if (!scan_words(b, v.data + (blk.addr - seg->start),
-					blk.usable, (int64_t)id, typed)) {
+			if (!scan_words(b, &v, blk.addr, blk.usable, (int64_t)id,
+					typed)) {
 				hd_view_deinit(&v);
 				return &hd_error_no_memory;
 			}

@@ -252,17 +252,68 @@ hd_target_find_module(const struct hd_target *t, uint64_t addr);
 HD_EXPORT bool hd_target_auxv(const struct hd_target *t, uint64_t type,
 			      uint64_t *ret);
 
+// A range of target addresses [start, end).
+struct hd_extent {
+	uint64_t start, end;
+};
+
 // A contiguous window of target memory: zero-copy into a core file where
-// possible, a private copy otherwise.
+// possible, a private copy otherwise. Memory that was never populated (a
+// page the process never touched, a hole of a sparse core file) is not
+// read: it holds zeros, which data has there too, and the extents say
+// where it lies so that loops over a whole window skip it
+// (hd_view_next_data). No verdict can depend on those zeros: they are no
+// pointer and no chunk header.
 struct hd_view {
 	const uint8_t *data;
 	uint64_t addr;
 	size_t len;
 	void *owned; // buffer to free, or NULL
+	// With sparse set, the only parts of the window that may hold nonzero
+	// bytes (sorted, disjoint, inside the window); without it, all of it.
+	bool sparse;
+	struct hd_extent *extents;
+	size_t num_extents;
+	size_t owned_map; // owned was mmap'd with this length (0: malloc'd)
 };
 HD_EXPORT struct hd_error *hd_target_view(struct hd_target *t, uint64_t addr,
 					  size_t len, struct hd_view *ret);
 HD_EXPORT void hd_view_deinit(struct hd_view *view);
+// The first part of [addr, end) at or after addr that may hold nonzero
+// bytes, as [*lo, *hi); false when the rest of the range is never-populated
+// zeros. addr and end lie in the view.
+HD_EXPORT bool hd_view_next_data(const struct hd_view *v, uint64_t addr,
+				 uint64_t end, uint64_t *lo, uint64_t *hi);
+
+// Where target memory may hold nonzero bytes. For a process on this
+// machine (live or proc targets, or a callback target given its pid with
+// hd_target_set_local_pid) pages of private anonymous mappings that
+// /proc/PID/pagemap shows neither present nor swapped were never touched
+// (or were discarded) and read as zeros; for a core, holes of the file
+// (SEEK_HOLE) inside the segments it holds. Everything else counts as
+// data. HEAPDOM_SPARSE=0 in the environment turns this off (every byte is
+// read), for comparison. *ret (free() it) lists [addr, addr + len)'s data
+// extents in order.
+HD_EXPORT struct hd_error *hd_target_data_extents(struct hd_target *t,
+						  uint64_t addr, uint64_t len,
+						  struct hd_extent **ret,
+						  size_t *num);
+// A callback target whose memory is that of process pid on this machine
+// (a debugger's local inferior): its pagemap tells which pages were never
+// touched, whoever reads the memory. Without access to the pagemap
+// (another user, a container without ptrace rights) nothing is skipped.
+HD_EXPORT struct hd_error *hd_target_set_local_pid(struct hd_target *t,
+						   int pid);
+// How the target finds never-populated memory: "pagemap", "core holes",
+// "off" (HEAPDOM_SPARSE=0), or why it cannot ("none: ..."); and the bytes
+// of its readable mappings known never populated (computed once).
+HD_EXPORT const char *hd_target_sparse_source(struct hd_target *t);
+// Why a process target can no longer be read, or NULL: it exited (was
+// killed) or executed another program during the analysis. Set by the
+// first read that fails for that reason; the session's stages then fail
+// with it rather than report from memory they could not read.
+HD_EXPORT const char *hd_target_lost(const struct hd_target *t);
+HD_EXPORT uint64_t hd_target_unpopulated_bytes(struct hd_target *t);
 
 // ------------------------------------------------------------- debuginfo
 
@@ -587,6 +638,9 @@ struct hd_graph_info {
 	uint64_t conservative_edges; // found by scanning words of any type
 	size_t unreadable_roots; // roots whose memory the target lacks
 	size_t bytes;
+	// Words of roots and used blocks never populated (hd_view): known
+	// zeros, not scanned.
+	uint64_t words_skipped;
 };
 HD_EXPORT void hd_graph_get_info(const struct hd_graph *g,
 				 struct hd_graph_info *ret);

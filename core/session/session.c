@@ -115,6 +115,14 @@ void hd_session_destroy(struct hd_session *s)
 	free(s);
 }
 
+// A process that exited or executed another program while it was read:
+// what the stages computed rests on reads that failed, so they fail too.
+static struct hd_error *check_lost(struct hd_session *s)
+{
+	const char *lost = hd_target_lost(s->t);
+	return lost ? hd_error_create(HD_ERROR_NOT_FOUND, "%s", lost) : NULL;
+}
+
 struct hd_target *hd_session_target(struct hd_session *s) { return s->t; }
 struct hd_debuginfo *hd_session_debuginfo(struct hd_session *s) { return s->di; }
 
@@ -127,12 +135,18 @@ struct hd_error *hd_session_heap(struct hd_session *s,
 			.use_debuginfo = !s->opts.no_libc_debuginfo,
 		};
 		struct hd_error *err = hd_heap_walk(s->t, s->di, &ho, &s->h);
-		if (err)
+		if (err) {
+			struct hd_error *lost = check_lost(s);
+			if (lost) {
+				hd_error_destroy(err);
+				return lost;
+			}
 			return err;
+		}
 		s->t_walk = now() - t0;
 	}
 	*ret = s->h;
-	return NULL;
+	return check_lost(s);
 }
 
 static struct hd_error *session_index(struct hd_session *s)
@@ -191,7 +205,7 @@ struct hd_error *hd_session_typing(struct hd_session *s,
 		s->t_types = now() - t0;
 	}
 	*ret = s->ty;
-	return NULL;
+	return check_lost(s);
 }
 
 struct hd_error *hd_session_graph(struct hd_session *s,
@@ -219,7 +233,7 @@ struct hd_error *hd_session_graph(struct hd_session *s,
 		s->have_ix = false;
 	}
 	*ret = s->g;
-	return NULL;
+	return check_lost(s);
 }
 
 struct hd_error *hd_session_dom(struct hd_session *s, const struct hd_dom **ret)
@@ -415,10 +429,13 @@ static struct hd_error *framework_run(struct hd_session *s,
 		return err;
 	}
 	err = hd_fw_analyze(fw, g);
-	if (err) {
+	struct hd_error *lost = check_lost(s);
+	if (err || lost) {
 		hd_fw_destroy(fw);
 		hd_graph_destroy(g);
-		return err;
+		if (lost)
+			hd_error_destroy(err);
+		return lost ? lost : err;
 	}
 	*ret_fw = fw;
 	*ret_g = g;

@@ -192,6 +192,75 @@ static const uint8_t *core_direct(struct hd_target *t, uint64_t addr,
 	return c->data + s->offset + (addr - s->start);
 }
 
+// Holes of a sparse core file: the kernel skips the pages a process never
+// touched with a seek when it writes a core to a file, and `cp
+// --sparse=always` or `fallocate --dig-holes` punch out zero blocks, so
+// SEEK_DATA/SEEK_HOLE find them. Only the bytes a segment holds in the file
+// are asked about: a range the core left out reads from its mapped file or
+// fails, and counts as data.
+static struct hd_error *core_data_extents(struct hd_target *t, uint64_t addr,
+					  uint64_t end,
+					  struct hd_extent_list *out)
+{
+	struct core_file *c = t->impl;
+	uint64_t p = addr;
+	while (p < end) {
+		// The first segment that ends after p.
+		size_t lo = 0, hi = c->num_segs;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (c->segs[mid].end <= p)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		struct core_segment *s = lo < c->num_segs ? &c->segs[lo] : NULL;
+		if (!s || s->start > p) {
+			// Unmapped up to the next segment: reads fault there.
+			uint64_t next = s && s->start < end ? s->start : end;
+			if (!hd_extent_push(out, p, next < end ? next : end))
+				return &hd_error_no_memory;
+			p = next;
+			continue;
+		}
+		uint64_t seg_end = s->end < end ? s->end : end;
+		uint64_t in_file_end = s->start + s->avail;
+		uint64_t stop = in_file_end < seg_end ? in_file_end : seg_end;
+		// The segment's bytes in the file, hole by hole.
+		while (p < stop) {
+			off_t off = (off_t)(s->offset + (p - s->start));
+			off_t data = lseek(c->fd, off, SEEK_DATA);
+			if (data < 0) {
+				// ENXIO: only a hole up to the end of the
+				// file; anything else (no SEEK_DATA here):
+				// assume data.
+				if (errno == ENXIO)
+					p = stop;
+				else if (!hd_extent_push(out, p, stop))
+					return &hd_error_no_memory;
+				else
+					p = stop;
+				break;
+			}
+			uint64_t dstart = s->start + ((uint64_t)data - s->offset);
+			if (dstart >= stop)
+				break;
+			off_t hole = lseek(c->fd, data, SEEK_HOLE);
+			uint64_t dend = hole < 0 ? stop
+				       : s->start + ((uint64_t)hole - s->offset);
+			if (dend > stop)
+				dend = stop;
+			if (!hd_extent_push(out, dstart > p ? dstart : p, dend))
+				return &hd_error_no_memory;
+			p = dend;
+		}
+		if (!hd_extent_push(out, stop > p ? stop : p, seg_end))
+			return &hd_error_no_memory;
+		p = seg_end;
+	}
+	return NULL;
+}
+
 static void core_destroy(struct hd_target *t)
 {
 	struct core_file *c = t->impl;
@@ -216,6 +285,7 @@ static const struct hd_target_ops core_ops = {
 	.read = core_read,
 	.direct = core_direct,
 	.destroy = core_destroy,
+	.data_extents = core_data_extents,
 };
 
 struct nt_file_entry {

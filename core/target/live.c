@@ -651,7 +651,11 @@ static struct hd_error *live_read(struct hd_target *t, uint64_t addr,
 		if (r < 0 && errno == EINTR)
 			continue;
 		// The kernel returns what it could copy, then EIO at the
-		// first unmapped page: that page is the missing address.
+		// first unmapped page: that page is the missing address. 0
+		// means the process's memory is gone (it exited or executed
+		// another program).
+		if (r == 0)
+			hd_target_check_lost(t, true);
 		uint64_t at = addr + done;
 		if (r == 0 || errno == EIO || errno == EFAULT)
 			return hd_error_at(HD_ERROR_FAULT, at,
@@ -762,6 +766,12 @@ struct hd_error *hd_target_attach_pid(int pid,
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/mem", pid,
 		 lt->proc_tid);
 	lt->mem_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (lt->mem_fd < 0 && (errno == ENOENT || errno == ESRCH)) {
+		err = hd_error_create(HD_ERROR_NOT_FOUND,
+			"process %d exited (or was killed) while heapdom was attaching",
+			pid);
+		goto fail;
+	}
 	if (lt->mem_fd < 0) {
 		err = hd_error_os(errno, path, "cannot open process memory");
 		goto fail;
@@ -772,6 +782,8 @@ struct hd_error *hd_target_attach_pid(int pid,
 	err = read_address_space(t);
 	if (err)
 		goto fail;
+	hd_target_use_pagemap(t, pid, lt->proc_tid);
+	t->local_pid = pid;
 	*ret = t;
 	return NULL;
 
@@ -823,6 +835,12 @@ struct hd_error *hd_target_open_proc(int pid,
 	}
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/mem", pid, lt->proc_tid);
 	lt->mem_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (lt->mem_fd < 0 && (errno == ENOENT || errno == ESRCH)) {
+		err = hd_error_create(HD_ERROR_NOT_FOUND,
+			"process %d has exited (or was killed): there is no memory left to analyse",
+			pid);
+		goto fail;
+	}
 	if (lt->mem_fd < 0) {
 		err = hd_error_os(errno, path, "cannot open process memory");
 		goto fail;
@@ -830,6 +848,8 @@ struct hd_error *hd_target_open_proc(int pid,
 	err = read_address_space(t);
 	if (err)
 		goto fail;
+	hd_target_use_pagemap(t, pid, lt->proc_tid);
+	t->local_pid = pid;
 	*ret = t;
 	return NULL;
 

@@ -17,6 +17,9 @@ struct hd_error *hd_target_alloc(const char *kind, const char *name,
 		return &hd_error_no_memory;
 	t->kind = kind;
 	t->ops = ops;
+	// For comparison runs: every byte read, as before sparse.c.
+	const char *sparse = getenv("HEAPDOM_SPARSE");
+	t->sparse_off = sparse && strcmp(sparse, "0") == 0;
 	t->name = strdup(name);
 	if (opts && opts->sysroot)
 		t->sysroot = strdup(opts->sysroot);
@@ -79,6 +82,9 @@ void hd_target_destroy(struct hd_target *t)
 		return;
 	if (t->ops && t->ops->destroy)
 		t->ops->destroy(t);
+	hd_pagemap_close(t->pagemap);
+	free(t->sparse_problem);
+	free(t->lost);
 	for (size_t i = 0; i < t->num_mappings; i++)
 		free(t->mappings[i].path);
 	free(t->mappings);
@@ -134,7 +140,14 @@ struct hd_error *hd_target_read(struct hd_target *t, uint64_t addr, void *buf,
 		return hd_error_at(HD_ERROR_FAULT, addr,
 				   "read of %zu bytes at 0x%llx wraps around",
 				   len, (unsigned long long)addr);
-	return t->ops->read(t, addr, buf, len);
+	bool done;
+	struct hd_error *err = hd_target_sparse_read(t, addr, buf, len, &done);
+	if (!done && !err)
+		err = t->ops->read(t, addr, buf, len);
+	if (err && err->code == HD_ERROR_FAULT && t->local_pid && !t->lost &&
+	    !t->ops->direct)
+		hd_target_check_lost(t, false);
+	return err;
 }
 
 struct hd_error *hd_target_read_u64(struct hd_target *t, uint64_t addr,
@@ -241,39 +254,6 @@ bool hd_target_auxv(const struct hd_target *t, uint64_t type, uint64_t *ret)
 		}
 	}
 	return false;
-}
-
-struct hd_error *hd_target_view(struct hd_target *t, uint64_t addr, size_t len,
-				struct hd_view *ret)
-{
-	ret->addr = addr;
-	ret->len = len;
-	ret->owned = NULL;
-	if (t->ops->direct) {
-		const uint8_t *p = t->ops->direct(t, addr, len);
-		if (p) {
-			ret->data = p;
-			return NULL;
-		}
-	}
-	uint8_t *buf = malloc(len ? len : 1);
-	if (!buf)
-		return &hd_error_no_memory;
-	struct hd_error *err = hd_target_read(t, addr, buf, len);
-	if (err) {
-		free(buf);
-		return err;
-	}
-	ret->data = buf;
-	ret->owned = buf;
-	return NULL;
-}
-
-void hd_view_deinit(struct hd_view *view)
-{
-	free(view->owned);
-	view->owned = NULL;
-	view->data = NULL;
 }
 
 #include "target/live.h"
@@ -515,4 +495,40 @@ bool hd_target_truncation(const struct hd_target *t, struct hd_truncation *ret)
 	if (t->truncated && ret)
 		*ret = t->truncation;
 	return t->truncated;
+}
+
+// The state letter of /proc/PID/stat, or 0 when the process is gone.
+static char process_state(int pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	// The command name may hold ')': the state follows the last one.
+	char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
+void hd_target_check_lost(struct hd_target *t, bool mm_gone)
+{
+	if (t->lost || !t->local_pid)
+		return;
+	char st = process_state(t->local_pid);
+	const char *why = NULL;
+	if (!st || st == 'Z' || st == 'X')
+		why = "exited (or was killed) during the analysis: its memory is gone";
+	else if (mm_gone)
+		why = "executed another program or is exiting: the memory heapdom was reading is gone";
+	if (why && asprintf(&t->lost, "process %d %s; no report is made from what could not be read: run the analysis again on a process that stays stopped",
+			    t->local_pid, why) < 0)
+		t->lost = NULL;
+}
+
+const char *hd_target_lost(const struct hd_target *t)
+{
+	return t->lost;
 }

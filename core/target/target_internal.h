@@ -6,6 +6,8 @@
 
 #include "heapdom.h"
 
+struct hd_extent_list;
+
 struct hd_target_ops {
 	// Reads exactly len bytes or fails with HD_ERROR_FAULT.
 	struct hd_error *(*read)(struct hd_target *t, uint64_t addr, void *buf,
@@ -16,7 +18,43 @@ struct hd_target_ops {
 				 size_t len);
 	// Releases the backend state in t->impl.
 	void (*destroy)(struct hd_target *t);
+	// Optional: appends to *out the parts of [addr, end) that may hold
+	// nonzero bytes, in order; the rest is known to read as zeros (a hole
+	// of a sparse core). Memory the backend cannot vouch for is data.
+	struct hd_error *(*data_extents)(struct hd_target *t, uint64_t addr,
+					 uint64_t end, struct hd_extent_list *out);
 };
+
+// A growable list of extents (sparse.c).
+struct hd_extent_list {
+	struct hd_extent *v;
+	size_t n, cap;
+};
+// Appends [start, end), merged with the last extent when they touch.
+bool hd_extent_push(struct hd_extent_list *l, uint64_t start, uint64_t end);
+
+// /proc/PID/pagemap of a process on this machine (pagemap.c).
+struct hd_pagemap;
+// Opens pid's pagemap and lists its private anonymous mappings from
+// /proc/PID/task/TID/maps; an error says why it cannot be used.
+struct hd_error *hd_pagemap_open(int pid, int tid, struct hd_pagemap **ret);
+void hd_pagemap_close(struct hd_pagemap *pm);
+// The private anonymous mappings it found.
+size_t hd_pagemap_num_anon(const struct hd_pagemap *pm);
+struct hd_extent hd_pagemap_anon(const struct hd_pagemap *pm, size_t i);
+// Appends the parts of [addr, end) that are not private anonymous pages
+// the process never touched.
+struct hd_error *hd_pagemap_extents(struct hd_pagemap *pm, uint64_t addr,
+				    uint64_t end, struct hd_extent_list *out);
+// A read of len bytes that fetches only the data extents and zero-fills
+// the rest, when the target knows of never-populated memory in a range
+// large enough to ask; *done false means the caller reads it all.
+struct hd_error *hd_target_sparse_read(struct hd_target *t, uint64_t addr,
+				       void *buf, size_t len, bool *done);
+// Sets t's pagemap source for pid (thread tid's view of the process),
+// unless HEAPDOM_SPARSE=0; when the pagemap cannot be used, the reason
+// goes to hd_target_sparse_source and nothing is skipped.
+void hd_target_use_pagemap(struct hd_target *t, int pid, int tid);
 
 struct hd_target {
 	const struct hd_target_ops *ops;
@@ -61,7 +99,23 @@ struct hd_target {
 	// A core file shorter than its headers (core backend).
 	bool truncated;
 	struct hd_truncation truncation;
+	// Never-populated memory (sparse.c): the pagemap of a local process,
+	// or NULL; HEAPDOM_SPARSE=0; why no source could be used.
+	struct hd_pagemap *pagemap;
+	bool sparse_off;
+	char *sparse_problem;
+	bool have_unpopulated;
+	uint64_t unpopulated;
+	// A process on this machine (live, proc, or a callback target told
+	// with hd_target_set_local_pid), 0 otherwise; and why it can no
+	// longer be read (hd_target_lost).
+	int local_pid;
+	char *lost;
 };
+// A read of process t->local_pid failed; mm_gone: /proc/PID/mem said its
+// memory is gone (read returned 0). Records in t->lost whether it exited
+// or executed another program.
+void hd_target_check_lost(struct hd_target *t, bool mm_gone);
 
 struct hd_module_issue {
 	char *name;    // the module's path in the target

@@ -328,9 +328,9 @@ static void print_profile(struct hd_session *s, double open, double total)
 		struct hd_graph_info gi;
 		hd_graph_get_info(g, &gi);
 		gbytes = gi.bytes;
-		fprintf(stderr, ", graph %.3f s (%" PRIu64 " words, %" PRIu64 " edges: %" PRIu64 " typed, %" PRIu64 " conservative)",
+		fprintf(stderr, ", graph %.3f s (%" PRIu64 " words, %" PRIu64 " edges: %" PRIu64 " typed, %" PRIu64 " conservative) (%" PRIu64 " words never populated, skipped)",
 			graph, gi.words_scanned, gi.edges, gi.typed_edges,
-			gi.conservative_edges);
+			gi.conservative_edges, gi.words_skipped);
 	}
 	if (dom > 0 && !hd_session_dom(s, &d)) {
 		dbytes = hd_dom_bytes(d);
@@ -341,6 +341,12 @@ static void print_profile(struct hd_session *s, double open, double total)
 		fprintf(stderr, ", semantic %.3f s (modules, its graph, dominators)", sem);
 	fprintf(stderr, ", report %.3f s; total %.3f s\n",
 		total - open - walk - frames - types - graph - dom - sem, total);
+	{
+		struct hd_target *t = hd_session_target(s);
+		uint64_t un = hd_target_unpopulated_bytes(t);
+		fprintf(stderr, "profile: never-populated memory: %s; %.1f MiB of the readable mappings, not read\n",
+			hd_target_sparse_source(t), un / 1048576.0);
+	}
 	fprintf(stderr,
 		"profile: %zu blocks, %.1f M blocks/s walked; block table %.1f bytes/block",
 		n, walk > 0 ? n / walk / 1e6 : 0.0, n ? (double)table / n : 0.0);

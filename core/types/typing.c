@@ -138,7 +138,39 @@ static void fill_maps(struct hd_typing *ty, struct hd_type_entry *e)
 	static __thread struct hd_ptr_slot slots[MAX_SLOTS];
 	size_t total, n = hd_type_pointer_slots(ix, e->type, slots, MAX_SLOTS,
 						  &total);
-	for (uint32_t k = 0; k < e->count; k++) {
+	uint32_t k0 = 0;
+	// An array's map repeats every element: fill the bytes of one period
+	// and copy them (a void *[] of 4 GiB is 64 MiB of map, 512M slots).
+	uint64_t p = tsize / 8;
+	if (tsize % 8 == 0 && p && e->count > 64) {
+		uint64_t g = p, b8 = 8;
+		while (b8) {
+			uint64_t r = g % b8;
+			g = b8;
+			b8 = r;
+		}
+		uint64_t period = p / g;          // bytes of map per period
+		uint64_t kfill = period * 8 / p;  // elements filling them
+		uint64_t full = (uint64_t)e->count * p / 8;
+		if (full > e->nwords / 8)
+			full = e->nwords / 8;
+		if (kfill < e->count && period < full) {
+			for (uint32_t k = 0; k < kfill; k++)
+				for (size_t i = 0; i < n; i++) {
+					uint64_t w = (k * tsize + slots[i].offset) / 8;
+					if (w < e->nwords && !slots[i].conservative)
+						e->typed[w / 8] |= (uint8_t)(1u << (w % 8));
+				}
+			for (uint64_t b = period; b < full;) {
+				uint64_t len = b < full - b ? b : full - b;
+				memcpy(e->typed + b, e->typed, len);
+				b += len;
+			}
+			// The elements of the last, partial byte.
+			k0 = (uint32_t)(full * 8 / p);
+		}
+	}
+	for (uint32_t k = k0; k < e->count; k++) {
 		for (size_t i = 0; i < n; i++) {
 			uint64_t w = (k * tsize + slots[i].offset) / 8;
 			if (w < e->nwords && !slots[i].conservative)
@@ -269,6 +301,20 @@ static const uint8_t *view_of(const struct memory *mem, uint64_t addr,
 	    addr + len <= mem->views[lo].addr + mem->views[lo].len)
 		return mem->views[lo].data + (addr - mem->views[lo].addr);
 	return NULL;
+}
+
+// The view holding addr, or NULL.
+static const struct hd_view *view_at(const struct memory *mem, uint64_t addr)
+{
+	size_t lo = 0, hi = mem->n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (mem->views[mid].addr + mem->views[mid].len <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < mem->n && mem->views[lo].addr <= addr ? &mem->views[lo] : NULL;
 }
 
 static bool read_word(const struct memory *mem, uint64_t addr, uint64_t *ret)
@@ -654,10 +700,27 @@ static struct hd_error *follow_block(struct propagation *p, uint32_t id)
 	count = sure_count(h, &ty->entries[ei], id);
 	uint16_t module = ty->entries[ei].module;
 	const uint8_t *data = view_of(&p->mem, h->addr[id], usable_src);
+	// Elements in memory never populated hold only zeros: no pointer
+	// to follow (an array of 4 GiB never touched is not walked).
+	const struct hd_view *hv = data ? view_at(&p->mem, h->addr[id]) : NULL;
+	if (hv && !hv->sparse)
+		hv = NULL;
 	for (uint32_t k = 0; k < count; k++) {
 		uint64_t elem = h->addr[id] + k * esize;
 		if (elem + esize > limit)
 			break;
+		uint64_t lo, hi;
+		if (hv && esize) {
+			if (!hd_view_next_data(hv, elem, limit, &lo, &hi))
+				break;
+			if (lo >= elem + esize) {
+				uint64_t skip = (lo - elem) / esize;
+				if (skip >= count - k)
+					break;
+				k += (uint32_t)skip;
+				elem += skip * esize;
+			}
+		}
 		// Re-read: get_entry below may move the entries array.
 		size_t nslots = ty->entries[ei].nslots;
 		for (size_t i = 0; i < nslots; i++) {

@@ -750,6 +750,63 @@ START_TEST(test_view)
 }
 END_TEST
 
+// A hole punched in a segment's bytes (as the kernel leaves untouched
+// pages when it dumps to a file): views say where data is and read zeros
+// in the hole; HEAPDOM_SPARSE=0 turns that off.
+START_TEST(test_holes)
+{
+	struct blob core;
+	struct core_layout lay;
+	main_core(&core, &lay);
+	const char *path = tmp_path("holes.core");
+	write_file(path, core.data, core.len);
+	blob_free(&core);
+	int fd = open(path, O_RDWR);
+	ck_assert_int_ge(fd, 0);
+	// main_segs[1] is A: two pages; the second becomes a hole.
+	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		      (off_t)lay.seg_off[1] + 4096, 4096) != 0) {
+		close(fd);
+		return; // no holes on this file system: nothing to test
+	}
+	close(fd);
+	struct hd_target *t = open_ok(path, NULL);
+	ck_assert_str_eq(hd_target_sparse_source(t), "core holes");
+	struct hd_extent *ext;
+	size_t n;
+	ck_assert_no_error(hd_target_data_extents(t, A_START, A_END - A_START, &ext, &n));
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(ext[0].start, A_START);
+	ck_assert_uint_eq(ext[0].end, A_START + 4096);
+	free(ext);
+	struct hd_view v;
+	ck_assert_no_error(hd_target_view(t, A_START, A_END - A_START, &v));
+	ck_assert(v.sparse);
+	ck_assert_uint_eq(v.num_extents, 1);
+	for (size_t i = 0; i < 4096; i++)
+		ck_assert_uint_eq(v.data[i], mem_pattern(A_START + i));
+	for (size_t i = 4096; i < 8192; i++)
+		ck_assert_uint_eq(v.data[i], 0);
+	uint64_t lo, hi;
+	ck_assert(hd_view_next_data(&v, A_START + 8, A_END, &lo, &hi));
+	ck_assert_uint_eq(lo, A_START + 8);
+	ck_assert_uint_eq(hi, A_START + 4096);
+	ck_assert(!hd_view_next_data(&v, A_START + 4096, A_END, &lo, &hi));
+	hd_view_deinit(&v);
+	hd_target_destroy(t);
+
+	setenv("HEAPDOM_SPARSE", "0", 1);
+	t = open_ok(path, NULL);
+	unsetenv("HEAPDOM_SPARSE");
+	ck_assert_str_eq(hd_target_sparse_source(t), "off");
+	ck_assert_no_error(hd_target_view(t, A_START, A_END - A_START, &v));
+	ck_assert(!v.sparse);
+	ck_assert(hd_view_next_data(&v, A_START + 4096, A_END, &lo, &hi));
+	hd_view_deinit(&v);
+	hd_target_destroy(t);
+}
+END_TEST
+
 // ------------------------------------------------------------ sysroot
 
 START_TEST(test_sysroot)
@@ -1495,6 +1552,7 @@ int main(void)
 	tcase_add_test(tc, test_read_omitted);
 	tcase_add_test(tc, test_read_unmapped);
 	tcase_add_test(tc, test_view);
+	tcase_add_test(tc, test_holes);
 	tcase_add_test(tc, test_sysroot);
 	tcase_add_test(tc, test_truncated_load);
 	tcase_add_test(tc, test_module_self);

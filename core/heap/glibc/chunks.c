@@ -76,7 +76,32 @@ struct hd_error *glibc_find_mmapped(struct glibc_walk *w)
 			continue;
 		bool stack = plausible_stack(w, m);
 		uint64_t p = (m->start + PAGE - 1) & ~(PAGE - 1);
+		// A page never populated holds zeros, no chunk header: only
+		// the mapping's data extents are probed (a 4 GiB mapping
+		// never touched is not read a page at a time).
+		struct hd_extent *ext = NULL;
+		size_t next = 0, num_ext = 0;
+		struct hd_error *err = hd_target_data_extents(w->t, m->start,
+							      m->end - m->start,
+							      &ext, &num_ext);
+		if (err) {
+			if (err == &hd_error_no_memory)
+				return err;
+			hd_error_destroy(err);
+			ext = NULL;
+		}
 		while (p + PAGE <= m->end) {
+			if (ext) {
+				while (next < num_ext && ext[next].end <= p)
+					next++;
+				if (next == num_ext)
+					break;
+				uint64_t first = ext[next].start & ~(PAGE - 1);
+				if (first > p) {
+					p = first;
+					continue;
+				}
+			}
 			if (covered_by_segment(w, p)) {
 				p += PAGE;
 				continue;
@@ -120,10 +145,13 @@ struct hd_error *glibc_find_mmapped(struct glibc_walk *w)
 				.arena = HD_ARENA_NONE,
 				.mmapped = true,
 			};
-			if (!HD_VEC_PUSH(w->segs, w->num_segs, w->cap_segs, s))
+			if (!HD_VEC_PUSH(w->segs, w->num_segs, w->cap_segs, s)) {
+				free(ext);
 				return &hd_error_no_memory;
+			}
 			p += size;
 		}
+		free(ext);
 	}
 	return NULL;
 }
