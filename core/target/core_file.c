@@ -289,6 +289,8 @@ static struct hd_error *parse_nt_file(struct hd_target *t, const uint8_t *d,
 								     (int)i, e.pgoff * page + (p - e.start));
 				if (err)
 					return err;
+				// The push may have moved the array.
+				seg = &c->segs[s];
 			}
 			if (seg->end > p)
 				p = seg->end;
@@ -427,7 +429,8 @@ static struct hd_error *load_core(struct hd_target *t, struct core_file *c)
 		if (!HD_VEC_PUSH(c->segs, c->num_segs, c->cap_segs, s))
 			return &hd_error_no_memory;
 	}
-	qsort(c->segs, c->num_segs, sizeof(*c->segs), segment_cmp);
+	if (c->num_segs) // a core may have no PT_LOAD at all
+		qsort(c->segs, c->num_segs, sizeof(*c->segs), segment_cmp);
 	// What a truncated file lacks: the memory of every segment whose
 	// data runs past its end, the lowest range first.
 	uint64_t expected = 0;
@@ -488,7 +491,8 @@ static struct hd_error *load_core(struct hd_target *t, struct core_file *c)
 				 (c->segs[i].prot & HD_PROT_WRITE) &&
 				 c->segs[i].filesz > 0;
 	// NT_FILE added the file ranges the core left out.
-	qsort(c->segs, c->num_segs, sizeof(*c->segs), segment_cmp);
+	if (c->num_segs) // a core may have no PT_LOAD at all
+		qsort(c->segs, c->num_segs, sizeof(*c->segs), segment_cmp);
 	for (size_t i = 0; i < c->num_segs; i++) {
 		struct core_segment *s = &c->segs[i];
 		struct hd_mapping m = {

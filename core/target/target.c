@@ -52,7 +52,8 @@ static int mapping_cmp(const void *a, const void *b)
 
 void hd_target_sort_mappings(struct hd_target *t)
 {
-	qsort(t->mappings, t->num_mappings, sizeof(*t->mappings), mapping_cmp);
+	if (t->num_mappings) // none yet: mappings is NULL
+		qsort(t->mappings, t->num_mappings, sizeof(*t->mappings), mapping_cmp);
 }
 
 struct hd_error *hd_target_push_thread(struct hd_target *t,
