@@ -18,9 +18,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		hd_error_destroy(err);
 		return 0;
 	}
-	// No separate debug files; untyped: the types have a harness of their
+	// No debug files; untyped: the types have a harness of their
 	// own (fuzz_dwarf), and this one is about the heap and the graph.
-	struct hd_session_options so = {.debug = {.debug_dir = ""}, .untyped = true};
+	struct hd_session_options so = {.debug = {.debug_dir = hd_fuzz_empty_dir()},
+					.untyped = true};
 	struct hd_session *s;
 	err = hd_session_create(t, &so, &s);
 	if (err) {

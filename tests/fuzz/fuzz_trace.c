@@ -24,7 +24,7 @@
 // through `state` below (the module's bytes are served from there).
 __attribute__((used)) struct hd_trace_state heapdom_trace;
 
-#define BIAS 0x7e0000000000ull
+#define BIAS 0x6a0000000000ull // clear of the synthetic cores' mappings
 
 static struct hd_trace_state *state;
 static uint64_t state_addr;
@@ -39,6 +39,16 @@ static struct hd_error *read_mem(void *arg, uint64_t addr, void *buf, size_t len
 	if (addr >= state_addr && addr - state_addr <= sizeof(*state) &&
 	    len <= sizeof(*state) - (addr - state_addr)) {
 		memcpy(buf, (uint8_t *)state + (addr - state_addr), len);
+		return NULL;
+	}
+	// The rest of the state's pages: zeros, as in a process.
+	uint64_t lo = state_addr & ~0xfffull;
+	uint64_t hi = (state_addr + sizeof(*state) + 0xfff) & ~0xfffull;
+	if (addr >= lo && addr < hi && len <= hi - addr) {
+		uint64_t s = state_addr, e = state_addr + sizeof(*state);
+		for (size_t i = 0; i < len; i++)
+			((uint8_t *)buf)[i] = addr + i >= s && addr + i < e ?
+				((uint8_t *)state)[addr + i - s] : 0;
 		return NULL;
 	}
 	if (core)
@@ -97,8 +107,23 @@ static struct hd_error *make_target(struct hd_target **ret)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	if (!state)
+	// One session for every input: the heap walk and the debug info (the
+	// sites' functions and lines in this executable) are computed once;
+	// the tracer's state is read anew from memory by each report.
+	static struct hd_session *s;
+	if (!state) {
 		init();
+		struct hd_target *t;
+		struct hd_session_options so = {.debug = {.debug_dir = hd_fuzz_empty_dir()},
+						.untyped = true};
+		struct hd_error *err = make_target(&t);
+		if (!err && (err = hd_session_create(t, &so, &s)))
+			hd_target_destroy(t); // not taken by a session not made
+		if (err) {
+			fprintf(stderr, "fuzz_trace: %s\n", err->message);
+			abort();
+		}
+	}
 	// The head, then the patches; each remembered to be zeroed after.
 	size_t head = offsetof(struct hd_trace_state, sites);
 	size_t n = size < head ? size : head;
@@ -118,25 +143,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		i += len;
 	}
 
-	struct hd_target *t;
-	struct hd_error *err = make_target(&t);
-	struct hd_session *s = NULL;
-	struct hd_session_options so = {.debug = {.debug_dir = ""}, .untyped = true};
-	if (!err && (err = hd_session_create(t, &so, &s)))
-		hd_target_destroy(t); // not taken by a session not made
-	if (!err) {
-		struct hd_render_options ro = {.format = HD_FORMAT_TEXT};
-		for (int by = 0; by <= HD_TRACE_BY_AGE; by++) {
-			ro.trace_by = by;
-			hd_error_destroy(hd_render_trace(hd_fuzz_sink(), s, &ro));
-		}
-		ro.format = HD_FORMAT_JSON;
-		hd_error_destroy(hd_render_trace(hd_fuzz_sink(), s, &ro));
-		ro.state_filter = -1;
-		hd_error_destroy(hd_render_blocks(hd_fuzz_sink(), s, &ro));
-	}
-	hd_error_destroy(err);
-	hd_session_destroy(s);
+	// Each report reads the whole state (8 MiB): one text report, by
+	// what the input's length picks, the JSON one and the blocks with
+	// their allocation sites.
+	struct hd_render_options ro = {.format = HD_FORMAT_TEXT,
+				       .trace_by = (int)(size % (HD_TRACE_BY_AGE + 1))};
+	hd_fuzz_report(hd_render_trace(hd_fuzz_sink(), s, &ro));
+	ro.format = HD_FORMAT_JSON;
+	hd_fuzz_report(hd_render_trace(hd_fuzz_sink(), s, &ro));
+	ro.state_filter = -1;
+	hd_fuzz_report(hd_render_blocks(hd_fuzz_sink(), s, &ro));
 
 	memset(state, 0, head);
 	for (size_t i = 0; i < np; i++)

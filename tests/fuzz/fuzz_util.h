@@ -8,8 +8,11 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+#include "heapdom.h"
 
 // Replaces the memfd's contents with data[0..size) and returns its path.
 // One memfd per process, truncated and rewritten per input.
@@ -41,6 +44,42 @@ static inline FILE *hd_fuzz_sink(void)
 	if (!f && !(f = fopen("/dev/null", "w")))
 		abort();
 	return f;
+}
+
+// An empty directory (made once under $TMPDIR, removed at exit) for
+// hd_debuginfo_options.debug_dir: no separate debug file of this machine
+// (libc6-dbg's) is read for a module an input names by build-id, so what
+// a harness does depends on the input alone.
+static char hd_fuzz_dir_path[64];
+static inline void hd_fuzz_rmdir(void)
+{
+	rmdir(hd_fuzz_dir_path);
+}
+static inline const char *hd_fuzz_empty_dir(void)
+{
+	if (!hd_fuzz_dir_path[0]) {
+		const char *tmp = getenv("TMPDIR");
+		snprintf(hd_fuzz_dir_path, sizeof(hd_fuzz_dir_path), "%s/hd-fuzz-XXXXXX",
+			 tmp && strlen(tmp) < 40 ? tmp : "/tmp");
+		if (!mkdtemp(hd_fuzz_dir_path)) {
+			perror("mkdtemp");
+			abort();
+		}
+		atexit(hd_fuzz_rmdir);
+	}
+	return hd_fuzz_dir_path;
+}
+
+// Destroys err; prints its message first when HD_FUZZ_VERBOSE is set
+// (to see where the inputs stop).
+static inline void hd_fuzz_report(struct hd_error *err)
+{
+	static int verbose = -1;
+	if (verbose < 0)
+		verbose = getenv("HD_FUZZ_VERBOSE") != NULL;
+	if (err && verbose)
+		fprintf(stderr, "error: %s\n", err->message);
+	hd_error_destroy(err);
 }
 
 #endif

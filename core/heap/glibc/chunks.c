@@ -82,9 +82,11 @@ struct hd_error *glibc_find_mmapped(struct glibc_walk *w)
 				continue;
 			}
 			uint64_t hdr[2];
-			if (hd_target_read(w->t, p, hdr, 16) != NULL) {
+			struct hd_error *rerr = hd_target_read(w->t, p, hdr, 16);
+			if (rerr) {
 				// Reads of readable mappings do not fail
 				// except in truncated cores; skip the page.
+				hd_error_destroy(rerr);
 				p += PAGE;
 				continue;
 			}
