@@ -397,6 +397,12 @@ static struct hd_error *check_header(const char *path, const uint8_t *d,
 	    (size - eh->e_phoff) / sizeof(Elf64_Phdr) < eh->e_phnum)
 		return hd_error_file(HD_ERROR_FORMAT, path,
 				     "truncated or corrupt: program headers lie outside the file");
+	// Every core writer puts them at an 8-byte boundary (the ELF
+	// header's size); load_core reads them in place.
+	if (eh->e_phoff % 8)
+		return hd_error_file(HD_ERROR_FORMAT, path,
+				     "corrupt: program headers at offset 0x%llx, not 8-byte aligned",
+				     (unsigned long long)eh->e_phoff);
 	return NULL;
 }
 
