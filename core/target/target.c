@@ -244,12 +244,39 @@ bool hd_target_auxv(const struct hd_target *t, uint64_t type, uint64_t *ret)
 	return false;
 }
 
+struct hd_error *hd_target_check_mapped(const struct hd_target *t,
+					uint64_t addr, size_t len)
+{
+	if (!t->num_mappings || !len)
+		return NULL;
+	uint64_t end = addr + len;
+	if (end < addr)
+		return hd_error_at(HD_ERROR_FAULT, addr,
+				   "range of %zu bytes at 0x%llx wraps around",
+				   len, (unsigned long long)addr);
+	for (uint64_t p = addr; p < end;) {
+		const struct hd_mapping *m = hd_target_find_mapping(t, p);
+		if (!m)
+			return hd_error_at(HD_ERROR_FAULT, p,
+					   "0x%llx is not mapped (in 0x%llx-0x%llx)",
+					   (unsigned long long)p, (unsigned long long)addr,
+					   (unsigned long long)end);
+		p = m->end;
+	}
+	return NULL;
+}
+
 struct hd_error *hd_target_view(struct hd_target *t, uint64_t addr, size_t len,
 				struct hd_view *ret)
 {
 	ret->addr = addr;
 	ret->len = len;
 	ret->owned = NULL;
+	// A length from corrupt data (a heap's size) must not become an
+	// allocation: the range must be memory the target has.
+	struct hd_error *merr = hd_target_check_mapped(t, addr, len);
+	if (merr)
+		return merr;
 	if (t->ops->direct) {
 		const uint8_t *p = t->ops->direct(t, addr, len);
 		if (p) {

@@ -1,32 +1,36 @@
 // Runs a harness's LLVMFuzzerTestOneInput over files, without libFuzzer:
 // the default build replays tests/fuzz/regress/ with it, so every input a
 // fuzzer once crashed on stays a test under gcc (and under ASan in a
-// sanitizer build). Arguments: files or directories (their files).
+// sanitizer build). Arguments: files or directories (their files);
+// NAME.gz files are decompressed.
 #include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <zlib.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+// Files are read through zlib, so a regression input may be committed
+// gzip-compressed (NAME.gz: a core of mostly zeros) or plain.
 static int run_file(const char *path)
 {
-	FILE *f = fopen(path, "rb");
+	gzFile f = gzopen(path, "rb");
 	if (!f) {
 		perror(path);
 		return 1;
 	}
 	size_t cap = 1 << 16, n = 0;
 	uint8_t *buf = malloc(cap);
-	size_t r;
-	while (buf && (r = fread(buf + n, 1, cap - n, f)) > 0) {
-		n += r;
+	int r;
+	while (buf && (r = gzread(f, buf + n, (unsigned)(cap - n))) > 0) {
+		n += (size_t)r;
 		if (n == cap)
 			buf = realloc(buf, cap *= 2);
 	}
-	fclose(f);
+	gzclose(f);
 	if (!buf) {
 		fprintf(stderr, "%s: out of memory\n", path);
 		return 1;

@@ -48,8 +48,17 @@ export HD_FUZZ_CORE=$PWD/$bd/fuzz-seeds/heap/glibc-2.35.core
 run_one() {
 	local t=$1 corpus=$bd/fuzz-corpus/$1 art=$bd/fuzz-findings/$1/
 	mkdir -p "$corpus" "$art"
-	local dirs=("$corpus" "$bd/fuzz-seeds/$t")
-	[ -d "tests/fuzz/regress/$t" ] && dirs+=("tests/fuzz/regress/$t")
+	# The regression inputs first (plain copies of the .gz ones).
+	local reg=$bd/fuzz-regress/$t
+	rm -rf "$reg" && mkdir -p "$reg"
+	for f in tests/fuzz/regress/$t/*; do
+		[ -f "$f" ] || continue
+		case $f in
+		*.gz) gzip -dc "$f" >"$reg/$(basename "$f" .gz)" ;;
+		*) cp "$f" "$reg/" ;;
+		esac
+	done
+	local dirs=("$corpus" "$reg" "$bd/fuzz-seeds/$t")
 	"$bd/tests/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=20 \
 		-rss_limit_mb=2560 -malloc_limit_mb=2048 -print_final_stats=1 \
 		-artifact_prefix="$art" "${dirs[@]}" >"$bd/fuzz-$t.log" 2>&1
