@@ -277,7 +277,8 @@ static struct hd_error *view_segments(struct glibc_walk *w, const uint8_t **data
 
 struct hd_error *glibc_walk_chunks(struct glibc_walk *w)
 {
-	qsort(w->segs, w->num_segs, sizeof(*w->segs), segment_cmp);
+	if (w->num_segs) // no heap found: segs is NULL
+		qsort(w->segs, w->num_segs, sizeof(*w->segs), segment_cmp);
 	const uint8_t **data = calloc(w->num_segs ? w->num_segs : 1, sizeof(*data));
 	if (!data)
 		return &hd_error_no_memory;
