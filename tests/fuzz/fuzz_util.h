@@ -46,28 +46,29 @@ static inline FILE *hd_fuzz_sink(void)
 	return f;
 }
 
-// An empty directory (made once under $TMPDIR, removed at exit) for
-// hd_debuginfo_options.debug_dir: no separate debug file of this machine
-// (libc6-dbg's) is read for a module an input names by build-id, so what
-// a harness does depends on the input alone.
-static char hd_fuzz_dir_path[64];
-static inline void hd_fuzz_rmdir(void)
-{
-	rmdir(hd_fuzz_dir_path);
-}
+// An empty directory for hd_debuginfo_options.debug_dir, so no separate
+// debug file of this machine (libc6-dbg's) is read for a module an input
+// names by build-id: what a harness does depends on the input alone. It
+// is made under $TMPDIR and removed at once, kept open and named by its
+// descriptor (/proc/self/fd/N): nothing is left behind however the
+// fuzzer exits, and nothing can be created in it.
 static inline const char *hd_fuzz_empty_dir(void)
 {
-	if (!hd_fuzz_dir_path[0]) {
-		const char *tmp = getenv("TMPDIR");
-		snprintf(hd_fuzz_dir_path, sizeof(hd_fuzz_dir_path), "%s/hd-fuzz-XXXXXX",
-			 tmp && strlen(tmp) < 40 ? tmp : "/tmp");
-		if (!mkdtemp(hd_fuzz_dir_path)) {
-			perror("mkdtemp");
+	static char path[64];
+	if (!path[0]) {
+		char tmp[128];
+		const char *dir = getenv("TMPDIR");
+		snprintf(tmp, sizeof(tmp), "%s/hd-fuzz-XXXXXX",
+			 dir && strlen(dir) < 100 ? dir : "/tmp");
+		int fd = -1;
+		if (!mkdtemp(tmp) || (fd = open(tmp, O_RDONLY | O_DIRECTORY)) < 0 ||
+		    rmdir(tmp) != 0) {
+			perror("hd_fuzz_empty_dir");
 			abort();
 		}
-		atexit(hd_fuzz_rmdir);
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	}
-	return hd_fuzz_dir_path;
+	return path;
 }
 
 // Destroys err; prints its message first when HD_FUZZ_VERBOSE is set
