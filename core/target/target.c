@@ -273,8 +273,10 @@ struct hd_error *hd_target_view(struct hd_target *t, uint64_t addr, size_t len,
 	ret->len = len;
 	ret->owned = NULL;
 	// A length from corrupt data (a heap's size) must not become an
-	// allocation: the range must be memory the target has.
-	struct hd_error *merr = hd_target_check_mapped(t, addr, len);
+	// allocation: the range must be memory the target has. Not for a
+	// live process, whose mappings may have grown since they were read.
+	struct hd_error *merr = strcmp(hd_target_kind(t), "live") == 0 ? NULL :
+		hd_target_check_mapped(t, addr, len);
 	if (merr)
 		return merr;
 	if (t->ops->direct) {
