@@ -201,7 +201,8 @@ static struct hd_error *load_symbols(const char *path, bool functions,
 		hd_elf_free_symbols(syms, n);
 		return err;
 	}
-	qsort(syms, n, sizeof(*syms), symbol_cmp);
+	if (n) // syms is NULL in a file without symbols
+		qsort(syms, n, sizeof(*syms), symbol_cmp);
 	*ret = syms;
 	*ret_n = n;
 	return NULL;

@@ -537,7 +537,8 @@ struct hd_error *hd_dom_holders_compute(struct hd_dom *d,
 	free(b.single_start);
 	free(b.single_end);
 	if (!err) {
-		qsort(b.protos, b.num_protos, sizeof(*b.protos), proto_order);
+		if (b.num_protos) // no holder: protos is NULL
+			qsort(b.protos, b.num_protos, sizeof(*b.protos), proto_order);
 		d->holders = malloc((b.num_protos ? b.num_protos : 1) * sizeof(*d->holders));
 		if (!d->holders)
 			err = &hd_error_no_memory;

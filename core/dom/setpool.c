@@ -70,7 +70,8 @@ static uint32_t intern(struct hd_setpool *p, const uint32_t *x, size_t n)
 	}
 	// x may point into items, which the reserve above may have moved:
 	// callers pass scratch memory, never the pool's own.
-	memcpy(p->items + p->num_items, x, n * sizeof(*x));
+	if (n) // the empty set: items may still be NULL
+		memcpy(p->items + p->num_items, x, n * sizeof(*x));
 	p->num_items += n;
 	uint32_t id = p->num_sets++;
 	p->start[id + 1] = p->num_items;

@@ -33,7 +33,8 @@ struct hd_error *hd_alloc_sites_init(struct hd_alloc_sites *as, struct hd_sessio
 		memset(&as->tr, 0, sizeof(as->tr));
 		return as->error ? NULL : &hd_error_no_memory;
 	}
-	qsort(as->tr.blocks, as->tr.num_blocks, sizeof(*as->tr.blocks), block_cmp);
+	if (as->tr.num_blocks) // no tagged block: blocks is NULL
+		qsort(as->tr.blocks, as->tr.num_blocks, sizeof(*as->tr.blocks), block_cmp);
 	return NULL;
 }
 

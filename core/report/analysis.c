@@ -126,5 +126,6 @@ static int by_retained(const void *x, const void *y)
 void hd_sort_by_retained(const struct hd_dom *d, uint32_t *v, size_t n)
 {
 	g_sort_dom = d;
-	qsort(v, n, sizeof(*v), by_retained);
+	if (n) // v may be NULL when there is nothing to sort
+		qsort(v, n, sizeof(*v), by_retained);
 }

@@ -359,6 +359,8 @@ static struct hd_error *parse_nt_file(struct hd_target *t, const uint8_t *d,
 								     (int)i, e.pgoff * page + (p - e.start));
 				if (err)
 					return err;
+				// The push may have moved the array.
+				seg = &c->segs[s];
 			}
 			if (seg->end > p)
 				p = seg->end;
@@ -465,6 +467,12 @@ static struct hd_error *check_header(const char *path, const uint8_t *d,
 	    (size - eh->e_phoff) / sizeof(Elf64_Phdr) < eh->e_phnum)
 		return hd_error_file(HD_ERROR_FORMAT, path,
 				     "truncated or corrupt: program headers lie outside the file");
+	// Every core writer puts them at an 8-byte boundary (the ELF
+	// header's size); load_core reads them in place.
+	if (eh->e_phoff % 8)
+		return hd_error_file(HD_ERROR_FORMAT, path,
+				     "corrupt: program headers at offset 0x%llx, not 8-byte aligned",
+				     (unsigned long long)eh->e_phoff);
 	return NULL;
 }
 
@@ -497,7 +505,8 @@ static struct hd_error *load_core(struct hd_target *t, struct core_file *c)
 		if (!HD_VEC_PUSH(c->segs, c->num_segs, c->cap_segs, s))
 			return &hd_error_no_memory;
 	}
-	qsort(c->segs, c->num_segs, sizeof(*c->segs), segment_cmp);
+	if (c->num_segs) // a core may have no PT_LOAD at all
+		qsort(c->segs, c->num_segs, sizeof(*c->segs), segment_cmp);
 	// What a truncated file lacks: the memory of every segment whose
 	// data runs past its end, the lowest range first.
 	uint64_t expected = 0;
@@ -558,7 +567,8 @@ static struct hd_error *load_core(struct hd_target *t, struct core_file *c)
 				 (c->segs[i].prot & HD_PROT_WRITE) &&
 				 c->segs[i].filesz > 0;
 	// NT_FILE added the file ranges the core left out.
-	qsort(c->segs, c->num_segs, sizeof(*c->segs), segment_cmp);
+	if (c->num_segs) // a core may have no PT_LOAD at all
+		qsort(c->segs, c->num_segs, sizeof(*c->segs), segment_cmp);
 	for (size_t i = 0; i < c->num_segs; i++) {
 		struct core_segment *s = &c->segs[i];
 		struct hd_mapping m = {

@@ -430,6 +430,7 @@ static struct hd_error *find_modules(struct hd_target *t)
 		set_problem(t, "the executable's DT_DEBUG is %s (the dynamic linker had not set up its list), so no library is known",
 			    tagged ? "0" : "missing");
 	t->recovered_modules = t->num_modules;
-	qsort(t->modules, t->num_modules, sizeof(*t->modules), module_cmp);
+	if (t->num_modules) // none found: modules is NULL
+		qsort(t->modules, t->num_modules, sizeof(*t->modules), module_cmp);
 	return NULL;
 }

@@ -239,6 +239,13 @@ struct hd_error *hd_target_view(struct hd_target *t, uint64_t addr, size_t len,
 		return hd_error_at(HD_ERROR_FAULT, addr,
 				   "read of %zu bytes at 0x%llx wraps around",
 				   len, (unsigned long long)addr);
+	// A length from corrupt data (a heap's size) must not become an
+	// allocation: the range must be memory the target has. Not for a
+	// live process, whose mappings may have grown since they were read.
+	struct hd_error *merr = strcmp(hd_target_kind(t), "live") == 0 ? NULL :
+		hd_target_check_mapped(t, addr, len);
+	if (merr)
+		return merr;
 	struct hd_extent_list l = {0};
 	bool sparse;
 	struct hd_error *err = window_extents(t, addr, len, &l, &sparse);

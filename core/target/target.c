@@ -55,7 +55,8 @@ static int mapping_cmp(const void *a, const void *b)
 
 void hd_target_sort_mappings(struct hd_target *t)
 {
-	qsort(t->mappings, t->num_mappings, sizeof(*t->mappings), mapping_cmp);
+	if (t->num_mappings) // none yet: mappings is NULL
+		qsort(t->mappings, t->num_mappings, sizeof(*t->mappings), mapping_cmp);
 }
 
 struct hd_error *hd_target_push_thread(struct hd_target *t,
@@ -254,6 +255,28 @@ bool hd_target_auxv(const struct hd_target *t, uint64_t type, uint64_t *ret)
 		}
 	}
 	return false;
+}
+
+struct hd_error *hd_target_check_mapped(const struct hd_target *t,
+					uint64_t addr, size_t len)
+{
+	if (!t->num_mappings || !len)
+		return NULL;
+	uint64_t end = addr + len;
+	if (end < addr)
+		return hd_error_at(HD_ERROR_FAULT, addr,
+				   "range of %zu bytes at 0x%llx wraps around",
+				   len, (unsigned long long)addr);
+	for (uint64_t p = addr; p < end;) {
+		const struct hd_mapping *m = hd_target_find_mapping(t, p);
+		if (!m)
+			return hd_error_at(HD_ERROR_FAULT, p,
+					   "0x%llx is not mapped (in 0x%llx-0x%llx)",
+					   (unsigned long long)p, (unsigned long long)addr,
+					   (unsigned long long)end);
+		p = m->end;
+	}
+	return NULL;
 }
 
 #include "target/live.h"

@@ -144,6 +144,11 @@ struct hd_error *hd_target_alloc(const char *kind, const char *name,
 struct hd_error *hd_target_push_mapping(struct hd_target *t,
 					const struct hd_mapping *m);
 void hd_target_sort_mappings(struct hd_target *t);
+// HD_ERROR_FAULT naming the first address of [addr, addr + len) that no
+// mapping covers; NULL when the mappings cover it all, or when the target
+// has no mappings (a front-end that describes none: only its reader knows).
+struct hd_error *hd_target_check_mapped(const struct hd_target *t,
+					uint64_t addr, size_t len);
 struct hd_error *hd_target_push_thread(struct hd_target *t,
 				       const struct hd_thread *th);
 // Appends a module (strings copied); reads the build-id from the file when

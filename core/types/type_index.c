@@ -1562,9 +1562,13 @@ static struct hd_error *index_unit(struct build *b, Dwarf_Die unit_die)
 		return dw_error(b, derr, "reading compilation unit");
 	if (rc == DW_DLV_NO_ENTRY)
 		return NULL;
+	Dwarf_Off last = 0; // offset of the last DIE visited
 	while (die) {
 		struct frame child;
 		bool enter;
+		Dwarf_Off here = 0;
+		if (dwarf_dieoffset(die, &here, NULL) == DW_DLV_OK && here > last)
+			last = here;
 		if ((err = visit(b, die, &b->frames[b->num_frames - 1], &child,
 				 &enter)))
 			break;
@@ -1591,12 +1595,27 @@ static struct hd_error *index_unit(struct build *b, Dwarf_Die unit_die)
 		// No children to enter: move to the next sibling, climbing
 		// back up past ancestors that have none left.
 		for (;;) {
+			Dwarf_Off there = 0;
 			rc = dwarf_siblingof_b(b->dbg, die, b->is_info, &next,
 					       &derr);
 			dwarf_dealloc_die(die);
 			die = NULL;
 			if (rc == DW_DLV_ERROR) {
 				err = dw_error(b, derr, "reading DIE siblings");
+				break;
+			}
+			// libdwarf follows DW_AT_sibling as written. The walk
+			// is in file order, so each DIE must lie after the
+			// last one visited; a sibling that does not (corrupt)
+			// would visit DIEs again, for ever.
+			if (rc == DW_DLV_OK &&
+			    (dwarf_dieoffset(next, &there, NULL) != DW_DLV_OK ||
+			     there <= last)) {
+				dwarf_dealloc_die(next);
+				err = hd_error_file(HD_ERROR_FORMAT, b->path,
+						    "corrupt DWARF: a DW_AT_sibling leads back to 0x%llx, at or before the DIE at 0x%llx already read",
+						    (unsigned long long)there,
+						    (unsigned long long)last);
 				break;
 			}
 			if (rc == DW_DLV_OK) {

@@ -943,7 +943,8 @@ static struct hd_error *collect_vtables(struct hd_target *t,
 		}
 		hd_elf_free_symbols(syms, nsyms);
 	}
-	qsort(vt, n, sizeof(*vt), vtable_cmp);
+	if (n) // vt is NULL when no module has a vtable symbol
+		qsort(vt, n, sizeof(*vt), vtable_cmp);
 	*ret = vt;
 	*ret_n = n;
 	return NULL;

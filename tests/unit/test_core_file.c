@@ -1025,6 +1025,21 @@ START_TEST(test_error_truncated_phdrs)
 }
 END_TEST
 
+// Program headers at an offset no core writer uses (found by fuzz_core:
+// they were read in place, misaligned): a clear error, not a crash.
+START_TEST(test_error_misaligned_phdrs)
+{
+	struct blob core;
+	struct core_layout lay;
+	main_core(&core, &lay);
+	((Elf64_Ehdr *)core.data)->e_phoff = lay.phoff + 4;
+	const char *path = tmp_path("phoff-misaligned.core");
+	write_file(path, core.data, core.len);
+	expect_open_error(path, HD_ERROR_FORMAT, "not 8-byte aligned");
+	blob_free(&core);
+}
+END_TEST
+
 START_TEST(test_error_notes_past_eof)
 {
 	struct blob core;
@@ -1566,6 +1581,7 @@ int main(void)
 	tcase_add_test(tc, test_error_not_core);
 	tcase_add_test(tc, test_error_foreign);
 	tcase_add_test(tc, test_error_truncated_phdrs);
+	tcase_add_test(tc, test_error_misaligned_phdrs);
 	tcase_add_test(tc, test_error_notes_past_eof);
 	tcase_add_test(tc, test_error_bad_notes);
 	tcase_add_test(tc, test_error_segment_wraps);

@@ -288,6 +288,31 @@ START_TEST(test_callback_view_auxv)
 }
 END_TEST
 
+// A view's length from corrupt data (a heap segment 0x3a3a...3bd8 bytes
+// long, found by fuzz_heap) is refused as memory the target does not
+// have, before anything is allocated for it.
+START_TEST(test_view_beyond_mappings)
+{
+	struct fake_mem *fm = fake_mem_new();
+	struct hd_target *t = callback_target(fm);
+	const struct hd_mapping m = {.start = REGION_B, .end = REGION_B + REGION_SIZE,
+				     .prot = HD_PROT_READ | HD_PROT_WRITE, .readable = true};
+	ck_assert_no_error(hd_target_add_mapping(t, &m));
+	struct hd_view view;
+	ck_assert_no_error(hd_target_view(t, REGION_B, REGION_SIZE, &view));
+	hd_view_deinit(&view);
+	struct hd_error *err = hd_target_view(t, REGION_B, 1ULL << 44, &view);
+	ck_assert_ptr_nonnull(err);
+	ck_assert_int_eq(err->code, HD_ERROR_FAULT);
+	ck_assert_ptr_nonnull(strstr(err->message, "is not mapped"));
+	ck_assert(err->has_address);
+	ck_assert_uint_eq(err->address, REGION_B + REGION_SIZE);
+	hd_error_destroy(err);
+	hd_target_destroy(t);
+	free(fm);
+}
+END_TEST
+
 // ------------------------------------------------------------ live
 
 #define MARKER "heapdom-test-marker:0123456789abcdef"
@@ -694,6 +719,7 @@ int main(void)
 	tcase_add_test(tc, test_callback_mappings);
 	tcase_add_test(tc, test_callback_threads_modules);
 	tcase_add_test(tc, test_callback_view_auxv);
+	tcase_add_test(tc, test_view_beyond_mappings);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("live");

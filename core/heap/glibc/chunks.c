@@ -107,9 +107,11 @@ struct hd_error *glibc_find_mmapped(struct glibc_walk *w)
 				continue;
 			}
 			uint64_t hdr[2];
-			if (hd_target_read(w->t, p, hdr, 16) != NULL) {
+			struct hd_error *rerr = hd_target_read(w->t, p, hdr, 16);
+			if (rerr) {
 				// Reads of readable mappings do not fail
 				// except in truncated cores; skip the page.
+				hd_error_destroy(rerr);
 				p += PAGE;
 				continue;
 			}
@@ -427,7 +429,8 @@ static struct hd_error *view_segments(struct glibc_walk *w, const uint8_t **data
 
 struct hd_error *glibc_walk_chunks(struct glibc_walk *w)
 {
-	qsort(w->segs, w->num_segs, sizeof(*w->segs), segment_cmp);
+	if (w->num_segs) // no heap found: segs is NULL
+		qsort(w->segs, w->num_segs, sizeof(*w->segs), segment_cmp);
 	const uint8_t **data = calloc(w->num_segs ? w->num_segs : 1, sizeof(*data));
 	if (!data)
 		return &hd_error_no_memory;

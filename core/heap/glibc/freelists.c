@@ -404,10 +404,11 @@ static void walk_tcache(struct glibc_walk *w, uint64_t tc, bool safe)
 	const struct glibc_layout *lay = &w->lay;
 	for (unsigned i = 0; i < lay->tcache_nbins; i++) {
 		uint64_t count = 0, entry;
-		if (hd_target_read(w->t, tc + lay->tcache_off_counts +
-					 i * lay->tcache_count_size,
-				   &count, lay->tcache_count_size) ||
-		    !glibc_read64(w, tc + lay->tcache_off_entries + 8 * i, &entry)) {
+		struct hd_error *rerr = hd_target_read(w->t, tc + lay->tcache_off_counts +
+							       i * lay->tcache_count_size,
+						       &count, lay->tcache_count_size);
+		hd_error_destroy(rerr);
+		if (rerr || !glibc_read64(w, tc + lay->tcache_off_entries + 8 * i, &entry)) {
 			hd_heap_problem_add(w->h, tc, "tcache 0x%llx is unreadable",
 					    (unsigned long long)tc);
 			return;
