@@ -201,7 +201,9 @@ static struct hd_error *load_symbols(const char *path, bool functions,
 		hd_elf_free_symbols(syms, n);
 		return err;
 	}
-	qsort(syms, n, sizeof(*syms), symbol_cmp);
+	// No symbols: syms is NULL, which qsort must not get.
+	if (n)
+		qsort(syms, n, sizeof(*syms), symbol_cmp);
 	*ret = syms;
 	*ret_n = n;
 	return NULL;
