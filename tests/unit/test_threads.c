@@ -222,6 +222,8 @@ int main(int argc, char **argv)
 	// shadow mapping that the root scan would read whole, no glibc heap),
 	// not a program's. The plain build runs it (docs/testing.md).
 	tcase_add_test(tc, test_fork_child);
+#else
+	(void)test_fork_child;
 #endif
 	suite_add_tcase(su, tc);
 	SRunner *sr = srunner_create(su);
