@@ -880,7 +880,9 @@ static struct hd_error *collect_vtables(struct hd_target *t,
 		}
 		hd_elf_free_symbols(syms, nsyms);
 	}
-	qsort(vt, n, sizeof(*vt), vtable_cmp);
+	// No vtables (a C program): vt is NULL, which qsort must not get.
+	if (n)
+		qsort(vt, n, sizeof(*vt), vtable_cmp);
 	*ret = vt;
 	*ret_n = n;
 	return NULL;
