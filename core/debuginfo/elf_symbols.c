@@ -107,6 +107,7 @@ out:
 #include <stdlib.h>
 
 #include "util/vec.h"
+#include "util/sort.h"
 
 static struct hd_error *open_elf(const char *path, int *fd, Elf **elf)
 {
@@ -201,8 +202,7 @@ static struct hd_error *load_symbols(const char *path, bool functions,
 		hd_elf_free_symbols(syms, n);
 		return err;
 	}
-	if (n) // syms is NULL in a file without symbols
-		qsort(syms, n, sizeof(*syms), symbol_cmp);
+	hd_qsort(syms, n, sizeof(*syms), symbol_cmp);
 	*ret = syms;
 	*ret_n = n;
 	return NULL;

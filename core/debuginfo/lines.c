@@ -17,6 +17,7 @@
 #include "debuginfo/lines.h"
 #include "util/demangle.h"
 #include "util/vec.h"
+#include "util/sort.h"
 
 // ------------------------------------------------------------ file names
 
@@ -446,7 +447,7 @@ out:
 		return err;
 	}
 	struct hd_line_table *tab = b.tab;
-	qsort(tab->rows, tab->num_rows, sizeof(*tab->rows), row_cmp);
+	hd_qsort(tab->rows, tab->num_rows, sizeof(*tab->rows), row_cmp);
 	// The table lives as long as the session: give back the slack.
 	if (tab->num_rows && tab->num_rows < b.rows_cap) {
 		void *p = realloc(tab->rows, tab->num_rows * sizeof(*tab->rows));

@@ -11,6 +11,7 @@
 
 #include "heapdom.h"
 #include "dom/dom.h"
+#include "util/sort.h"
 
 // How far ahead the sequential passes prefetch (in vertices), and how many
 // edges of a vertex they prefetch.
@@ -461,7 +462,7 @@ struct hd_error *hd_domtree_children(const struct hd_domtree *t,
 	for (uint32_t v = 0; v < n; v++) {
 		uint32_t k = child_off[v + 1] - child_off[v];
 		if (k > 1)
-			qsort(children + child_off[v], k, sizeof(uint32_t), by_retained);
+			hd_qsort(children + child_off[v], k, sizeof(uint32_t), by_retained);
 	}
 	*child_off_r = child_off;
 	*children_r = children;

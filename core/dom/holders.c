@@ -16,6 +16,7 @@
 #include "dom/dom_internal.h"
 #include "dom/setpool.h"
 #include "util/vec.h"
+#include "util/sort.h"
 
 struct item_vec {
 	uint32_t *v;
@@ -98,7 +99,7 @@ static struct hd_error *name_roots(struct builder *b)
 	for (uint32_t i = 0; i < n; i++)
 		b->order[i] = i;
 	g_sort_graph = b->g;
-	qsort(b->order, n, sizeof(*b->order), by_name);
+	hd_qsort(b->order, n, sizeof(*b->order), by_name);
 	for (size_t i = 0; i < n; i++) {
 		if (i == 0 || strcmp(b->g->roots[b->order[i]].name,
 				     b->g->roots[b->order[i - 1]].name) != 0)
@@ -212,7 +213,7 @@ static struct hd_error *find_joints(struct builder *b, struct joints *j)
 	for (uint32_t k = lo; k < hi; k++)
 		if (d->children[k] >= v0)
 			j->vertex[j->num++] = d->children[k];
-	qsort(j->vertex, j->num, sizeof(*j->vertex), u32_order);
+	hd_qsort(j->vertex, j->num, sizeof(*j->vertex), u32_order);
 	if (!t->group_start || !j->num)
 		return NULL;
 	uint64_t *bits = calloc(((size_t)d->n + 63) / 64, sizeof(*bits));
@@ -227,7 +228,7 @@ static struct hd_error *find_joints(struct builder *b, struct joints *j)
 			continue;
 		while (k + 1 < t->num_groups && t->group_start[k + 1] <= i)
 			k++;
-		uint32_t *at = bsearch(&v, j->vertex, j->num, sizeof(v), u32_order);
+		uint32_t *at = hd_bsearch(&v, j->vertex, j->num, sizeof(v), u32_order);
 		j->rank[at - j->vertex] = k;
 	}
 	free(bits);
@@ -255,7 +256,7 @@ static struct hd_error *node_table(struct builder *b, struct joints *j)
 		} else if (v < v0) {
 			j->node[v] = v - 1;
 		} else {
-			uint32_t *at = bsearch(&v, j->vertex, j->num, sizeof(v), u32_order);
+			uint32_t *at = hd_bsearch(&v, j->vertex, j->num, sizeof(v), u32_order);
 			j->node[v] = (uint32_t)b->nroots + (uint32_t)(at - j->vertex);
 		}
 	}
@@ -276,7 +277,7 @@ static struct hd_error *node_of(struct builder *b, struct joints *j, uint32_t u,
 			if (w <= b->nroots) {
 				*ret = w - 1;
 			} else {
-				uint32_t *at = bsearch(&w, j->vertex, j->num, sizeof(w), u32_order);
+				uint32_t *at = hd_bsearch(&w, j->vertex, j->num, sizeof(w), u32_order);
 				*ret = (uint32_t)b->nroots + (uint32_t)(at - j->vertex);
 			}
 			return NULL;
@@ -440,7 +441,7 @@ static struct hd_error *joint_runs(struct builder *b, struct joints *j,
 		b->joint_order[x] = x;
 	g_sort_joints = j;
 	g_sort_retained = b->d->retained;
-	qsort(b->joint_order, j->num, sizeof(*b->joint_order), by_set);
+	hd_qsort(b->joint_order, j->num, sizeof(*b->joint_order), by_set);
 	for (uint32_t i = 0; i < j->num;) {
 		uint32_t s = j->set[b->joint_order[i]], i0 = i;
 		while (i < j->num && j->set[b->joint_order[i]] == s)
@@ -490,7 +491,7 @@ static struct hd_error *joint_holders(struct builder *b, struct joints *j,
 		}
 		g_sort_builder = b;
 		g_sort_graph = b->g;
-		qsort(b->items.v + p.roots_at, nm, sizeof(uint32_t), member_order);
+		hd_qsort(b->items.v + p.roots_at, nm, sizeof(uint32_t), member_order);
 		p.h.rank = hd_root_rank(b->g->roots[b->items.v[p.roots_at]].kind);
 		if (!HD_VEC_PUSH(b->protos, b->num_protos, b->cap_protos, p))
 			return &hd_error_no_memory;
@@ -537,8 +538,7 @@ struct hd_error *hd_dom_holders_compute(struct hd_dom *d,
 	free(b.single_start);
 	free(b.single_end);
 	if (!err) {
-		if (b.num_protos) // no holder: protos is NULL
-			qsort(b.protos, b.num_protos, sizeof(*b.protos), proto_order);
+		hd_qsort(b.protos, b.num_protos, sizeof(*b.protos), proto_order);
 		d->holders = malloc((b.num_protos ? b.num_protos : 1) * sizeof(*d->holders));
 		if (!d->holders)
 			err = &hd_error_no_memory;

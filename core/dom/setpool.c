@@ -69,8 +69,9 @@ static uint32_t intern(struct hd_setpool *p, const uint32_t *x, size_t n)
 		p->cap_sets = cap;
 	}
 	// x may point into items, which the reserve above may have moved:
-	// callers pass scratch memory, never the pool's own.
-	if (n) // the empty set: items may still be NULL
+	// callers pass scratch memory, never the pool's own. The empty set
+	// (init) has x and items NULL: memcpy's arguments must not be.
+	if (n)
 		memcpy(p->items + p->num_items, x, n * sizeof(*x));
 	p->num_items += n;
 	uint32_t id = p->num_sets++;

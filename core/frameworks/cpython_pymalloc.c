@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "frameworks/cpython_internal.h"
+#include "util/sort.h"
 
 struct pool {
 	uint64_t addr;
@@ -90,7 +91,7 @@ static struct hd_error *find_pools(struct hd_fw *fw, struct pool **ret,
 			n++;
 		}
 	}
-	qsort(pools, n, sizeof(*pools), pool_cmp);
+	hd_qsort(pools, n, sizeof(*pools), pool_cmp);
 	*ret = pools;
 	*num = n;
 	return NULL;

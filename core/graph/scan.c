@@ -7,6 +7,7 @@
 #include "graph/graph_internal.h"
 #include "graph/suballoc.h"
 #include "heap/heap_internal.h"
+#include "util/sort.h"
 
 struct builder {
 	struct hd_graph *g;
@@ -59,7 +60,7 @@ static uint64_t dedupe(uint32_t *t, uint64_t n)
 			t[j] = v;
 		}
 	} else {
-		qsort(t, n, sizeof(*t), u32_cmp);
+		hd_qsort(t, n, sizeof(*t), u32_cmp);
 	}
 	uint64_t plain = 0;
 	while (plain < n && !(t[plain] & HD_EDGE_INTERIOR))

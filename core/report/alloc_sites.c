@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "report/trace_tables.h"
+#include "util/sort.h"
 
 static int block_cmp(const void *x, const void *y)
 {
@@ -33,8 +34,7 @@ struct hd_error *hd_alloc_sites_init(struct hd_alloc_sites *as, struct hd_sessio
 		memset(&as->tr, 0, sizeof(as->tr));
 		return as->error ? NULL : &hd_error_no_memory;
 	}
-	if (as->tr.num_blocks) // no tagged block: blocks is NULL
-		qsort(as->tr.blocks, as->tr.num_blocks, sizeof(*as->tr.blocks), block_cmp);
+	hd_qsort(as->tr.blocks, as->tr.num_blocks, sizeof(*as->tr.blocks), block_cmp);
 	return NULL;
 }
 

@@ -6,6 +6,7 @@
 #include "report/report_internal.h"
 #include "semantic/semantic_internal.h"
 #include "session/session_internal.h"
+#include "util/sort.h"
 
 struct hd_error *hd_analysis_get(struct hd_session *s, struct hd_analysis *a)
 {
@@ -126,6 +127,5 @@ static int by_retained(const void *x, const void *y)
 void hd_sort_by_retained(const struct hd_dom *d, uint32_t *v, size_t n)
 {
 	g_sort_dom = d;
-	if (n) // v may be NULL when there is nothing to sort
-		qsort(v, n, sizeof(*v), by_retained);
+	hd_qsort(v, n, sizeof(*v), by_retained);
 }

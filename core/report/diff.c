@@ -9,6 +9,7 @@
 
 #include "report/report_internal.h"
 #include "report/snapshot.h"
+#include "util/sort.h"
 
 #define TEXT_TOP 20
 
@@ -97,7 +98,7 @@ static struct hd_error *entries(const struct hd_snapshot *snap,
 			return &hd_error_no_memory;
 		}
 	}
-	qsort(e, n, sizeof(*e), entry_cmp);
+	hd_qsort(e, n, sizeof(*e), entry_cmp);
 	// A key twice in one snapshot (a hand-edited file): one entry.
 	size_t m = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -201,7 +202,7 @@ static struct hd_error *compare(const struct hd_snapshot *a,
 			c->rows[c->n++] = r;
 	}
 	g_kind = k;
-	qsort(c->rows, c->n, sizeof(*c->rows), row_cmp);
+	hd_qsort(c->rows, c->n, sizeof(*c->rows), row_cmp);
 	return NULL;
 }
 

@@ -8,6 +8,7 @@
 #include "report/holders.h"
 #include "report/report_internal.h"
 #include "semantic/semantic_internal.h"
+#include "util/sort.h"
 
 // A holder is examined for an accumulation point when it retains at least
 // this share of the used heap; the descent goes on while one child holds
@@ -195,7 +196,7 @@ struct hd_error *hd_holders_model_init(struct hd_holders_model *m,
 				m->joint[m->num_joint++] =
 					(struct hd_joint_entry){x->vertices[k], i};
 	}
-	qsort(m->joint, m->num_joint, sizeof(*m->joint), vertex_order);
+	hd_qsort(m->joint, m->num_joint, sizeof(*m->joint), vertex_order);
 	for (size_t i = 0; i < n && m->num_points < HD_ACCUM_MAX; i++) {
 		const struct hd_holder *x = hd_dom_holder(a->d, i);
 		if (hd_percent(a, x->retained) < SUSPECT_PERCENT)

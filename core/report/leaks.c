@@ -5,6 +5,7 @@
 
 #include "report/trace_tables.h"
 #include "types/typing.h"
+#include "util/sort.h"
 
 struct group {
 	uint64_t chunk, usable, count, bytes, unreferenced;
@@ -58,7 +59,7 @@ static struct hd_error *site_groups(const struct hd_analysis *a,
 	for (size_t i = 0; i < ns; i++)
 		if (g[i].count)
 			g[n++] = g[i];
-	qsort(g, n, sizeof(*g), site_group_cmp);
+	hd_qsort(g, n, sizeof(*g), site_group_cmp);
 	*ret = g;
 	*ret_n = n;
 	return NULL;
@@ -188,7 +189,7 @@ struct hd_error *hd_render_leaks(FILE *out, struct hd_session *s,
 		bytes += b.extent;
 		nunref += unref;
 	}
-	qsort(groups, ng, sizeof(*groups), key_cmp);
+	hd_qsort(groups, ng, sizeof(*groups), key_cmp);
 	size_t out_n = 0;
 	for (size_t i = 0; i < ng; i++) {
 		if (out_n && key_cmp(&groups[out_n - 1], &groups[i]) == 0) {
@@ -200,9 +201,9 @@ struct hd_error *hd_render_leaks(FILE *out, struct hd_session *s,
 		}
 	}
 	ng = out_n;
-	qsort(groups, ng, sizeof(*groups), group_cmp);
+	hd_qsort(groups, ng, sizeof(*groups), group_cmp);
 	g_an = &a;
-	qsort(list, nl, sizeof(*list), leak_cmp);
+	hd_qsort(list, nl, sizeof(*list), leak_cmp);
 	struct site_group *sgroups;
 	size_t nsg;
 	err = site_groups(&a, &as, list, nl, &sgroups, &nsg);

@@ -10,6 +10,7 @@
 
 #include "report/report_internal.h"
 #include "sample/sampler.h"
+#include "util/sort.h"
 
 // Region keys: the kind in the top byte, a tid or an index below.
 enum region_kind {
@@ -172,7 +173,7 @@ static int by_id(const void *x, const void *y)
 static const struct hot_block *find_hot(const struct ctx *c, size_t id)
 {
 	struct hot_block key = {.id = id};
-	return bsearch(&key, c->blocks, c->num_blocks, sizeof(key), by_id);
+	return hd_bsearch(&key, c->blocks, c->num_blocks, sizeof(key), by_id);
 }
 
 static struct hd_error *map_samples(struct ctx *c, struct hd_session *s)
@@ -219,7 +220,7 @@ static struct hd_error *map_samples(struct ctx *c, struct hd_session *s)
 				c->roots[c->num_roots++] = (uint32_t)i;
 		}
 		g_root_graph = c->a.g;
-		qsort(c->roots, c->num_roots, sizeof(*c->roots), by_root_start);
+		hd_qsort(c->roots, c->num_roots, sizeof(*c->roots), by_root_start);
 	}
 	for (size_t i = 0; i < n; i++) {
 		const struct hd_sample *sm = &r->samples[i];
@@ -295,7 +296,7 @@ static int by_count(const void *x, const void *y)
 static struct hd_error *count_keys(uint64_t *keys, size_t n, bool by_samples,
 				   struct count **ret, size_t *len)
 {
-	qsort(keys, n, sizeof(*keys), by_key);
+	hd_qsort(keys, n, sizeof(*keys), by_key);
 	struct count *out = malloc((n ? n : 1) * sizeof(*out));
 	if (!out)
 		return &hd_error_no_memory;
@@ -307,7 +308,7 @@ static struct hd_error *count_keys(uint64_t *keys, size_t n, bool by_samples,
 			out[m++] = (struct count){keys[i], 1};
 	}
 	if (by_samples)
-		qsort(out, m, sizeof(*out), by_count);
+		hd_qsort(out, m, sizeof(*out), by_count);
 	*ret = out;
 	*len = m;
 	return NULL;
@@ -518,7 +519,7 @@ static void text_scope(FILE *out, const struct ctx *c, const struct scope *sc,
 		if (ns) {
 			for (size_t i = 0; i < nb; i++)
 				ns[i] = sc->t[T_HIST][i].n;
-			qsort(ns, nb, sizeof(*ns), by_key);
+			hd_qsort(ns, nb, sizeof(*ns), by_key);
 			threshold = ns[nb - top];
 			free(ns);
 		}
@@ -788,7 +789,7 @@ struct hd_error *hd_sample_write_svg(const char *path,
 		// The busiest SVG_BARS, then back to address order.
 		if (nh > SVG_BARS)
 			nh = SVG_BARS;
-		qsort(h, nh, sizeof(*h), by_key);
+		hd_qsort(h, nh, sizeof(*h), by_key);
 		uint64_t max = 0;
 		for (size_t i = 0; i < nh; i++)
 			max = h[i].n > max ? h[i].n : max;

@@ -11,6 +11,7 @@
 #include "report/snapshot.h"
 #include "session/session_internal.h"
 #include "util/json.h"
+#include "util/sort.h"
 
 #define DEFAULT_DEPTH 1
 #define DEFAULT_LIMIT 200
@@ -127,7 +128,7 @@ static struct hd_error *make_types(const struct hd_analysis *a,
 	}
 	snap->num_types = n;
 	hd_type_rows_free(rows, n);
-	qsort(snap->types, n, sizeof(*snap->types), type_cmp);
+	hd_qsort(snap->types, n, sizeof(*snap->types), type_cmp);
 	return NULL;
 }
 
@@ -369,7 +370,7 @@ static struct hd_error *make_paths(const struct hd_analysis *a,
 	free(cand);
 	if (!err) {
 		// Subtrees with the same root path are one entry.
-		qsort(p, np, sizeof(*p), path_name_cmp);
+		hd_qsort(p, np, sizeof(*p), path_name_cmp);
 		size_t m = 0;
 		for (size_t i = 0; i < np; i++) {
 			if (m && strcmp(p[m - 1].path, p[i].path) == 0) {
@@ -381,7 +382,7 @@ static struct hd_error *make_paths(const struct hd_analysis *a,
 			}
 			p[m++] = p[i];
 		}
-		qsort(p, m, sizeof(*p), path_retained_cmp);
+		hd_qsort(p, m, sizeof(*p), path_retained_cmp);
 		for (size_t i = snap->limit; i < m; i++)
 			free(p[i].path);
 		np = m < snap->limit ? m : snap->limit;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "report/trace_tables.h"
+#include "util/sort.h"
 
 #define DEFAULT_TOP 20
 
@@ -81,7 +82,7 @@ static struct hd_error *make_rows(const struct trace *tr, bool by_file,
 		}
 		row_add(&rows[j], s);
 	}
-	qsort(rows, k, sizeof(*rows), row_by_bytes);
+	hd_qsort(rows, k, sizeof(*rows), row_by_bytes);
 	*ret = rows;
 	*n = k;
 	return NULL;

@@ -8,6 +8,7 @@
 #include "report/report_internal.h"
 #include "semantic/semantic_internal.h"
 #include "types/typing.h"
+#include "util/sort.h"
 
 struct size_map { // untyped usable size -> row
 	uint64_t *keys;
@@ -352,7 +353,7 @@ struct hd_error *hd_render_types(FILE *out, struct hd_session *s,
 	if (err)
 		return err;
 	g_sort = o->sort;
-	qsort(rows, nrows, sizeof(*rows), row_cmp);
+	hd_qsort(rows, nrows, sizeof(*rows), row_cmp);
 	size_t limit = o->all ? nrows : (o->top ? o->top : 50);
 	// The two kinds of instances, from the rows (every used block is in
 	// exactly one).

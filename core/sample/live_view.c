@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "sample/sampler.h"
+#include "util/sort.h"
 
 #define LIVE_TOP 5
 #define BAR 40
@@ -52,7 +53,7 @@ void hd_sample_live_view(FILE *out, const struct hd_samples *r,
 			th->taken, n);
 		if (!n)
 			continue;
-		qsort(keys, n, sizeof(*keys), by_addr);
+		hd_qsort(keys, n, sizeof(*keys), by_addr);
 		size_t nb = 0;
 		for (size_t i = 0; i < n; i++) {
 			if (nb && b[nb - 1].addr == keys[i])
@@ -60,7 +61,7 @@ void hd_sample_live_view(FILE *out, const struct hd_samples *r,
 			else
 				b[nb++] = (struct bucket){keys[i], 1};
 		}
-		qsort(b, nb, sizeof(*b), by_count);
+		hd_qsort(b, nb, sizeof(*b), by_count);
 		for (size_t i = 0; i < nb && i < LIVE_TOP; i++) {
 			int w = (int)(BAR * b[i].count / b[0].count);
 			fprintf(out, "  0x%016" PRIx64 " %6" PRIu64 " %5.1f%% %.*s\n", b[i].addr,

@@ -10,6 +10,7 @@
 #include "heap/heap_internal.h"
 #include "semantic/semantic_internal.h"
 #include "util/vec.h"
+#include "util/sort.h"
 
 #define MAX_WARNINGS 100
 
@@ -555,7 +556,7 @@ struct hd_error *hd_fw_resolve_shared(struct hd_fw *fw)
 	if (!fw->marks)
 		return &hd_error_no_memory;
 	fw->stamp = 0;
-	qsort(fw->conflicts, fw->num_conflicts, sizeof(*fw->conflicts), conflict_cmp);
+	hd_qsort(fw->conflicts, fw->num_conflicts, sizeof(*fw->conflicts), conflict_cmp);
 	// First the common nodes of every shared block, from the first
 	// claims (so holders' own assignments are as the modules made them),
 	// then set them all.

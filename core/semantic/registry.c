@@ -11,6 +11,7 @@
 #include "heap/heap_internal.h"
 #include "semantic/semantic_internal.h"
 #include "util/vec.h"
+#include "util/sort.h"
 
 extern const struct hd_framework hd_framework_glibc;
 extern const struct hd_framework hd_framework_libstdcxx;
@@ -227,8 +228,8 @@ static int region_cmp(const void *a, const void *b)
 static struct hd_error *finalize_blocks(struct hd_fw *fw)
 {
 	struct hd_suballoc *sa = &fw->sa;
-	qsort(sa->blocks, sa->num_blocks, sizeof(*sa->blocks), block_cmp);
-	qsort(sa->regions, sa->num_regions, sizeof(*sa->regions), region_cmp);
+	hd_qsort(sa->blocks, sa->num_blocks, sizeof(*sa->blocks), block_cmp);
+	hd_qsort(sa->regions, sa->num_regions, sizeof(*sa->regions), region_cmp);
 	size_t out = 0;
 	uint64_t prev_end = 0;
 	for (size_t i = 0; i < sa->num_blocks; i++) {

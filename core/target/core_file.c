@@ -13,6 +13,7 @@
 
 #include "target_internal.h"
 #include "util/vec.h"
+#include "util/sort.h"
 
 struct core_segment {
 	uint64_t start, end;   // virtual range [start, end)
@@ -505,8 +506,7 @@ static struct hd_error *load_core(struct hd_target *t, struct core_file *c)
 		if (!HD_VEC_PUSH(c->segs, c->num_segs, c->cap_segs, s))
 			return &hd_error_no_memory;
 	}
-	if (c->num_segs) // a core may have no PT_LOAD at all
-		qsort(c->segs, c->num_segs, sizeof(*c->segs), segment_cmp);
+	hd_qsort(c->segs, c->num_segs, sizeof(*c->segs), segment_cmp);
 	// What a truncated file lacks: the memory of every segment whose
 	// data runs past its end, the lowest range first.
 	uint64_t expected = 0;
@@ -567,8 +567,7 @@ static struct hd_error *load_core(struct hd_target *t, struct core_file *c)
 				 (c->segs[i].prot & HD_PROT_WRITE) &&
 				 c->segs[i].filesz > 0;
 	// NT_FILE added the file ranges the core left out.
-	if (c->num_segs) // a core may have no PT_LOAD at all
-		qsort(c->segs, c->num_segs, sizeof(*c->segs), segment_cmp);
+	hd_qsort(c->segs, c->num_segs, sizeof(*c->segs), segment_cmp);
 	for (size_t i = 0; i < c->num_segs; i++) {
 		struct core_segment *s = &c->segs[i];
 		struct hd_mapping m = {

@@ -14,6 +14,7 @@
 
 #include "target_internal.h"
 #include "util/elf_read.h"
+#include "util/sort.h"
 
 // At most this many program headers and loaded objects: more is no list a
 // dynamic linker made.
@@ -430,7 +431,6 @@ static struct hd_error *find_modules(struct hd_target *t)
 		set_problem(t, "the executable's DT_DEBUG is %s (the dynamic linker had not set up its list), so no library is known",
 			    tagged ? "0" : "missing");
 	t->recovered_modules = t->num_modules;
-	if (t->num_modules) // none found: modules is NULL
-		qsort(t->modules, t->num_modules, sizeof(*t->modules), module_cmp);
+	hd_qsort(t->modules, t->num_modules, sizeof(*t->modules), module_cmp);
 	return NULL;
 }

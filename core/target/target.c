@@ -6,6 +6,7 @@
 
 #include "target_internal.h"
 #include "util/vec.h"
+#include "util/sort.h"
 
 struct hd_error *hd_target_alloc(const char *kind, const char *name,
 				 const struct hd_target_ops *ops,
@@ -55,8 +56,7 @@ static int mapping_cmp(const void *a, const void *b)
 
 void hd_target_sort_mappings(struct hd_target *t)
 {
-	if (t->num_mappings) // none yet: mappings is NULL
-		qsort(t->mappings, t->num_mappings, sizeof(*t->mappings), mapping_cmp);
+	hd_qsort(t->mappings, t->num_mappings, sizeof(*t->mappings), mapping_cmp);
 }
 
 struct hd_error *hd_target_push_thread(struct hd_target *t,

@@ -27,6 +27,7 @@
 #include "types/type_index.h"
 #include "util/vec.h"
 #include "debuginfo/dwarf_open.h"
+#include "util/sort.h"
 
 // Longest typedef/qualifier/array chain we follow; real programs need a
 // handful of hops.
@@ -1787,13 +1788,13 @@ static struct hd_error *resolve_fixups(struct build *b)
 	// producer wrote something odd.
 	for (size_t i = 1; i < b->num_keys; i++) {
 		if (b->keys[i - 1].key > b->keys[i].key) {
-			qsort(b->keys, b->num_keys, sizeof(*b->keys),
+			hd_qsort(b->keys, b->num_keys, sizeof(*b->keys),
 			      cmp_key_id);
 			break;
 		}
 	}
 	if (b->num_units > 1)
-		qsort(b->units, b->num_units, sizeof(*b->units), cmp_unit);
+		hd_qsort(b->units, b->num_units, sizeof(*b->units), cmp_unit);
 	for (size_t i = 0; i < b->num_fixups; i++) {
 		const struct fixup *f = &b->fixups[i];
 		uint64_t key = f->kind == REF_SIG ? sig_to_key(b, f->value)
@@ -2032,7 +2033,7 @@ static int cmp_variable(const void *a, const void *b)
 static void sort_variables(struct hd_type_index *ix)
 {
 	if (ix->num_variables > 1)
-		qsort(ix->variables, ix->num_variables,
+		hd_qsort(ix->variables, ix->num_variables,
 		      sizeof(*ix->variables), cmp_variable);
 	size_t n = 0;
 	for (size_t i = 0; i < ix->num_variables; i++) {
@@ -2778,6 +2779,6 @@ size_t hd_type_pointer_slots(const struct hd_type_index *ix, uint32_t type,
 	// Members are in declaration order, which is offset order in
 	// practice; sort in case a producer thinks otherwise.
 	if (written > 1)
-		qsort(ret, written, sizeof(*ret), cmp_slot);
+		hd_qsort(ret, written, sizeof(*ret), cmp_slot);
 	return written;
 }

@@ -18,6 +18,7 @@
 #include "util/demangle.h"
 #include "types/typing.h"
 #include "util/vec.h"
+#include "util/sort.h"
 
 #define NO_MODULE UINT16_MAX
 #define MAX_SLOTS 4096
@@ -943,8 +944,7 @@ static struct hd_error *collect_vtables(struct hd_target *t,
 		}
 		hd_elf_free_symbols(syms, nsyms);
 	}
-	if (n) // vt is NULL when no module has a vtable symbol
-		qsort(vt, n, sizeof(*vt), vtable_cmp);
+	hd_qsort(vt, n, sizeof(*vt), vtable_cmp);
 	*ret = vt;
 	*ret_n = n;
 	return NULL;

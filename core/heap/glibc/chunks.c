@@ -6,6 +6,7 @@
 
 #include "heap/glibc/glibc_internal.h"
 #include "util/vec.h"
+#include "util/sort.h"
 
 #define PAGE 4096ULL
 #define PREV_INUSE 1ULL
@@ -429,8 +430,7 @@ static struct hd_error *view_segments(struct glibc_walk *w, const uint8_t **data
 
 struct hd_error *glibc_walk_chunks(struct glibc_walk *w)
 {
-	if (w->num_segs) // no heap found: segs is NULL
-		qsort(w->segs, w->num_segs, sizeof(*w->segs), segment_cmp);
+	hd_qsort(w->segs, w->num_segs, sizeof(*w->segs), segment_cmp);
 	const uint8_t **data = calloc(w->num_segs ? w->num_segs : 1, sizeof(*data));
 	if (!data)
 		return &hd_error_no_memory;

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "heap/backend.h"
+#include "util/sort.h"
 
 #define POOL_MAGIC 0x6c6f6f7050444850ULL
 #define POOL_HEADER 64
@@ -139,7 +140,7 @@ static struct hd_error *read_pools(const struct hd_heap_source *src,
 		pools[(*n)++] = pl;
 		p = w[1];
 	}
-	qsort(pools, *n, sizeof(*pools), pool_cmp);
+	hd_qsort(pools, *n, sizeof(*pools), pool_cmp);
 	*ret = pools;
 	return NULL;
 }
