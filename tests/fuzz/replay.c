@@ -77,7 +77,8 @@ int main(int argc, char **argv)
 				abort();
 		}
 		closedir(d);
-		qsort(names, n, sizeof(*names), cmp);
+		if (n) // an empty folder (no finding yet): names is NULL
+			qsort(names, n, sizeof(*names), cmp);
 		for (size_t k = 0; k < n; k++) {
 			rc |= run_file(names[k]);
 			files++;
