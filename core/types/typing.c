@@ -286,24 +286,6 @@ static void memory_deinit(struct memory *mem)
 	free(mem->views);
 }
 
-// The bytes [addr, addr + len) if one view holds them all, else NULL.
-static const uint8_t *view_of(const struct memory *mem, uint64_t addr,
-			      uint64_t len)
-{
-	size_t lo = 0, hi = mem->n;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (mem->views[mid].addr + mem->views[mid].len <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo < mem->n && mem->views[lo].addr <= addr &&
-	    addr + len <= mem->views[lo].addr + mem->views[lo].len)
-		return mem->views[lo].data + (addr - mem->views[lo].addr);
-	return NULL;
-}
-
 // The view holding addr, or NULL.
 static const struct hd_view *view_at(const struct memory *mem, uint64_t addr)
 {
@@ -317,6 +299,17 @@ static const struct hd_view *view_at(const struct memory *mem, uint64_t addr)
 	}
 	return lo < mem->n && mem->views[lo].addr <= addr ? &mem->views[lo] : NULL;
 }
+
+// The bytes [addr, addr + len) if one view holds them all, else NULL.
+static const uint8_t *view_of(const struct memory *mem, uint64_t addr,
+			      uint64_t len)
+{
+	const struct hd_view *v = view_at(mem, addr);
+	if (v && addr + len <= v->addr + v->len)
+		return v->data + (addr - v->addr);
+	return NULL;
+}
+
 
 static bool read_word(const struct memory *mem, uint64_t addr, uint64_t *ret)
 {
