@@ -14,6 +14,7 @@
 
 #include "debuginfo/debuginfo_internal.h"
 #include "heap/heap_internal.h"
+#include "target/views.h"
 #include "types/index_cache.h"
 #include "util/demangle.h"
 #include "types/typing.h"
@@ -289,27 +290,16 @@ static void memory_deinit(struct memory *mem)
 // The view holding addr, or NULL.
 static const struct hd_view *view_at(const struct memory *mem, uint64_t addr)
 {
-	size_t lo = 0, hi = mem->n;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (mem->views[mid].addr + mem->views[mid].len <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < mem->n && mem->views[lo].addr <= addr ? &mem->views[lo] : NULL;
+	return hd_views_find(mem->views, mem->n, addr, 0);
 }
 
 // The bytes [addr, addr + len) if one view holds them all, else NULL.
 static const uint8_t *view_of(const struct memory *mem, uint64_t addr,
 			      uint64_t len)
 {
-	const struct hd_view *v = view_at(mem, addr);
-	if (v && addr + len <= v->addr + v->len)
-		return v->data + (addr - v->addr);
-	return NULL;
+	const struct hd_view *v = hd_views_find(mem->views, mem->n, addr, len);
+	return v ? v->data + (addr - v->addr) : NULL;
 }
-
 
 static bool read_word(const struct memory *mem, uint64_t addr, uint64_t *ret)
 {

@@ -7,22 +7,15 @@
 #include <string.h>
 
 #include "heap/glibc/glibc_internal.h"
+#include "target/views.h"
 #include "util/vec.h"
 
 bool glibc_read64(struct glibc_walk *w, uint64_t addr, uint64_t *ret)
 {
 	// Views are sorted by address (segments are walked in order).
-	size_t lo = 0, hi = w->num_views;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (w->views[mid].addr + w->views[mid].len <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo < w->num_views && w->views[lo].addr <= addr &&
-	    addr + 8 <= w->views[lo].addr + w->views[lo].len) {
-		memcpy(ret, w->views[lo].data + (addr - w->views[lo].addr), 8);
+	const struct hd_view *v = hd_views_find(w->views, w->num_views, addr, 8);
+	if (v) {
+		memcpy(ret, v->data + (addr - v->addr), 8);
 		return true;
 	}
 	struct hd_error *err = hd_target_read(w->t, addr, ret, 8);
