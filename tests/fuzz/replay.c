@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
+#include "util/sort.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 // Files are read through zlib, so a regression input may be committed
@@ -77,8 +79,8 @@ int main(int argc, char **argv)
 				abort();
 		}
 		closedir(d);
-		if (n) // an empty folder (no finding yet): names is NULL
-			qsort(names, n, sizeof(*names), cmp);
+		// An empty folder (no finding yet) leaves names NULL.
+		hd_qsort(names, n, sizeof(*names), cmp);
 		for (size_t k = 0; k < n; k++) {
 			rc |= run_file(names[k]);
 			files++;
