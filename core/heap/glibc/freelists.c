@@ -134,8 +134,9 @@ static bool tls_points_at(struct glibc_walk *w, uint64_t addr)
 // remain: its chunk size (0x250 byte counts, 0x290 16-bit counts, 0x300
 // 76 bins of free slots) at the start of an arena's first heap, where
 // tcache_init puts it. No tcache there: a version without one if the
-// layout allows it.
-static void choose_tcache_rows(struct glibc_walk *w)
+// layout allows it. firsts: first_chunks().
+static void choose_tcache_rows(struct glibc_walk *w,
+			       const struct tcache_set *firsts)
 {
 	if (w->ev.from_dwarf)
 		return;
@@ -143,14 +144,9 @@ static void choose_tcache_rows(struct glibc_walk *w)
 	for (size_t i = 0; i < glibc_num_versions; i++)
 		if (glibc_versions[i].tcache_count_size)
 			with_tcache |= 1u << i;
-	for (size_t i = 0; i < w->num_segs; i++) {
-		const struct glibc_segment *s = &w->segs[i];
-		if (s->mmapped)
-			continue;
-		bool first = first_heap(w, s);
-		int64_t id = hd_heap_find_exact(w->h, s->start + 16);
-		if (!first || id < 0 || hd_heap_state(w->h, id) != HD_STATE_USED)
-			continue;
+	for (size_t i = 0; i < firsts->n; i++) {
+		uint64_t user = firsts->addrs[i];
+		int64_t id = hd_heap_find_exact(w->h, user);
 		uint64_t chunk = glibc_chunk_size(w->h, (size_t)id);
 		for (size_t r = glibc_num_versions; r-- > 0;) {
 			const struct glibc_version *v = &glibc_versions[r];
@@ -161,7 +157,7 @@ static void choose_tcache_rows(struct glibc_walk *w)
 			glibc_layout_from_version(&lay, v);
 			lay.heap_info_size = w->lay.heap_info_size;
 			unsigned entries;
-			if (!tcache_shape(w, s->start + 16, &lay, &entries))
+			if (!tcache_shape(w, user, &lay, &entries))
 				continue;
 			// Where a version without tcache is possible too (bins
 			// at 104: 2.23-2.25 or 2.26), an application's first
@@ -169,7 +165,7 @@ static void choose_tcache_rows(struct glibc_walk *w)
 			// empty tcache: ask for a cached entry or a thread's
 			// `tcache` pointer to it.
 			if ((w->candidates & ~with_tcache) && !entries &&
-			    !tls_points_at(w, s->start + 16))
+			    !tls_points_at(w, user))
 				continue;
 			uint32_t m = 0;
 			for (size_t k = 0; k < glibc_num_versions; k++)
@@ -187,20 +183,34 @@ static void choose_tcache_rows(struct glibc_walk *w)
 	w->lay.tcache_struct_chunk = 0;
 }
 
-// First chunk of each arena's first heap: tcache_init allocates the
-// struct before anything else a thread asks of a new arena.
-static struct hd_error *first_chunk_tcaches(struct glibc_walk *w,
-					    struct tcache_set *set)
+// The used first chunk (its user pointer) of each arena's first heap:
+// tcache_init allocates a thread's tcache struct there, before anything
+// else the thread asks of a new arena. Both the version's tcache shape
+// and the tcaches found without TLS start from these.
+static struct hd_error *first_chunks(struct glibc_walk *w,
+				     struct tcache_set *firsts)
 {
 	for (size_t i = 0; i < w->num_segs; i++) {
 		const struct glibc_segment *s = &w->segs[i];
-		if (s->mmapped)
+		if (s->mmapped || !first_heap(w, s))
 			continue;
-		bool first = first_heap(w, s);
-		if (first && is_tcache_chunk(w, s->start + 16) &&
-		    !tcache_add(set, s->start + 16))
+		int64_t id = hd_heap_find_exact(w->h, s->start + 16);
+		if (id >= 0 && hd_heap_state(w->h, id) == HD_STATE_USED &&
+		    !tcache_add(firsts, s->start + 16))
 			return &hd_error_no_memory;
 	}
+	return NULL;
+}
+
+// Those of the first chunks that hold a tcache of the layout chosen.
+static struct hd_error *first_chunk_tcaches(struct glibc_walk *w,
+					    const struct tcache_set *firsts,
+					    struct tcache_set *set)
+{
+	for (size_t i = 0; i < firsts->n; i++)
+		if (is_tcache_chunk(w, firsts->addrs[i]) &&
+		    !tcache_add(set, firsts->addrs[i]))
+			return &hd_error_no_memory;
 	return NULL;
 }
 
@@ -564,9 +574,13 @@ static bool detect_safe_linking(struct glibc_walk *w,
 
 struct hd_error *glibc_walk_free_lists(struct glibc_walk *w)
 {
-	struct tcache_set set = {0};
-	choose_tcache_rows(w);
-	struct hd_error *err = first_chunk_tcaches(w, &set);
+	struct tcache_set set = {0}, firsts = {0};
+	struct hd_error *err = first_chunks(w, &firsts);
+	if (!err) {
+		choose_tcache_rows(w, &firsts);
+		err = first_chunk_tcaches(w, &firsts, &set);
+	}
+	free(firsts.addrs);
 	if (!err)
 		err = tls_tcaches(w, &set);
 	if (err) {
