@@ -7,7 +7,10 @@ The truth is mkcore.py's, plus what the damage is:
   "named": addresses (hex) of which a warning must name one;
   "affected": user pointers of the blocks whose verdict the damage may
       change (a list whose rest is unreachable, a chunk whose size lies);
-      every other block must keep the truth's verdict exactly.
+      every other block must keep the truth's verdict exactly;
+  "heaps": each arena's heaps in the process; "heaps_found": those an
+      exact walker can tell are the arena's (fewer where the damage
+      leaves a heap nothing ties to its arena).
 
 usage: hostile.py --version 2.35 (--case NAME | --clean) [--extra N] OUT.core
        hostile.py --list            (the cases and the versions each fits)
@@ -257,6 +260,58 @@ def heap_info_loop(P, truth):
     return "heap_info prev chain loops", [h3], []
 
 
+def third_heap(P, truth):
+    """The thread arena grows into a third heap (h4, after h3), as
+    sysmalloc's new_heap leaves it: h3's top freed into the unsorted bin
+    behind two fenceposts, h4's heap_info with prev = h3, a used chunk and
+    the new top. Returns h4; the truth's heaps say 3."""
+    a2, hi, mem, f = P["a2"], P["hi"], P["mem"], P["f"]
+    h3, top2 = P["h3"], P["top2"]
+    h4 = h3 + mkcore.HEAP_MAX
+    truth.remove(chunk_of(truth, top2 + 16))
+    mkcore.Heap(mem, f, top2, h3 + 0x21000, a2.addr, False, truth).retire(a2)
+    mem.map(h4, 0x21000, 6)
+    mem.map(h4 + 0x21000, mkcore.HEAP_MAX - 0x21000, 0, dumped=False)
+    mem.w64(h4 + hi.off["ar_ptr"], a2.addr)
+    mem.w64(h4 + hi.off["prev"], h3)
+    mem.w64(h4 + hi.off["size"], 0x21000)
+    mem.w64(h4 + hi.off["mprotect_size"], 0x21000)
+    if f["heap_pagesize"]:
+        mem.w64(h4 + hi.off["pagesize"], mkcore.PAGE)
+    hp4 = mkcore.Heap(mem, f, h4 + hi.size, h4 + 0x21000, a2.addr, False,
+                      truth)
+    hp4.chunk(0x50, "used")
+    top4 = hp4.top()
+    a2.write(top4, P["main_arena"], 3 * 0x21000, 2)
+    P["heaps"] = {hx(P["main_arena"]): 1, hx(a2.addr): 3}
+    return h4
+
+
+def heap_info_owner(P, truth):
+    # Of the thread arena's three heaps, the newest (holding top) names
+    # no arena as its owner: the middle one is found by its own heap_info,
+    # and the top's heap, whose prev leads there, is the arena's still.
+    h4 = third_heap(P, truth)
+    P["mem"].w64(h4 + P["hi"].off["ar_ptr"], 0x4141414141414140)
+    return "top's heap_info names no arena as its owner", [h4], []
+
+
+def heap_info_owner_prev(P, truth):
+    # As heap-info-owner, with the whole heap_info of the top's heap
+    # zeroed: the middle heap is still found (the one heap naming the
+    # arena that none names as prev, chained to the first), but nothing
+    # says the top's heap is the arena's: it is skipped, named, and its
+    # blocks are the affected ones.
+    h4 = third_heap(P, truth)
+    hi = P["hi"]
+    for field in ("ar_ptr", "prev", "size", "mprotect_size"):
+        P["mem"].w64(h4 + hi.off[field], 0)
+    affected = [int(b["addr"], 16) for b in truth
+                if h4 < int(b["addr"], 16) < h4 + mkcore.HEAP_MAX]
+    P["heaps_found"] = {hx(P["main_arena"]): 1, hx(P["a2"].addr): 2}
+    return "top's heap_info zeroed", [h4], affected
+
+
 def heap_info_size(P, truth):
     hi, h3 = P["hi"], P["h3"]
     P["mem"].w64(h3 + hi.off["size"], 4 * mkcore.HEAP_MAX)
@@ -310,6 +365,8 @@ CASES = {
     "tcache-head-unmapped": (tcache_head_unmapped, TCACHE),
     "heap-info-loop": (heap_info_loop, ALL),
     "heap-info-size": (heap_info_size, ALL),
+    "heap-info-owner": (heap_info_owner, ALL),
+    "heap-info-owner-prev": (heap_info_owner_prev, ALL),
     "top-unmapped": (top_unmapped, ALL),
     "top-size-past-heap": (top_size_past_heap, ALL),
     "thread-top-outside": (thread_top_outside, ALL),
@@ -330,6 +387,13 @@ def write(case, minor, out, extra=0):
                    "named": [hx(a) for a in named],
                    "affected": [hx(a) for a in affected],
                    **where, "extra": extra,
+                   # A case may grow the heaps, or leave one that cannot
+                   # be told the arena's (heaps_found: what an exact
+                   # walker finds).
+                   "heaps": parts.get("heaps", where["heaps"]),
+                   "heaps_found": parts.get("heaps_found",
+                                            parts.get("heaps",
+                                                      where["heaps"])),
                    # A grown heap is for timing: its truth is left out.
                    "blocks": truth if not extra else None}, f, indent=1)
 

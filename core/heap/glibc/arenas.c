@@ -35,10 +35,8 @@ static bool ring_closes(struct glibc_walk *w, uint64_t base,
 	return false;
 }
 
-// A thread arena follows the heap_info at the start of its 64 MiB
-// aligned heap, whose ar_ptr points back at it.
-static bool thread_arena_shape(struct glibc_walk *w, uint64_t a,
-			       const struct glibc_layout *lay)
+bool glibc_thread_arena_shape(struct glibc_walk *w, uint64_t a,
+			      const struct glibc_layout *lay)
 {
 	uint64_t off = a & (lay->heap_max_size - 1), ar_ptr;
 	return (off == 32 || off == 48) &&
@@ -52,7 +50,7 @@ static uint64_t ring_main(struct glibc_walk *w, uint64_t base,
 {
 	uint64_t a = base;
 	for (int i = 0; i < MAX_ARENAS; i++) {
-		if (!thread_arena_shape(w, a, lay))
+		if (!glibc_thread_arena_shape(w, a, lay))
 			return a;
 		if (!glibc_read64(w, a + lay->off_next, &a) || a == base)
 			return 0;
@@ -162,9 +160,9 @@ static bool try_layouts(struct glibc_walk *w, uint64_t bins0, uint64_t at,
 		// precedes.
 		if (bins0 && !w->loose_ring)
 			base = ring_main(w, base, lay);
-		else if (bins0 && thread_arena_shape(w, base, lay))
+		else if (bins0 && glibc_thread_arena_shape(w, base, lay))
 			base = 0;
-		else if (thread_arena_shape(w, base, lay))
+		else if (glibc_thread_arena_shape(w, base, lay))
 			base = 0;
 		if (!base)
 			continue;
@@ -427,7 +425,7 @@ struct hd_error *glibc_collect_arenas(struct glibc_walk *w,
 		// Every arena but main_arena follows a heap_info that points
 		// back at it: anything else is no arena, and its bins would
 		// be 127 broken lists.
-		if (!thread_arena_shape(w, next, &w->lay)) {
+		if (!glibc_thread_arena_shape(w, next, &w->lay)) {
 			hd_heap_problem_add(w->h, next,
 					    "arena 0x%llx's next, 0x%llx, is no arena (no heap_info before it points back at it); the ring is cut there and later arenas are missing",
 					    (unsigned long long)a,

@@ -215,6 +215,10 @@ bool glibc_find_fresh_main_arena(struct glibc_walk *w, uint64_t *main_arena);
 // (a thread arena), reporting what is damaged (heaps.c).
 struct hd_error *glibc_main_heap(struct glibc_walk *w, uint16_t idx);
 struct hd_error *glibc_arena_heaps(struct glibc_walk *w, uint16_t idx);
+// A thread arena follows the heap_info at the start of its HEAP_MAX_SIZE
+// aligned heap, whose ar_ptr points back at it: is a such an arena?
+bool glibc_thread_arena_shape(struct glibc_walk *w, uint64_t a,
+			      const struct glibc_layout *lay);
 // Follows the arena ring and adds every arena and its heap segments.
 struct hd_error *glibc_collect_arenas(struct glibc_walk *w,
 				      uint64_t main_arena);

@@ -4,7 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <stdio.h>
+
 #include "heap/glibc/glibc_internal.h"
+#include "util/sort.h"
 #include "util/vec.h"
 
 // 16384 heaps of 64 MiB: 1 TiB in one arena.
@@ -207,16 +210,23 @@ static bool heap_seen(const struct glibc_walk *w, size_t seg0, uint64_t h)
 	return false;
 }
 
+// Reads heap h's heap_info: its owner (ar_ptr), prev and size.
+static bool heap_info_at(struct glibc_walk *w, uint64_t h, uint64_t *ar_ptr,
+			 uint64_t *prev, uint64_t *size)
+{
+	const struct glibc_layout *lay = &w->lay;
+	return glibc_read64(w, h + lay->heap_off_ar_ptr, ar_ptr) &&
+	       glibc_read64(w, h + lay->heap_off_prev, prev) &&
+	       glibc_read64(w, h + lay->heap_off_size, size);
+}
+
 // Reads heap h's heap_info; false (with a problem) unless it belongs to
 // the arena.
 static bool read_heap_info(struct glibc_walk *w, const struct hd_arena *a,
 			   uint64_t h, uint64_t *prev, uint64_t *size)
 {
-	const struct glibc_layout *lay = &w->lay;
 	uint64_t ar_ptr = 0;
-	if (!glibc_read64(w, h + lay->heap_off_ar_ptr, &ar_ptr) ||
-	    !glibc_read64(w, h + lay->heap_off_prev, prev) ||
-	    !glibc_read64(w, h + lay->heap_off_size, size)) {
+	if (!heap_info_at(w, h, &ar_ptr, prev, size)) {
 		hd_heap_problem_add(w->h, h,
 				    "heap_info at 0x%llx of arena 0x%llx is unreadable; its heap is skipped",
 				    (unsigned long long)h, (unsigned long long)a->addr);
@@ -270,6 +280,220 @@ static struct hd_error *push_heap(struct glibc_walk *w, uint16_t idx,
 	return NULL;
 }
 
+// Pushes heap h with the size its heap_info gives or, when that size is
+// no heap's (over HEAP_MAX_SIZE, under a page), up to where the heap can
+// be seen to end, saying so; *size becomes the size pushed, *cut is set.
+static struct hd_error *push_checked(struct glibc_walk *w, uint16_t idx,
+				     uint64_t h, uint64_t *size,
+				     bool *top_found, bool *cut)
+{
+	const struct glibc_layout *lay = &w->lay;
+	if (*size > lay->heap_max_size || *size < PAGE_SIZE_MIN) {
+		uint64_t end = heap_end_without_size(w, &w->arenas[idx], h);
+		hd_heap_problem_add(w->h, h,
+				    "heap_info at 0x%llx says its heap holds 0x%llx bytes, %s HEAP_MAX_SIZE 0x%llx allows; walked to 0x%llx instead",
+				    (unsigned long long)h,
+				    (unsigned long long)*size,
+				    *size > lay->heap_max_size ? "more than" : "less than",
+				    (unsigned long long)lay->heap_max_size,
+				    (unsigned long long)end);
+		*size = end - h;
+		*cut = true;
+	}
+	return push_heap(w, idx, h, *size, top_found);
+}
+
+// A heap whose heap_info names the arena being walked, found without the
+// chain (heaps_naming).
+struct named_heap {
+	uint64_t h, prev, size;
+	bool chained;
+};
+
+static int named_heap_cmp(const void *x, const void *y)
+{
+	uint64_t a = ((const struct named_heap *)x)->h;
+	uint64_t b = ((const struct named_heap *)y)->h;
+	return a < b ? -1 : a > b;
+}
+
+// Every heap_info at a HEAP_MAX_SIZE-aligned start of readable memory
+// (glibc's new_heap aligns each heap so) whose ar_ptr is arena, but
+// skip1 and skip2; sorted by address. One read per aligned start mapped,
+// and MAX_HEAPS_PER_ARENA heaps at most (*more says some were left).
+static struct hd_error *heaps_naming(struct glibc_walk *w, uint64_t arena,
+				     uint64_t skip1, uint64_t skip2,
+				     struct named_heap **ret, size_t *n,
+				     bool *more)
+{
+	uint64_t max = w->lay.heap_max_size;
+	size_t cap = 0;
+	*ret = NULL;
+	*n = 0;
+	*more = false;
+	for (size_t i = 0; i < hd_target_num_mappings(w->t) && !*more; i++) {
+		const struct hd_mapping *m = hd_target_mapping(w->t, i);
+		if (!m->readable)
+			continue;
+		for (uint64_t h = (m->start + max - 1) & ~(max - 1);
+		     h >= m->start && h < m->end; h += max) {
+			struct named_heap c = {.h = h};
+			uint64_t owner;
+			if (h == skip1 || h == skip2 ||
+			    !heap_info_at(w, h, &owner, &c.prev, &c.size) ||
+			    owner != arena)
+				continue;
+			if (*n >= MAX_HEAPS_PER_ARENA) {
+				*more = true;
+				break;
+			}
+			if (!HD_VEC_PUSH(*ret, *n, cap, c)) {
+				free(*ret);
+				*ret = NULL;
+				return &hd_error_no_memory;
+			}
+		}
+	}
+	hd_qsort(*ret, *n, sizeof(**ret), named_heap_cmp);
+	return NULL;
+}
+
+// Marks the heaps of c from start back through prev to first; how many,
+// or SIZE_MAX (some marked) if the chain leaves c or comes back on itself
+// before it gets there. At most n steps: each marks a heap.
+static size_t chain_to_first(struct named_heap *c, size_t n, uint64_t start,
+			     uint64_t first)
+{
+	size_t len = 0;
+	for (uint64_t p = start; p != first; len++) {
+		struct named_heap key = {.h = p};
+		struct named_heap *at = hd_bsearch(&key, c, n, sizeof(*c),
+						   named_heap_cmp);
+		if (!at || at->chained)
+			return SIZE_MAX;
+		at->chained = true;
+		p = at->prev;
+	}
+	return len;
+}
+
+// "0x1, 0x2 and 3 more": the heaps of c whose chained is on.
+static void list_heaps(char *buf, size_t len, const struct named_heap *c,
+		       size_t n, bool on)
+{
+	size_t shown = 0, left = 0, used = 0;
+	buf[0] = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (c[i].chained != on)
+			continue;
+		if (shown == 8) {
+			left++;
+			continue;
+		}
+		int r = snprintf(buf + used, len - used, "%s0x%llx",
+				 shown ? ", " : "", (unsigned long long)c[i].h);
+		if (r < 0 || (size_t)r >= len - used)
+			break;
+		used += (size_t)r;
+		shown++;
+	}
+	if (left)
+		snprintf(buf + used, len - used, " and %zu more", left);
+}
+
+// The heap holding arena idx's top names owner, not the arena, in its
+// heap_info: the chain from it is not the arena's word. The arena's other
+// heaps are found by their own heap_info (heaps_naming) and walked only
+// if they make one chain to the first heap: from the top's heap's prev
+// when that leads there and owner is no arena (then only the owner word
+// is damaged, and the top's heap is walked too), else from the one heap
+// no other names as prev. Anything else (a fork, a stale heap_info, a
+// chain that never arrives) cannot be told apart exactly: those heaps are
+// skipped and named.
+static struct hd_error *lost_owner(struct glibc_walk *w, uint16_t idx,
+				   uint64_t top_heap, uint64_t owner,
+				   uint64_t prev, uint64_t size,
+				   bool *top_found)
+{
+	const struct hd_arena *a = &w->arenas[idx];
+	uint64_t arena = a->addr, top = a->top;
+	uint64_t first = arena & ~(w->lay.heap_max_size - 1);
+	struct named_heap *c;
+	size_t n;
+	bool more, cut = false;
+	struct hd_error *err = heaps_naming(w, arena, top_heap, first, &c, &n,
+					    &more);
+	if (err)
+		return err;
+	bool owner_arena = owner == w->arenas[0].addr ||
+			   glibc_thread_arena_shape(w, owner, &w->lay);
+	size_t len = owner_arena ? SIZE_MAX : chain_to_first(c, n, prev, first);
+	bool top_linked = len != SIZE_MAX;
+	if (!top_linked) {
+		// The one heap no other heap of the arena names as prev.
+		size_t heads = 0, head = 0;
+		for (size_t i = 0; i < n; i++) {
+			c[i].chained = false;
+			bool named = false;
+			for (size_t j = 0; j < n && !named; j++)
+				named = c[j].prev == c[i].h;
+			if (!named) {
+				heads++;
+				head = i;
+			}
+		}
+		len = heads == 1 ? chain_to_first(c, n, c[head].h, first) : SIZE_MAX;
+		if (len == SIZE_MAX)
+			for (size_t i = 0; i < n; i++)
+				c[i].chained = false;
+	}
+	char walked[200], skipped[200];
+	list_heaps(walked, sizeof(walked), c, n, true);
+	list_heaps(skipped, sizeof(skipped), c, n, false);
+	if (top_linked)
+		hd_heap_problem_add(w->h, top_heap,
+				    "heap_info at 0x%llx, which holds arena 0x%llx's top 0x%llx, names 0x%llx, no arena, as its owner; its prev 0x%llx leads through %zu heap(s) naming the arena%s%s to its first heap 0x%llx, so it is walked as the arena's",
+				    (unsigned long long)top_heap,
+				    (unsigned long long)arena,
+				    (unsigned long long)top,
+				    (unsigned long long)owner,
+				    (unsigned long long)prev, len,
+				    len ? " " : "", walked,
+				    (unsigned long long)first);
+	else
+		hd_heap_problem_add(w->h, top_heap,
+				    "heap_info at 0x%llx, which holds arena 0x%llx's top 0x%llx, names 0x%llx as its owner, %s; its heap is skipped",
+				    (unsigned long long)top_heap,
+				    (unsigned long long)arena,
+				    (unsigned long long)top,
+				    (unsigned long long)owner,
+				    owner_arena ? "another arena"
+						: "no arena, and its prev does not lead to the arena's first heap");
+	if (!top_linked && len != SIZE_MAX && len)
+		hd_heap_problem_add(w->h, top_heap,
+				    "arena 0x%llx's heaps %s, found by their heap_info naming it, make one chain to its first heap 0x%llx and are walked",
+				    (unsigned long long)arena, walked,
+				    (unsigned long long)first);
+	if (skipped[0])
+		hd_heap_problem_add(w->h, c[0].h,
+				    "heaps %s name arena 0x%llx in their heap_info but are on no one chain from its top's heap 0x%llx to its first heap 0x%llx; which of them are live cannot be told, so they are skipped",
+				    skipped, (unsigned long long)arena,
+				    (unsigned long long)top_heap,
+				    (unsigned long long)first);
+	if (more)
+		hd_heap_problem_add(w->h, top_heap,
+				    "more than %d heaps name arena 0x%llx in their heap_info; the rest are not looked at",
+				    MAX_HEAPS_PER_ARENA, (unsigned long long)arena);
+	if (top_linked)
+		err = push_checked(w, idx, top_heap, &size, top_found, &cut);
+	for (size_t i = 0; i < n && !err; i++)
+		if (c[i].chained)
+			err = push_checked(w, idx, c[i].h, &c[i].size, top_found,
+					   &cut);
+	free(c);
+	return err;
+}
+
 struct hd_error *glibc_arena_heaps(struct glibc_walk *w, uint16_t idx)
 {
 	struct hd_arena *a = &w->arenas[idx];
@@ -317,23 +541,22 @@ struct hd_error *glibc_arena_heaps(struct glibc_walk *w, uint16_t idx)
 			all_seen = false;
 			break;
 		}
+		uint64_t owner;
+		if (n == 0 && h != first && heap_info_at(w, h, &owner, &prev, &size) &&
+		    owner != a->addr) {
+			// The top's heap names another owner: the arena's
+			// other heaps are found without its chain.
+			err = lost_owner(w, idx, h, owner, prev, size, &top_found);
+			all_seen = false;
+			break;
+		}
 		if (!read_heap_info(w, a, h, &prev, &size)) {
 			all_seen = false;
 			break;
 		}
-		if (size > lay->heap_max_size || size < PAGE_SIZE_MIN) {
-			uint64_t end = heap_end_without_size(w, a, h);
-			hd_heap_problem_add(w->h, h,
-					    "heap_info at 0x%llx says its heap holds 0x%llx bytes, %s HEAP_MAX_SIZE 0x%llx allows; walked to 0x%llx instead",
-					    (unsigned long long)h,
-					    (unsigned long long)size,
-					    size > lay->heap_max_size ? "more than" : "less than",
-					    (unsigned long long)lay->heap_max_size,
-					    (unsigned long long)end);
-			size = end - h;
-			all_seen = false;
-		}
-		err = push_heap(w, idx, h, size, &top_found);
+		bool cut = false;
+		err = push_checked(w, idx, h, &size, &top_found, &cut);
+		all_seen &= !cut;
 		heap_bytes += size;
 		if (h == first)
 			break;
