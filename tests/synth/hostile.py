@@ -312,6 +312,36 @@ def heap_info_owner_prev(P, truth):
     return "top's heap_info zeroed", [h4], affected
 
 
+def heap_info_owner_fork(P, truth):
+    # As heap-info-owner-prev, and two more heap_infos naming the thread
+    # arena, each a page of its own with prev = the middle heap: the
+    # chain forks, and nothing says which branch is live. The heaps that
+    # name the arena are skipped and named, the first heap alone walked.
+    h4 = third_heap(P, truth)
+    hi, mem, a2 = P["hi"], P["mem"], P["a2"]
+    for field in ("ar_ptr", "prev", "size", "mprotect_size"):
+        mem.w64(h4 + hi.off[field], 0)
+    forks = [h4 + mkcore.HEAP_MAX, h4 + 2 * mkcore.HEAP_MAX]
+    for h in forks:
+        mem.map(h, mkcore.PAGE, 6)
+        mem.w64(h + hi.off["ar_ptr"], a2.addr)
+        mem.w64(h + hi.off["prev"], P["h3"])
+        mem.w64(h + hi.off["size"], mkcore.PAGE)
+        mem.w64(h + hi.off["mprotect_size"], mkcore.PAGE)
+    h3 = P["h3"]
+    affected = [int(b["addr"], 16) for b in truth
+                if h3 < int(b["addr"], 16) < h4 + mkcore.HEAP_MAX]
+    # The skipped heaps' bin chunks link to the arena's other bin chunks,
+    # whose headers lie in the last word of the blocks before them: read
+    # as memory outside every heap, those links keep such a block from
+    # being called leaked.
+    linked = {c for cs in a2.bins.values() for c in cs}
+    affected += [int(b["addr"], 16) for b in truth
+                 if int(b["addr"], 16) - 16 + b["chunk"] in linked]
+    P["heaps_found"] = {hx(P["main_arena"]): 1, hx(a2.addr): 1}
+    return "heap_info chain forks", [h3] + forks, affected
+
+
 def heap_info_size(P, truth):
     hi, h3 = P["hi"], P["h3"]
     P["mem"].w64(h3 + hi.off["size"], 4 * mkcore.HEAP_MAX)
@@ -367,6 +397,7 @@ CASES = {
     "heap-info-size": (heap_info_size, ALL),
     "heap-info-owner": (heap_info_owner, ALL),
     "heap-info-owner-prev": (heap_info_owner_prev, ALL),
+    "heap-info-owner-fork": (heap_info_owner_fork, ALL),
     "top-unmapped": (top_unmapped, ALL),
     "top-size-past-heap": (top_size_past_heap, ALL),
     "thread-top-outside": (thread_top_outside, ALL),
