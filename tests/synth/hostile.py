@@ -16,6 +16,7 @@ usage: hostile.py --version 2.35 (--case NAME | --clean) [--extra N] OUT.core
        hostile.py --list            (the cases and the versions each fits)
 """
 import argparse
+import array
 import json
 import os
 import struct
@@ -113,6 +114,49 @@ def large_cycle(P, truth):
     c, = P["a1"].bins[48 + (0x500 >> 6)]
     P["mem"].w64(c + 16, c)
     return "large bin's chunk points at itself", [c], []
+
+
+# Fake chunks of a ring FAKE_CHUNKS long (2**21, 32 MiB), in a mapping
+# of their own: more than any heap walked here holds.
+FAKE_CHUNKS = 1 << 21
+FAKE_BASE = 0x7c0000000000
+
+
+def fake_ring(P, safe):
+    """FAKE_CHUNKS chunks of 0x20 bytes 16 apart (each one's fd is the
+    next one's prev_size: chunk k's header at FAKE_BASE + 16k, size 0x21,
+    fd the next chunk, safe-linked if safe), the last linking back to the
+    first. Returns the first."""
+    n = FAKE_CHUNKS
+    words = array.array("Q", [0x21]) * (2 * n + 2)
+    # Word 2k + 2 (at FAKE_BASE + 16(k + 1)) is chunk k's fd and chunk
+    # k + 1's prev_size: the field's address is the next chunk's.
+    nxt = range(FAKE_BASE + 16, FAKE_BASE + 16 * n, 16)
+    words[2:2 * n:2] = array.array(
+        "Q", ((a >> 12) ^ a for a in nxt) if safe else nxt)
+    last = FAKE_BASE + 16 * n  # chunk n - 1's fd: back to the first
+    words[2 * n] = (last >> 12) ^ FAKE_BASE if safe else FAKE_BASE
+    words[0] = 0
+    m = P["mem"].map(FAKE_BASE, 8 * len(words) + 0xfff & ~0xfff, 6)
+    m["data"][:8 * len(words)] = words.tobytes()
+    return FAKE_BASE
+
+
+def fastbin_fake_ring(P, truth):
+    # The fastbin's second chunk links into two million fake chunks that
+    # link on and at last back to the first of them.
+    a, (c1, c2) = fast_bin(P)
+    fake = fake_ring(P, P["f"]["safe_linking"])
+    fast_link(P, c2, fake)
+    return "fastbin runs into %d fake chunks that cycle" % FAKE_CHUNKS, \
+        [fake], []
+
+
+def bin_fake_ring(P, truth):
+    c, = P["a1"].bins[0x200 >> 4]
+    P["mem"].w64(c + 16, fake_ring(P, False))
+    return "small bin runs into %d fake chunks that cycle" % FAKE_CHUNKS, \
+        [FAKE_BASE], []
 
 
 def chunk_overlap(P, truth):
@@ -381,6 +425,9 @@ CASES = {
     "unsorted-cycle": (unsorted_cycle, ALL),
     "small-cycle": (small_cycle, ALL),
     "large-cycle": (large_cycle, ALL),
+    # 32 MiB cores: one layout with safe-linking, one without.
+    "fastbin-fake-ring": (fastbin_fake_ring, [28, 35]),
+    "bin-fake-ring": (bin_fake_ring, [35]),
     "chunk-overlap": (chunk_overlap, ALL),
     "chunk-past-end": (chunk_past_end, ALL),
     "arena-ring-self": (arena_ring_self, ALL),

@@ -333,33 +333,38 @@ static void describe_addr(struct glibc_walk *w, uint64_t p, char *buf,
 			 m->path ? " " : "", m->path ? m->path : "");
 }
 
-// Marks one chunk as held by a list; returns false if it is no block.
+// Marks one chunk as held by a list; returns false (saying why, naming
+// the list and the link it stops at) if it cannot be: no block, one on
+// another list already, or the allocator's own. prev is the chunk whose
+// link led here, or the list's head (n == 0).
 static bool mark(struct glibc_walk *w, uint64_t user, enum glibc_list list,
-		 uint64_t head)
+		 const char *what, uint64_t prev, uint64_t n)
 {
 	int64_t id = hd_heap_find_exact(w->h, user);
 	if (id < 0) {
 		char where[160];
 		describe_addr(w, user - 16, where, sizeof(where));
 		hd_heap_problem_add(w->h, user - 16,
-				    "%s list 0x%llx points at 0x%llx, %s; the rest of that list is skipped",
-				    list_label(list), (unsigned long long)head,
+				    "%s: %s 0x%llx links to 0x%llx, %s; the rest of the list is skipped",
+				    what, n ? "chunk" : "the head at",
+				    (unsigned long long)prev,
 				    (unsigned long long)(user - 16), where);
 		return false;
 	}
 	enum hd_block_state st = hd_heap_state(w->h, id);
 	if (st == HD_STATE_FREE && hd_heap_list(w->h, id) != HD_LIST_UNKNOWN) {
 		hd_heap_problem_add(w->h, user - 16,
-				    "chunk 0x%llx is on two free lists (%s and %s)",
+				    "chunk 0x%llx is on two free lists (%s and %s); %s is cut there",
 				    (unsigned long long)(user - 16),
 				    list_label(hd_heap_list(w->h, id)),
-				    list_label(list));
+				    list_label(list), what);
 		return false;
 	}
 	if (st == HD_STATE_INTERNAL) {
 		hd_heap_problem_add(w->h, user - 16,
-				    "%s list 0x%llx holds allocator bookkeeping at 0x%llx",
-				    list_label(list), (unsigned long long)head,
+				    "%s: %s 0x%llx links to allocator bookkeeping at 0x%llx; the rest of the list is skipped",
+				    what, n ? "chunk" : "the head at",
+				    (unsigned long long)prev,
 				    (unsigned long long)(user - 16));
 		return false;
 	}
@@ -458,7 +463,7 @@ static void walk_tcache(struct glibc_walk *w, uint64_t tc, bool safe)
 						    i, (unsigned long long)want_chunk,
 						    (unsigned long long)glibc_chunk_size(w->h, (size_t)id),
 						    (unsigned long long)(entry - 16));
-			if (!mark(w, entry, HD_LIST_TCACHE, tc))
+			if (!mark(w, entry, HD_LIST_TCACHE, what, prev, n))
 				break;
 			n++;
 			uint64_t key = 0;
@@ -479,6 +484,41 @@ static void walk_tcache(struct glibc_walk *w, uint64_t tc, bool safe)
 	}
 }
 
+// Walks a fastbin or bin list from its head's link p to end (0 for a
+// fastbin, the bin itself for a bin). Every pass marks a block not marked
+// before or stops (mark, loops_back): the walk costs the blocks the chunk
+// walk found at most, however long or cyclic the damaged list is, and
+// the warning names the list and the link it stopped at.
+static void walk_chain(struct glibc_walk *w, enum link_kind k, bool safe,
+		       uint64_t head, uint64_t p, uint64_t end,
+		       enum glibc_list list, const char *what)
+{
+	uint64_t first = p, prev = head, n = 0;
+	for (; p != end; n++) {
+		// Never reached (each pass marks a new block), kept as the
+		// bound the loop stands on.
+		if (n > w->h->num_blocks) {
+			hd_heap_problem_add(w->h, p,
+					    "%s is longer than the %zu blocks walked; cut at 0x%llx",
+					    what, w->h->num_blocks,
+					    (unsigned long long)p);
+			break;
+		}
+		if (!p) {
+			hd_heap_problem_add(w->h, head, "%s ends in a null pointer",
+					    what);
+			break;
+		}
+		if (n && loops_back(w, k, safe, first, n, prev, p, list, what))
+			break;
+		if (!mark(w, p + 16, list, what, prev, n))
+			break;
+		prev = p;
+		if (!list_next(w, k, safe, p, &p))
+			break;
+	}
+}
+
 static void walk_fastbins(struct glibc_walk *w, const struct hd_arena *a,
 			  bool safe)
 {
@@ -487,20 +527,11 @@ static void walk_fastbins(struct glibc_walk *w, const struct hd_arena *a,
 		uint64_t head = a->addr + lay->off_fastbins + 8 * i, p;
 		if (!glibc_read64(w, head, &p))
 			return;
-		uint64_t first = p, prev = head;
 		char what[64];
 		snprintf(what, sizeof(what), "fastbin %u of arena 0x%llx", i,
 			 (unsigned long long)a->addr);
-		for (uint64_t n = 0; p && n <= w->h->num_blocks; n++) {
-			if (n && loops_back(w, LINK_FASTBIN, safe, first, n, prev,
-					    p, HD_LIST_FASTBIN, what))
-				break;
-			if (!mark(w, p + 16, HD_LIST_FASTBIN, head))
-				break;
-			prev = p;
-			if (!list_next(w, LINK_FASTBIN, safe, p, &p))
-				break;
-		}
+		walk_chain(w, LINK_FASTBIN, safe, head, p, 0, HD_LIST_FASTBIN,
+			   what);
 	}
 }
 
@@ -515,26 +546,10 @@ static void walk_bins(struct glibc_walk *w, const struct hd_arena *a)
 						: HD_LIST_LARGE;
 		if (!glibc_read64(w, head + 16, &p))
 			return;
-		uint64_t first = p, prev = head;
 		char what[64];
 		snprintf(what, sizeof(what), "bin %u of arena 0x%llx", i,
 			 (unsigned long long)a->addr);
-		for (uint64_t n = 0; p != head && n <= w->h->num_blocks; n++) {
-			if (!p) {
-				hd_heap_problem_add(w->h, head,
-						    "bin %u of arena 0x%llx ends in a null pointer",
-						    i, (unsigned long long)a->addr);
-				break;
-			}
-			if (n && loops_back(w, LINK_BIN, false, first, n, prev, p,
-					    list, what))
-				break;
-			if (!mark(w, p + 16, list, head))
-				break;
-			prev = p;
-			if (!list_next(w, LINK_BIN, false, p, &p))
-				break;
-		}
+		walk_chain(w, LINK_BIN, false, head, p, head, list, what);
 	}
 }
 
