@@ -38,15 +38,23 @@ void hd_json_string(FILE *out, const char *s)
 	fputc('"', out);
 }
 
+// What a truncated core lacks, as the JSON object of "truncated".
+static void json_truncated(FILE *out, const struct hd_truncation *tr)
+{
+	fprintf(out, "{\"file_size\": %" PRIu64 ", \"expected_size\": %" PRIu64
+		", \"first_missing\": [\"0x%" PRIx64 "\", \"0x%" PRIx64 "\"], \"missing_ranges\": %zu, \"missing_bytes\": %" PRIu64 "}",
+		tr->file_size, tr->expected_size, tr->first_start, tr->first_end,
+		tr->num_ranges, tr->missing_bytes);
+}
+
 void hd_json_truncation(FILE *out, struct hd_target *t)
 {
 	struct hd_truncation tr;
 	if (!hd_target_truncation(t, &tr))
 		return;
-	fprintf(out, "\"partial\": true, \"truncated\": {\"file_size\": %" PRIu64 ", \"expected_size\": %" PRIu64
-		", \"first_missing\": [\"0x%" PRIx64 "\", \"0x%" PRIx64 "\"], \"missing_ranges\": %zu, \"missing_bytes\": %" PRIu64 "}, ",
-		tr.file_size, tr.expected_size, tr.first_start, tr.first_end,
-		tr.num_ranges, tr.missing_bytes);
+	fputs("\"partial\": true, \"truncated\": ", out);
+	json_truncated(out, &tr);
+	fputs(", ", out);
 }
 
 // The heap's and the target's limits as JSON members.
@@ -55,11 +63,10 @@ static void json_limits(FILE *out, struct hd_target *t, const struct hd_heap *h)
 	struct hd_heap_info info;
 	hd_heap_get_info(h, &info);
 	struct hd_truncation tr;
-	if (hd_target_truncation(t, &tr))
-		fprintf(out, ", \"truncated\": {\"file_size\": %" PRIu64 ", \"expected_size\": %" PRIu64
-			", \"first_missing\": [\"0x%" PRIx64 "\", \"0x%" PRIx64 "\"], \"missing_ranges\": %zu, \"missing_bytes\": %" PRIu64 "}",
-			tr.file_size, tr.expected_size, tr.first_start, tr.first_end,
-			tr.num_ranges, tr.missing_bytes);
+	if (hd_target_truncation(t, &tr)) {
+		fputs(", \"truncated\": ", out);
+		json_truncated(out, &tr);
+	}
 	fprintf(out, ", \"no_allocation_yet\": %s, \"other_allocator\": ",
 		info.no_allocation_yet ? "true" : "false");
 	if (info.other_allocator)
@@ -75,6 +82,35 @@ static void json_limits(FILE *out, struct hd_target *t, const struct hd_heap *h)
 	fputc(']', out);
 }
 
+// One fact as both renderings show it: its value in words ("true",
+// "17", "0x7f..", the string) and whether JSON quotes it. Text shows a
+// boolean fact by its key alone, and only when true.
+struct fact_text {
+	char buf[32];
+	const char *value;
+	bool quoted;
+};
+
+static void fact_text(const struct hd_fact *f, struct fact_text *ft)
+{
+	ft->value = ft->buf;
+	ft->quoted = f->kind == HD_FACT_ADDR || f->kind == HD_FACT_STRING;
+	switch (f->kind) {
+	case HD_FACT_BOOL:
+		ft->value = f->value ? "true" : "false";
+		break;
+	case HD_FACT_UINT:
+		snprintf(ft->buf, sizeof(ft->buf), "%" PRIu64, f->value);
+		break;
+	case HD_FACT_ADDR:
+		snprintf(ft->buf, sizeof(ft->buf), "0x%" PRIx64, f->value);
+		break;
+	case HD_FACT_STRING:
+		ft->value = f->string;
+		break;
+	}
+}
+
 // The backend's facts of one region (or, with HD_NO_REGION, of the
 // allocator) as a JSON object's members.
 static void json_facts(FILE *out, const struct hd_heap *h, uint32_t region)
@@ -84,24 +120,16 @@ static void json_facts(FILE *out, const struct hd_heap *h, uint32_t region)
 		const struct hd_fact *f = hd_heap_fact(h, i);
 		if (f->region != region)
 			continue;
+		struct fact_text ft;
+		fact_text(f, &ft);
 		fputs(first ? "" : ", ", out);
 		first = false;
 		hd_json_string(out, f->key);
 		fputs(": ", out);
-		switch (f->kind) {
-		case HD_FACT_BOOL:
-			fputs(f->value ? "true" : "false", out);
-			break;
-		case HD_FACT_UINT:
-			fprintf(out, "%" PRIu64, f->value);
-			break;
-		case HD_FACT_ADDR:
-			fprintf(out, "\"0x%" PRIx64 "\"", f->value);
-			break;
-		case HD_FACT_STRING:
-			hd_json_string(out, f->string);
-			break;
-		}
+		if (ft.quoted)
+			hd_json_string(out, ft.value);
+		else
+			fputs(ft.value, out);
 	}
 }
 
@@ -176,24 +204,14 @@ void hd_text_allocator(FILE *out, const struct hd_heap *h)
 	const char *sep = "; ";
 	for (size_t i = 0; i < hd_heap_num_facts(h); i++) {
 		const struct hd_fact *f = hd_heap_fact(h, i);
-		if (f->region != HD_NO_REGION)
+		if (f->region != HD_NO_REGION ||
+		    (f->kind == HD_FACT_BOOL && !f->value))
 			continue;
-		switch (f->kind) {
-		case HD_FACT_BOOL:
-			if (!f->value)
-				continue;
-			fprintf(out, "%s%s", sep, f->key);
-			break;
-		case HD_FACT_UINT:
-			fprintf(out, "%s%s %" PRIu64, sep, f->key, f->value);
-			break;
-		case HD_FACT_ADDR:
-			fprintf(out, "%s%s 0x%" PRIx64, sep, f->key, f->value);
-			break;
-		case HD_FACT_STRING:
-			fprintf(out, "%s%s %s", sep, f->key, f->string);
-			break;
-		}
+		struct fact_text ft;
+		fact_text(f, &ft);
+		fprintf(out, "%s%s", sep, f->key);
+		if (f->kind != HD_FACT_BOOL)
+			fprintf(out, " %s", ft.value);
 		sep = ", ";
 	}
 	fputc('\n', out);
