@@ -14,7 +14,6 @@ both, and their difference: what the untouched memory costs. --full adds
 the runs with HEAPDOM_SPARSE=0 (every byte read: minutes through lldb's SB
 API for 4 GiB).
 """
-import argparse
 import os
 import shutil
 import signal
@@ -22,30 +21,20 @@ import subprocess
 import sys
 import time
 
-LLDB_PYTHON = "/usr/lib/llvm-14/lib/python3.11/dist-packages"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "integration"))
+import heaptest  # noqa: E402
 
 
 def start(fixture, truth, args):
-    if os.path.exists(truth):
-        os.unlink(truth)
-    e = dict(os.environ)
-    e.pop("MALLOC_PERTURB_", None)  # malloc would touch every block
-    p = subprocess.Popen([fixture, truth] + args, start_new_session=True,
-                         stdin=subprocess.DEVNULL, env=e)
-    while not os.path.exists(truth):
-        if p.poll() is not None:
-            sys.exit("live_fixture refused %s (rc %s)" % (args, p.returncode))
-        time.sleep(0.05)
-    return p
+    try:
+        return heaptest.start_live_fixture(fixture, truth, args)
+    except heaptest.HarnessError as e:
+        sys.exit(str(e))
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--heapdom", required=True)
-    ap.add_argument("--lib", required=True)
-    ap.add_argument("--fixture", required=True)
-    ap.add_argument("--gdb-plugin", required=True)
-    ap.add_argument("--lldb-plugin")
+    ap = heaptest.live_arguments(workdir=False)
     ap.add_argument("--mib", type=int, default=4096)
     ap.add_argument("--full", action="store_true")
     ap.add_argument("--repeat", type=int, default=3)
@@ -64,12 +53,7 @@ def main():
                 "-o", "heapdom leaks", "-o", "detach"]
 
     def run(front, pid, sparse):
-        env = dict(os.environ, DEBUGINFOD_URLS="", LC_ALL="C", HEAPDOM_LIB=a.lib)
-        env.pop("HEAPDOM_SPARSE", None)
-        if not sparse:
-            env["HEAPDOM_SPARSE"] = "0"
-        if os.path.isdir(LLDB_PYTHON):
-            env["PYTHONPATH"] = LLDB_PYTHON
+        env = heaptest.debugger_env(sparse, HEAPDOM_LIB=a.lib)
         if front == "lldb sb":
             env["HEAPDOM_LLDB_MEMORY"] = "lldb"
         best = None

@@ -11,6 +11,12 @@
                     `dominators` partition the used heap); make_core()
                     checks it itself
 - holder_problems(): that partition check on one `dominators --json`
+- Checks:           one "ok"/"FAIL" line a check, "N passed, N failed" last
+- arguments():      the argument parser of a test taking --heapdom, --workdir
+- synth_core(), check_synth_blocks(), synth_heaps():  a core written by
+                    tests/synth (mkcore.py, hostile.py) and its truth
+- start_live_fixture(), parse_live_truth(), debugger_env():  live_fixture
+                    (tests/fixtures/live_fixture.c) and the debuggers on it
 
 TRUTH FILE FORMAT (written by tests/fixtures/heap_fixture.c; one record per
 line, fields separated by single spaces, ADDR = "0x.." hex of the pointer
@@ -32,6 +38,7 @@ malloc returned (chunk + 16), integers decimal):
                                   fordblks fsmblks
     end NLIVE NFREED              last line
 """
+import argparse
 import bisect
 import glob
 import json
@@ -220,11 +227,12 @@ def stop_fixture(proc):
 
 
 def thread_states(pid):
-    """{tid: (state_letter, tracer_pid)} for every thread of pid."""
+    """{tid: (state_letter, tracer_pid)} for every thread of pid (a tracer
+    the status does not give is -1: it counts as traced)."""
     out = {}
     for st in glob.glob("/proc/%d/task/*/status" % pid):
         tid = int(st.split("/")[4])
-        state, tracer = "?", 0
+        state, tracer = "?", -1
         try:
             with open(st) as f:
                 for line in f:
@@ -253,15 +261,17 @@ class Result:
         self.args, self.rc, self.out, self.err, self.secs = args, rc, out, err, secs
 
     def describe(self):
-        return "heapdom %s -> rc %s (%.1fs)\n  stderr: %s" % (
-            " ".join(self.args), self.rc, self.secs, self.err.strip()[:2000] or "(empty)")
+        return "heapdom %s -> rc %s (%.1fs)\n  stderr: %s%s" % (
+            " ".join(self.args), self.rc, self.secs, self.err.strip()[:2000] or "(empty)",
+            "\n  stdout: " + self.out[-1500:] if self.rc != 0 and self.out else "")
 
 
 def run_heapdom(heapdom, args, timeout=600):
     t0 = time.monotonic()
     try:
         r = subprocess.run(_cmd(heapdom) + list(args), capture_output=True, text=True,
-                           timeout=timeout, env=_env(), errors="replace")
+                           timeout=timeout, env=_env(), errors="replace",
+                           stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         return Result(args, "timeout", "", "timed out after %ds" % timeout, time.monotonic() - t0)
     return Result(args, r.returncode, r.stdout, r.stderr, time.monotonic() - t0)
@@ -722,3 +732,168 @@ class CaseRunner:
             print("(%s kept in %s)" % (kept, self.work))
         print("%d passed, %d failed" % (self.passed, self.failed))
         return 1 if self.failed or (require_pass and not self.passed) else 0
+
+
+# ------------------------------------------------ checks, one line each
+class Checks:
+    """check(name, cond, detail) prints "ok  NAME", or "FAIL NAME" and the
+    detail, and counts; finish() prints "N passed, N failed" last and
+    returns the exit status."""
+
+    def __init__(self):
+        self.passed, self.failed = [], []
+
+    def __call__(self, name, cond, detail=""):
+        (self.passed if cond else self.failed).append(name)
+        print("%s %s" % ("ok  " if cond else "FAIL", name))
+        if not cond:
+            print("     " + str(detail).replace("\n", "\n     ")[:3000])
+        sys.stdout.flush()
+        return cond
+
+    def finish(self, remove=()):
+        """Removes the files in remove when every check passed (they stay
+        to look at a failure); prints the count; the exit status."""
+        if not self.failed:
+            for p in remove:
+                if os.path.exists(p):
+                    os.unlink(p)
+        print("%d passed, %d failed" % (len(self.passed), len(self.failed)))
+        return 1 if self.failed else 0
+
+
+def files_ending(folder, endings):
+    return [os.path.join(folder, n) for n in os.listdir(folder)
+            if n.endswith(tuple(endings))]
+
+
+def arguments(*required, doc=None):
+    """A test's argument parser: --heapdom, the options in required, and
+    --workdir, all required (more can be added to it)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0] if doc else None)
+    for opt in ("--heapdom",) + required + ("--workdir",):
+        ap.add_argument(opt, required=True)
+    return ap
+
+
+# ------------------------------------ synthetic cores (tests/synth/*.py)
+def synth_core(script, core, *args):
+    """Runs tests/synth's SCRIPT ARGS CORE; returns the truth it writes
+    beside the core (CORE.json)."""
+    subprocess.run([sys.executable, script] + list(args) + [core], check=True)
+    with open(core + ".json") as f:
+        return json.load(f)
+
+
+def synth_verdicts(blocks, state, skip=()):
+    """{(addr, list)} of the blocks in state, but those in skip."""
+    return {(b["addr"], b.get("list")) for b in blocks
+            if b["state"] == state and b["addr"] not in skip}
+
+
+def check_synth_blocks(check, tag, truth, doc, skip=()):
+    """The truth's used, free (with their lists) and internal blocks are
+    exactly the document's, but the blocks in skip."""
+    for state in STATES:
+        want = synth_verdicts(truth["blocks"], state, skip)
+        got = synth_verdicts(doc["blocks"], state, skip)
+        check("%s: %s blocks (%d)" % (tag, state, len(want)), want == got,
+              "missing %s\nextra %s" % (sorted(want - got)[:8],
+                                        sorted(got - want)[:8]))
+
+
+def synth_heaps(doc, arenas):
+    """{arena: its heaps} of the document, for the arenas named."""
+    return {a["addr"]: a["heaps"] for a in glibc_arenas(doc)
+            if a["addr"] in arenas}
+
+
+# ---------------------------------- live_fixture (tests/fixtures/live_fixture.c)
+LLDB_PYTHON = "/usr/lib/llvm-14/lib/python3.11/dist-packages"
+
+
+def parse_live_truth(path):
+    """live_fixture's truth: {"pid": N, "big"/"map": (ADDR, SIZE), NAME:
+    ADDR} ("ready" lines left out)."""
+    t = {}
+    with open(path) as f:
+        for line in f:
+            w = line.split()
+            if len(w) < 2 or w[0] == "ready":
+                continue
+            if w[0] in ("big", "map") and len(w) >= 3:
+                t[w[0]] = (int(w[1], 16), int(w[2]))
+            elif w[0] == "pid":
+                t["pid"] = int(w[1])
+            else:
+                t[w[0]] = int(w[1], 16)
+    return t
+
+
+def start_live_fixture(fixture, truth, args, env=None, timeout=60):
+    """Starts live_fixture TRUTH ARGS in a session of its own and returns
+    it once its truth file is written. Without meson's MALLOC_PERTURB_,
+    which makes malloc write every block it hands out (a block would not
+    stay untouched); env: more variables."""
+    if os.path.exists(truth):
+        os.unlink(truth)
+    e = dict(os.environ, **(env or {}))
+    e.pop("MALLOC_PERTURB_", None)
+    p = subprocess.Popen([fixture, truth] + list(args), stdin=subprocess.DEVNULL,
+                         start_new_session=True, env=e)
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(truth):
+        if p.poll() is not None or time.monotonic() > deadline:
+            raise HarnessError("live_fixture %s did not start (rc %s)"
+                               % (" ".join(args), p.poll()))
+        time.sleep(0.05)
+    return p
+
+
+def live_arguments(workdir=True):
+    """The options of a test or benchmark on live_fixture: --heapdom, --lib
+    (libheapdom, for the gdb plugin), --fixture, --gdb-plugin, --workdir
+    (required) and --lldb-plugin (without it, no lldb)."""
+    ap = argparse.ArgumentParser()
+    for opt in ("--heapdom", "--lib", "--fixture", "--gdb-plugin"):
+        ap.add_argument(opt, required=True)
+    ap.add_argument("--lldb-plugin")
+    if workdir:
+        ap.add_argument("--workdir", required=True)
+    return ap
+
+
+def debugger_env(sparse=True, **more):
+    """The environment heapdom and the debuggers run in: no network for
+    debug info, the C locale, lldb's Python module; HEAPDOM_SPARSE=0 when
+    not sparse (every byte read)."""
+    e = dict(os.environ, DEBUGINFOD_URLS="", LC_ALL="C", **more)
+    e.pop("HEAPDOM_SPARSE", None)
+    if not sparse:
+        e["HEAPDOM_SPARSE"] = "0"
+    if os.path.isdir(LLDB_PYTHON):
+        e["PYTHONPATH"] = LLDB_PYTHON
+    return e
+
+
+class LiveTest:
+    """The base of the live-process tests (test_live_safety.py,
+    test_sparse.py): their options in self.a (a.workdir made), and
+    check(ok, what, detail), which counts and prints a failure only."""
+
+    def __init__(self, a):
+        self.a = a
+        self.passed = self.failed = 0
+        os.makedirs(a.workdir, exist_ok=True)
+
+    def check(self, ok, what, detail=""):
+        if ok:
+            self.passed += 1
+        else:
+            self.failed += 1
+            print("FAIL %s%s" % (what, ("\n  " + detail[-3000:]) if detail else ""))
+        sys.stdout.flush()
+        return ok
+
+    def path(self, name):
+        return os.path.join(self.a.workdir, name)

@@ -20,35 +20,27 @@ fails: that is a hang guard only; tests/bench/hostile_bench.py measures
 the time and memory each case takes. The last line is "N passed, N
 failed".
 """
-import argparse
 import json
 import os
 import re
 import subprocess
 import sys
 
-PASSED, FAILED = [], []
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import heaptest  # noqa: E402
 
-
-def check(name, cond, detail=""):
-    (PASSED if cond else FAILED).append(name)
-    print("%s %s" % ("ok  " if cond else "FAIL", name))
-    if not cond:
-        print("     " + str(detail).replace("\n", "\n     ")[:3000])
+check = heaptest.Checks()
 
 
 def run(args, cmd, core):
-    try:
-        return subprocess.run([args.heapdom] + cmd + [core],
-                              capture_output=True, text=True,
-                              timeout=args.timeout)
-    except subprocess.TimeoutExpired:
-        return None
+    return heaptest.run_heapdom(args.heapdom, cmd + [core], args.timeout)
 
 
-def verdicts(blocks, skip):
-    return {(b["addr"], b["state"], b.get("list"))
-            for b in blocks if b["addr"] not in skip}
+def failed(r):
+    """Why a run failed, or None."""
+    if r.rc == "timeout":
+        return "hang (over %ds)" % r.secs
+    return r.describe() if r.rc != 0 else None
 
 
 def named(problems, addrs):
@@ -63,18 +55,14 @@ def named(problems, addrs):
 def one(args, case, minor):
     tag = "%s 2.%d" % (case, minor)
     core = os.path.join(args.workdir, "%s-2.%d.core" % (case, minor))
-    subprocess.run([sys.executable, args.hostile, "--version", "2.%d" % minor,
-                    "--case", case, core], check=True)
-    with open(core + ".json") as f:
-        truth = json.load(f)
+    truth = heaptest.synth_core(args.hostile, core, "--version", "2.%d" % minor,
+                                "--case", case)
     skip = set(truth["affected"])
     r = run(args, ["blocks", "--json"], core)
-    if r is None or r.returncode != 0:
-        check(tag + ": blocks --json finishes with status 0", False,
-              "hang (over %ds)" % args.timeout if r is None else
-              "status %d: %s" % (r.returncode, r.stderr[-800:]))
+    if failed(r):
+        check(tag + ": blocks --json finishes with status 0", False, failed(r))
         return
-    doc = json.loads(r.stdout)
+    doc = json.loads(r.out)
     check(tag + ": blocks: partial, with problems",
           doc["partial"] and doc["problems"],
           (doc["partial"], doc["problems"][:3]))
@@ -85,34 +73,25 @@ def one(args, case, minor):
     # Every heap of the two arenas is still found, once: a loop in a
     # chain of heaps adds none twice. Only a heap nothing ties to its
     # arena is missing (heaps_found).
-    heaps = {r["addr"]: r["segments"] for r in doc["allocator"]["regions"]
-             if r["addr"] in truth["heaps"]}
+    heaps = heaptest.synth_heaps(doc, truth["heaps"])
     check(tag + ": heaps per arena", heaps == truth["heaps_found"],
           (heaps, truth["heaps_found"]))
-    want = verdicts(truth["blocks"], skip)
-    got = verdicts(doc["blocks"], skip)
-    check(tag + ": the %d unaffected blocks keep their verdicts" % len(want),
-          want == got, "missing %s\nextra %s" % (sorted(want - got)[:6],
-                                                 sorted(got - want)[:6]))
+    heaptest.check_synth_blocks(check, tag + ": unaffected", truth, doc, skip)
     for cmd in (["stats"], ["leaks"]):
         r = run(args, cmd, core)
-        ok = (r is not None and r.returncode == 0 and
-              "these results are partial" in r.stdout + r.stderr)
+        text = r.out + r.err
+        ok = not failed(r) and "these results are partial" in text
         check("%s: %s finishes with status 0, labelled partial" % (tag, cmd[0]),
-              ok, "hang" if r is None else "status %d: %s" % (
-                  r.returncode, (r.stdout + r.stderr)[-800:]))
+              ok, failed(r) or text[-800:])
         if ok:
-            text = set(re.findall(r"0x[0-9a-f]+", r.stdout + r.stderr))
             check("%s: %s's warnings name the damage" % (tag, cmd[0]),
-                  text & set(truth["named"]),
-                  [l for l in (r.stdout + r.stderr).splitlines()
-                   if "warning" in l][:6])
+                  set(re.findall(r"0x[0-9a-f]+", text)) & set(truth["named"]),
+                  [l for l in text.splitlines() if "warning" in l][:6])
     r = run(args, ["leaks", "--json", "--top", "100000"], core)
-    if r is None or r.returncode != 0:
-        check(tag + ": leaks --json finishes with status 0", False,
-              "hang" if r is None else r.stderr[-800:])
+    if failed(r):
+        check(tag + ": leaks --json finishes with status 0", False, failed(r))
         return
-    doc = json.loads(r.stdout)
+    doc = json.loads(r.out)
     leaked = {b["addr"] for b in doc["leaks"]} - skip
     used = {b["addr"] for b in truth["blocks"] if b["state"] == "used"} - skip
     check(tag + ": leaks: partial, the unaffected used blocks exactly",
@@ -123,10 +102,7 @@ def one(args, case, minor):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--heapdom", required=True)
-    ap.add_argument("--hostile", required=True)
-    ap.add_argument("--workdir", required=True)
+    ap = heaptest.arguments("--hostile")
     ap.add_argument("--cases", help="comma-separated (default all)")
     ap.add_argument("--versions", help="comma-separated minors (default: "
                     "each case's own)")
@@ -148,12 +124,9 @@ def main():
                       if m in {int(v) for v in args.versions.split(",")}]
         for minor in minors:
             one(args, case, minor)
-    if not FAILED:  # keep the cores only to look at a failure
-        for name in os.listdir(args.workdir):
-            if name.endswith((".core", ".core.json")):
-                os.unlink(os.path.join(args.workdir, name))
-    print("%d passed, %d failed" % (len(PASSED), len(FAILED)))
-    sys.exit(1 if FAILED else 0)
+    # The cores stay only to look at a failure.
+    sys.exit(check.finish(heaptest.files_ending(
+        args.workdir, (".core", ".core.json"))))
 
 
 if __name__ == "__main__":

@@ -31,7 +31,6 @@ Cases:
                report; never a crash or another answer.
 Exit status 0 when every check passed; the last line is "N passed, N failed".
 """
-import argparse
 import glob
 import hashlib
 import json
@@ -42,47 +41,23 @@ import subprocess
 import sys
 import time
 
-LLDB_PYTHON = "/usr/lib/llvm-14/lib/python3.11/dist-packages"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import heaptest  # noqa: E402
+
 PAGE = os.sysconf("SC_PAGE_SIZE")
 ZERO = bytes(PAGE)
 
 
-def env():
-    e = dict(os.environ, DEBUGINFOD_URLS="", LC_ALL="C")
-    e.pop("HEAPDOM_SPARSE", None)
-    if os.path.isdir(LLDB_PYTHON):
-        e["PYTHONPATH"] = LLDB_PYTHON
-    return e
-
-
-def parse_truth(path):
-    t = {}
-    with open(path) as f:
-        for line in f:
-            w = line.split()
-            if len(w) >= 2 and w[0] == "pid":
-                t["pid"] = int(w[1])
-            elif len(w) >= 2 and w[0] != "ready":
-                t[w[0]] = int(w[1], 16)
-    return t
+env = heaptest.debugger_env
+parse_truth = heaptest.parse_live_truth
 
 
 def start_fixture(fixture, truth, args):
-    if os.path.exists(truth):
-        os.unlink(truth)
     # Without rseq: the kernel itself writes each thread's restartable-
     # sequence area (the CPU it resumes on) when it runs again after a
     # stop, which would change the memory no tool wrote.
-    e = dict(os.environ, GLIBC_TUNABLES="glibc.pthread.rseq=0")
-    e.pop("MALLOC_PERTURB_", None)  # meson's: malloc would touch every block
-    p = subprocess.Popen([fixture, truth] + args, stdin=subprocess.DEVNULL,
-                         start_new_session=True, env=e)
-    deadline = time.monotonic() + 60
-    while not os.path.exists(truth):
-        if p.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError("live_fixture did not start (rc %s)" % p.poll())
-        time.sleep(0.05)
-    return p
+    return heaptest.start_live_fixture(
+        fixture, truth, args, env={"GLIBC_TUNABLES": "glibc.pthread.rseq=0"})
 
 
 def memory_hash(pid):
@@ -121,21 +96,7 @@ def memory_hash(pid):
     return out
 
 
-def states(pid):
-    out = {}
-    for st in glob.glob("/proc/%d/task/*/status" % pid):
-        s, tr = "?", -1
-        try:
-            with open(st) as f:
-                for line in f:
-                    if line.startswith("State:"):
-                        s = line.split()[1]
-                    elif line.startswith("TracerPid:"):
-                        tr = int(line.split()[1])
-        except OSError:
-            continue
-        out[st.split("/")[4]] = (s, tr)
-    return out
+states = heaptest.thread_states
 
 
 def cpu_ticks(pid):
@@ -156,24 +117,7 @@ def opened(pid, target):
     return False
 
 
-class Test:
-    def __init__(self, a):
-        self.a = a
-        self.passed = self.failed = 0
-        os.makedirs(a.workdir, exist_ok=True)
-
-    def check(self, ok, what, detail=""):
-        if ok:
-            self.passed += 1
-        else:
-            self.failed += 1
-            print("FAIL %s%s" % (what, ("\n  " + detail[-2500:]) if detail else ""))
-        sys.stdout.flush()
-        return ok
-
-    def path(self, n):
-        return os.path.join(self.a.workdir, n)
-
+class Test(heaptest.LiveTest):
     def gdb_argv(self, pid, cmds, mode="proc"):
         argv = ["gdb", "-batch", "-nx", "-ex", "source " + self.a.gdb_plugin,
                 "-ex", "set heapdom memory " + mode, "-ex", "attach %d" % pid]
@@ -422,13 +366,7 @@ def main():
         with open(sys.argv[3], "w") as f:
             json.dump(memory_hash(int(sys.argv[2])), f)
         return 0
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--heapdom", required=True)
-    ap.add_argument("--lib", required=True)
-    ap.add_argument("--fixture", required=True)
-    ap.add_argument("--gdb-plugin", required=True)
-    ap.add_argument("--lldb-plugin")
-    ap.add_argument("--workdir", required=True)
+    ap = heaptest.live_arguments()
     ap.add_argument("--only")
     a = ap.parse_args()
     t = Test(a)

@@ -27,7 +27,6 @@ Cases (each fails if the behaviour it names breaks):
             executable and libc are found in memory, with their build-ids.
 The last line is "N passed, N failed".
 """
-import argparse
 import ctypes
 import json
 import os
@@ -38,31 +37,13 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import core_notes  # noqa: E402
+import heaptest  # noqa: E402
 
-PASSED, FAILED = [], []
-
-
-def check(name, cond, detail=""):
-    (PASSED if cond else FAILED).append(name)
-    print("%s %s" % ("ok  " if cond else "FAIL", name))
-    if not cond:
-        print("     " + str(detail).replace("\n", "\n     ")[:3000])
-
-
-class Run:
-    def __init__(self, argv, p):
-        self.argv, self.rc, self.out, self.err = argv, p.returncode, p.stdout, p.stderr
-
-    def describe(self):
-        return "%s: rc %d\nstdout: %s\nstderr: %s" % (
-            " ".join(self.argv), self.rc, self.out[-1500:], self.err[-1500:])
+check = heaptest.Checks()
 
 
 def run(a, args, timeout=120):
-    argv = [a.heapdom] + args
-    p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                       stdin=subprocess.DEVNULL)
-    return Run(argv, p)
+    return heaptest.run_heapdom(a.heapdom, args, timeout)
 
 
 # ----------------------------------------------------------- libheapdom
@@ -479,10 +460,8 @@ def case_foreign(a, lib):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    for opt in ("--heapdom", "--lib", "--fixture", "--static-fixture",
-                "--filtered-source", "--workdir"):
-        ap.add_argument(opt, required=True)
+    ap = heaptest.arguments("--lib", "--fixture", "--static-fixture",
+                            "--filtered-source")
     ap.add_argument("--foreign-cores", default=os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "foreign-cores"))
     ap.add_argument("--only")
@@ -501,11 +480,10 @@ def main():
         except Exception as e:  # a harness failure fails the case, not the run
             import traceback
             check("case %s ran" % name, False, traceback.format_exc() + str(e))
-    if not FAILED:
+    if not check.failed:
         shutil.rmtree(a.workdir, ignore_errors=True)
 
 
 if __name__ == "__main__":
     main()
-    print("%d passed, %d failed" % (len(PASSED), len(FAILED)))
-    sys.exit(1 if FAILED else 0)
+    sys.exit(check.finish())

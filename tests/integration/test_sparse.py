@@ -29,7 +29,6 @@ skipping, and the sparse copy's words skipped.
 
 Exit status 0 when every check passed; the last line is "N passed, N failed".
 """
-import argparse
 import json
 import os
 import shutil
@@ -38,41 +37,12 @@ import subprocess
 import sys
 import time
 
-LLDB_PYTHON = "/usr/lib/llvm-14/lib/python3.11/dist-packages"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import heaptest  # noqa: E402
+
 PAGE = os.sysconf("SC_PAGE_SIZE")
-
-
-def parse_truth(path):
-    t = {}
-    with open(path) as f:
-        for line in f:
-            w = line.split()
-            if not w:
-                continue
-            if w[0] in ("big", "map"):
-                t[w[0]] = (int(w[1], 16), int(w[2]))
-            elif w[0] == "pid":
-                t["pid"] = int(w[1])
-            elif w[0] != "ready":
-                t[w[0]] = int(w[1], 16)
-    return t
-
-
-def start_fixture(fixture, truth, args):
-    if os.path.exists(truth):
-        os.unlink(truth)
-    # meson sets MALLOC_PERTURB_, which makes malloc write every block
-    # it hands out: the big block would not stay untouched.
-    e = dict(os.environ)
-    e.pop("MALLOC_PERTURB_", None)
-    p = subprocess.Popen([fixture, truth] + args, stdin=subprocess.DEVNULL,
-                         start_new_session=True, env=e)
-    deadline = time.monotonic() + 60
-    while not os.path.exists(truth):
-        if p.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError("live_fixture did not start (rc %s)" % p.poll())
-        time.sleep(0.05)
-    return p
+parse_truth = heaptest.parse_live_truth
+start_fixture = heaptest.start_live_fixture
 
 
 def touched_pages(pid, start, size):
@@ -94,33 +64,10 @@ def touched_pages(pid, start, size):
     return n
 
 
-def env_for(sparse):
-    env = dict(os.environ, DEBUGINFOD_URLS="", LC_ALL="C")
-    env.pop("HEAPDOM_SPARSE", None)
-    if not sparse:
-        env["HEAPDOM_SPARSE"] = "0"
-    if os.path.isdir(LLDB_PYTHON):
-        env["PYTHONPATH"] = LLDB_PYTHON
-    return env
+env_for = heaptest.debugger_env
 
 
-class Test:
-    def __init__(self, a):
-        self.a = a
-        self.passed = self.failed = 0
-        os.makedirs(a.workdir, exist_ok=True)
-
-    def check(self, ok, what, detail=""):
-        if ok:
-            self.passed += 1
-        else:
-            self.failed += 1
-            print("FAIL %s%s" % (what, ("\n  " + detail[-3000:]) if detail else ""))
-        sys.stdout.flush()
-
-    def path(self, name):
-        return os.path.join(self.a.workdir, name)
-
+class Test(heaptest.LiveTest):
     # -------------------------------------------------------- front-ends
     def cli(self, target, out, sparse, extra=()):
         r = subprocess.run([self.a.heapdom, "leaks"] + list(target) +
@@ -319,13 +266,7 @@ class Test:
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--heapdom", required=True)
-    ap.add_argument("--lib", required=True)
-    ap.add_argument("--fixture", required=True)
-    ap.add_argument("--gdb-plugin", required=True)
-    ap.add_argument("--lldb-plugin")
-    ap.add_argument("--workdir", required=True)
+    ap = heaptest.live_arguments()
     ap.add_argument("--mib", type=int, default=256)
     a = ap.parse_args()
     t = Test(a)

@@ -20,7 +20,6 @@ core. Cases:
             (getconf GNU_LIBC_VERSION), the libc.a the fixture linked.
 The last line is "N passed, N failed".
 """
-import argparse
 import json
 import os
 import re
@@ -30,14 +29,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import heaptest  # noqa: E402
 
-PASSED, FAILED = [], []
-
-
-def check(name, cond, detail=""):
-    (PASSED if cond else FAILED).append(name)
-    print("%s %s" % ("ok  " if cond else "FAIL", name))
-    if not cond:
-        print("     " + str(detail).replace("\n", "\n     ")[:3000])
+check = heaptest.Checks()
 
 
 def main_arena_doc(doc):
@@ -46,12 +38,7 @@ def main_arena_doc(doc):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--heapdom", required=True)
-    ap.add_argument("--fixture", required=True)
-    ap.add_argument("--stripped", required=True)
-    ap.add_argument("--workdir", required=True)
-    args = ap.parse_args()
+    args = heaptest.arguments("--fixture", "--stripped").parse_args()
     os.makedirs(args.workdir, exist_ok=True)
     core = os.path.join(args.workdir, "static.core")
     truth_path = os.path.join(args.workdir, "static.truth")
@@ -72,12 +59,11 @@ def main():
 
     docs = {}
     for case, extra in (("symbols", []), ("stripped", ["--exe", args.stripped])):
-        r = subprocess.run([args.heapdom, "blocks", "--json", core] + extra,
-                           capture_output=True, text=True, timeout=600)
-        if r.returncode != 0:
-            check(case + ": heapdom blocks runs", False, r.stderr)
+        r = heaptest.run_heapdom(args.heapdom, ["blocks", "--json", core] + extra)
+        if r.rc != 0:
+            check(case + ": heapdom blocks runs", False, r.describe())
             continue
-        doc = json.loads(r.stdout)
+        doc = json.loads(r.out)
         docs[case] = doc
         mm = heaptest.compare(doc, truth)
         check("%s: the fixture's %d live and %d freed blocks" % (
@@ -103,11 +89,7 @@ def main():
         diff = heaptest.diff_docs(docs["symbols"], docs["stripped"])
         check("symbols and stripped give the same arenas and blocks", not diff,
               "\n".join(diff))
-    if not FAILED:
-        for p in (core, truth_path):
-            os.unlink(p)
-    print("%d passed, %d failed" % (len(PASSED), len(FAILED)))
-    sys.exit(1 if FAILED else 0)
+    sys.exit(check.finish(remove=(core, truth_path)))
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ machines (--foreign-cores, skipped when absent) the version is the one
 the core's own bytes name (libc's banner or libc-2.N.so). The last line is "N passed, N
 failed".
 """
-import argparse
 import json
 import os
 import re
@@ -29,14 +28,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import heaptest  # noqa: E402
 
-PASSED, FAILED = [], []
-
-
-def check(name, cond, detail=""):
-    (PASSED if cond else FAILED).append(name)
-    print("%s %s" % ("ok  " if cond else "FAIL", name))
-    if not cond:
-        print("     " + str(detail).replace("\n", "\n     ")[:3000])
+check = heaptest.Checks()
 
 
 def parse_version(s):
@@ -48,10 +40,6 @@ def parse_version(s):
     return lo, int(m.group(2)) if m.group(2) else lo
 
 
-def blockset(blocks, state):
-    return {(b["addr"], b.get("list")) for b in blocks if b["state"] == state}
-
-
 def one(args, minor, nt_file, libc_name=None, zero_first=0):
     tag = "2.%d %s%s%s" % (minor, "NT_FILE" if nt_file else "no NT_FILE",
                            " " + libc_name if libc_name else "",
@@ -59,28 +47,20 @@ def one(args, minor, nt_file, libc_name=None, zero_first=0):
     core = os.path.join(args.workdir, "glibc-2.%d%s%s%s.core" % (
         minor, "" if nt_file else "-nofile", "-" + libc_name if libc_name else "",
         "-zero%x" % zero_first if zero_first else ""))
-    cmd = [sys.executable, args.mkcore, "--version", "2.%d" % minor, core]
+    opts = ["--version", "2.%d" % minor]
     if zero_first:
-        cmd[2:2] = ["--zero-first", hex(zero_first)]
+        opts += ["--zero-first", hex(zero_first)]
     if not nt_file:
-        cmd.insert(2, "--no-nt-file")
+        opts.append("--no-nt-file")
     if libc_name:
-        cmd[2:2] = ["--libc-name", libc_name]
-    subprocess.run(cmd, check=True)
-    with open(core + ".json") as f:
-        truth = json.load(f)
-    r = subprocess.run([args.heapdom, "blocks", "--json", core],
-                       capture_output=True, text=True, timeout=120)
-    if r.returncode != 0:
-        check(tag + ": heapdom blocks runs", False, r.stderr)
+        opts += ["--libc-name", libc_name]
+    truth = heaptest.synth_core(args.mkcore, core, *opts)
+    r = heaptest.run_heapdom(args.heapdom, ["blocks", "--json", core], 120)
+    if r.rc != 0:
+        check(tag + ": heapdom blocks runs", False, r.describe())
         return
-    doc = json.loads(r.stdout)
-    for state in ("used", "free", "internal"):
-        want = blockset(truth["blocks"], state)
-        got = blockset(doc["blocks"], state)
-        check("%s: %s blocks (%d)" % (tag, state, len(want)), want == got,
-              "missing %s\nextra %s" % (sorted(want - got)[:8],
-                                        sorted(got - want)[:8]))
+    doc = json.loads(r.out)
+    heaptest.check_synth_blocks(check, tag, truth, doc)
     mm = {b["addr"] for b in truth["blocks"] if b.get("mmapped")}
     got_mm = {b["addr"] for b in doc["blocks"] if b.get("mmapped")}
     check(tag + ": mmapped chunk", mm == got_mm, (mm, got_mm))
@@ -88,7 +68,7 @@ def one(args, minor, nt_file, libc_name=None, zero_first=0):
     check(tag + ": main and thread arena",
           arenas == {(truth["main_arena"], True), (truth["thread_arena"], False)},
           arenas)
-    heaps = {a["addr"]: a["heaps"] for a in heaptest.glibc_arenas(doc)}
+    heaps = heaptest.synth_heaps(doc, truth["heaps"])
     check(tag + ": heaps per arena", heaps == truth["heaps"], heaps)
     check(tag + ": no problems", not doc["problems"], doc["problems"])
     got = parse_version(doc.get("allocator", {}).get("version"))
@@ -120,14 +100,13 @@ def foreign(args):
             data = f.read()
         m = (re.search(rb"GNU C Library[^\0]{0,200}?release version 2\.(\d+)", data)
              or re.search(rb"/libc-2\.(\d+)\.so\0", data))
-        r = subprocess.run([args.heapdom, "blocks", "--json", core],
-                           capture_output=True, text=True, timeout=300)
+        r = heaptest.run_heapdom(args.heapdom, ["blocks", "--json", core], 300)
         os.unlink(core)
-        if not m or r.returncode != 0:
+        if not m or r.rc != 0:
             check("foreign %s: a version in the core, heapdom runs" % name,
-                  False, (m, r.stderr[-500:]))
+                  False, (m, r.describe()))
             continue
-        doc = json.loads(r.stdout)
+        doc = json.loads(r.out)
         want = "2.%d" % int(m.group(1))
         check("foreign %s: version %s (%s), the core's own says %s" % (
             name, doc.get("allocator", {}).get("version"), doc.get("allocator", {}).get("version_source"),
@@ -135,10 +114,7 @@ def foreign(args):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--heapdom", required=True)
-    ap.add_argument("--mkcore", required=True)
-    ap.add_argument("--workdir", required=True)
+    ap = heaptest.arguments("--mkcore")
     ap.add_argument("--versions", help="comma-separated minors (default all)")
     ap.add_argument("--foreign-cores", help="../shared/foreign-cores")
     args = ap.parse_args()
@@ -160,12 +136,9 @@ def main():
         if minor in minors:
             one(args, minor, False, zero_first=0x250)
     foreign(args)
-    if not FAILED:  # keep the cores only to look at a failure
-        for name in os.listdir(args.workdir):
-            if name.endswith((".core", ".core.json")):
-                os.unlink(os.path.join(args.workdir, name))
-    print("%d passed, %d failed" % (len(PASSED), len(FAILED)))
-    sys.exit(1 if FAILED else 0)
+    # The cores stay only to look at a failure.
+    sys.exit(check.finish(heaptest.files_ending(
+        args.workdir, (".core", ".core.json"))))
 
 
 if __name__ == "__main__":
