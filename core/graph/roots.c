@@ -13,6 +13,7 @@
 #include "util/demangle.h"
 #include "util/elf_read.h"
 #include "util/vec.h"
+#include "util/search.h"
 
 // Bytes below the stack pointer a function may use without moving it
 // (System V x86-64 ABI, 3.2.2).
@@ -33,15 +34,7 @@ struct claims {
 
 static size_t first_after(const struct claims *c, uint64_t addr)
 {
-	size_t lo = 0, hi = c->n;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (c->iv[mid].hi <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return HD_FIRST_ENDING_AFTER(c->iv, c->n, hi, addr);
 }
 
 static bool claim(struct claims *c, uint64_t lo, uint64_t hi)

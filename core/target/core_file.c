@@ -14,6 +14,7 @@
 #include "target_internal.h"
 #include "util/vec.h"
 #include "util/sort.h"
+#include "util/search.h"
 
 struct core_segment {
 	uint64_t start, end;   // virtual range [start, end)
@@ -66,14 +67,7 @@ static char *backing_path(const struct hd_target *t, const char *path)
 
 static struct core_segment *find_segment(struct core_file *c, uint64_t addr)
 {
-	size_t lo = 0, hi = c->num_segs;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (c->segs[mid].end <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = HD_FIRST_ENDING_AFTER(c->segs, c->num_segs, end, addr);
 	if (lo < c->num_segs && c->segs[lo].start <= addr)
 		return &c->segs[lo];
 	return NULL;
@@ -207,14 +201,7 @@ static struct hd_error *core_data_extents(struct hd_target *t, uint64_t addr,
 	uint64_t p = addr;
 	while (p < end) {
 		// The first segment that ends after p.
-		size_t lo = 0, hi = c->num_segs;
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-			if (c->segs[mid].end <= p)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
+		size_t lo = HD_FIRST_ENDING_AFTER(c->segs, c->num_segs, end, p);
 		struct core_segment *s = lo < c->num_segs ? &c->segs[lo] : NULL;
 		if (!s || s->start > p) {
 			// Unmapped up to the next segment: reads fault there.

@@ -21,6 +21,7 @@
 
 #include "target_internal.h"
 #include "util/vec.h"
+#include "util/search.h"
 
 #define PM_PRESENT (1ull << 63)
 #define PM_SWAPPED (1ull << 62)
@@ -205,14 +206,7 @@ struct hd_error *hd_pagemap_extents(struct hd_pagemap *pm, uint64_t addr,
 				    uint64_t end, struct hd_extent_list *out)
 {
 	// The first anonymous mapping that ends after addr.
-	size_t lo = 0, hi = pm->num_anon;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (pm->anon[mid].end <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = HD_FIRST_ENDING_AFTER(pm->anon, pm->num_anon, end, addr);
 	uint64_t p = addr;
 	for (size_t i = lo; i < pm->num_anon && p < end; i++) {
 		const struct hd_extent *a = &pm->anon[i];

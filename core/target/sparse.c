@@ -12,6 +12,7 @@
 
 #include "target_internal.h"
 #include "util/vec.h"
+#include "util/search.h"
 
 // Windows smaller than a page are read whole: asking costs a system call
 // (a pagemap read of one entry costs about what a page of /proc/PID/mem
@@ -324,14 +325,7 @@ bool hd_view_next_data(const struct hd_view *v, uint64_t addr, uint64_t end,
 		*hi = end;
 		return true;
 	}
-	size_t a = 0, b = v->num_extents;
-	while (a < b) {
-		size_t mid = a + (b - a) / 2;
-		if (v->extents[mid].end <= addr)
-			a = mid + 1;
-		else
-			b = mid;
-	}
+	size_t a = HD_FIRST_ENDING_AFTER(v->extents, v->num_extents, end, addr);
 	if (a == v->num_extents || v->extents[a].start >= end)
 		return false;
 	*lo = v->extents[a].start > addr ? v->extents[a].start : addr;

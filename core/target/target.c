@@ -6,6 +6,7 @@
 
 #include "target_internal.h"
 #include "util/vec.h"
+#include "util/search.h"
 #include "util/sort.h"
 
 struct hd_error *hd_target_alloc(const char *kind, const char *name,
@@ -171,14 +172,7 @@ const struct hd_mapping *hd_target_mapping(const struct hd_target *t,
 const struct hd_mapping *hd_target_find_mapping(const struct hd_target *t,
 						uint64_t addr)
 {
-	size_t lo = 0, hi = t->num_mappings;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (t->mappings[mid].end <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = HD_FIRST_ENDING_AFTER(t->mappings, t->num_mappings, end, addr);
 	if (lo < t->num_mappings && t->mappings[lo].start <= addr &&
 	    addr < t->mappings[lo].end)
 		return &t->mappings[lo];

@@ -20,6 +20,7 @@
 #include "types/typing.h"
 #include "util/vec.h"
 #include "util/sort.h"
+#include "util/search.h"
 
 #define NO_MODULE UINT16_MAX
 #define MAX_SLOTS 4096
@@ -936,14 +937,7 @@ static struct hd_error *collect_vtables(struct hd_target *t,
 static const struct vtable *find_vtable(const struct vtable *vt, size_t n,
 					uint64_t addr)
 {
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (vt[mid].end <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = HD_FIRST_ENDING_AFTER(vt, n, end, addr);
 	// A vtable pointer points past the offset-to-top and RTTI words.
 	if (lo < n && vt[lo].start < addr && addr < vt[lo].end)
 		return &vt[lo];
