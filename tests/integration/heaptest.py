@@ -808,6 +808,26 @@ def synth_heaps(doc, arenas):
             if a["addr"] in arenas}
 
 
+def foreign_cores(folder, workdir, names=None):
+    """chap's cores from other machines (../shared/foreign-cores: NAME/
+    core.xz), but the truncated one, or only those in names: yields
+    (NAME, the core decompressed into workdir), which is removed when the
+    caller moves on."""
+    for name in sorted(os.listdir(folder)):
+        xz = os.path.join(folder, name, "core.xz")
+        if name == "Truncated" or not os.path.isfile(xz) or \
+                (names is not None and name not in names):
+            continue
+        core = os.path.join(workdir, "foreign-%s.core" % name)
+        with open(core, "wb") as f:
+            subprocess.run(["xz", "-dc", xz], stdout=f, check=True)
+        try:
+            yield name, core
+        finally:
+            if os.path.exists(core):
+                os.unlink(core)
+
+
 # ---------------------------------- live_fixture (tests/fixtures/live_fixture.c)
 LLDB_PYTHON = "/usr/lib/llvm-14/lib/python3.11/dist-packages"
 

@@ -422,17 +422,12 @@ def case_foreign(a, lib):
     if not os.path.isfile(expected):
         print("skip foreign cores: %s absent" % expected)
         return
-    for name in sorted(json.load(open(expected))):
-        xz = os.path.join(a.foreign_cores, name, "core.xz")
-        if name == "Truncated" or not os.path.isfile(xz):
-            continue
-        core = os.path.join(a.workdir, "foreign-%s.core" % name)
-        with open(core, "wb") as f:
-            subprocess.run(["xz", "-dc", xz], stdout=f, check=True)
+    with open(expected) as f:
+        names = json.load(f)
+    for name, core in heaptest.foreign_cores(a.foreign_cores, a.workdir, names):
         with open(core, "rb") as f:
             has_note = core_notes.nt_file(f.read()) is not None
         if has_note:
-            os.unlink(core)
             continue
         t = Target(lib, core)
         mods = t.modules()
@@ -456,7 +451,6 @@ def case_foreign(a, lib):
         check("foreign core %s: one warning says which modules were found from memory" % name,
               r.rc == 0 and sum("modules found from the process's memory" in w
                                 for w in r.out.splitlines()) == 1, r.describe())
-        os.unlink(core)
 
 
 def main():

@@ -89,19 +89,12 @@ def foreign(args):
     if not args.foreign_cores or not os.path.isdir(args.foreign_cores):
         print("skip foreign: no folder %s" % args.foreign_cores)
         return
-    for name in sorted(os.listdir(args.foreign_cores)):
-        xz = os.path.join(args.foreign_cores, name, "core.xz")
-        if not os.path.isfile(xz) or name == "Truncated":
-            continue
-        core = os.path.join(args.workdir, name + ".core")
-        with open(core, "wb") as out:
-            subprocess.run(["xz", "-dc", xz], stdout=out, check=True)
+    for name, core in heaptest.foreign_cores(args.foreign_cores, args.workdir):
         with open(core, "rb") as f:
             data = f.read()
         m = (re.search(rb"GNU C Library[^\0]{0,200}?release version 2\.(\d+)", data)
              or re.search(rb"/libc-2\.(\d+)\.so\0", data))
         r = heaptest.run_heapdom(args.heapdom, ["blocks", "--json", core], 300)
-        os.unlink(core)
         if not m or r.rc != 0:
             check("foreign %s: a version in the core, heapdom runs" % name,
                   False, (m, r.describe()))
