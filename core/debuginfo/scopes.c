@@ -583,7 +583,7 @@ out:
 	// or function that would come after it is missing): none of it.
 	if (!err && bad.found)
 		err = hd_error_file(HD_ERROR_FORMAT, md->info_path,
-				    "corrupt DWARF: a DW_AT_sibling of the DIE at 0x%llx leads back to 0x%llx",
+				    "corrupt DWARF: a DW_AT_sibling of the DIE at 0x%llx leads back to 0x%llx, not after it",
 				    (unsigned long long)bad.die,
 				    (unsigned long long)bad.sibling);
 	if (err)
