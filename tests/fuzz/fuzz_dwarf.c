@@ -36,19 +36,21 @@ static void use_index(const struct hd_type_index *ix)
 	hd_type_find_struct(ix, "std::string");
 }
 
-// The scopes at the start and the middle of some functions, in the three
-// languages type names can be printed in.
+// The scopes at the start and the middle of 8 functions spread over the
+// symbol table (each lookup reads its unit's line table: more would slow
+// the fuzzer down), in the three languages type names can be printed in.
 static void use_scopes(const char *path, const struct hd_elf_symbol *syms,
 		       size_t n)
 {
 	struct hd_mod_dwarf md;
 	hd_mod_dwarf_open(&md, NULL, path, NULL);
-	for (size_t i = 0; i < n && i < 24 && hd_mod_dwarf_info(&md); i++) {
+	size_t step = n / 8 + 1;
+	for (size_t i = 0; i < n && hd_mod_dwarf_info(&md); i += step) {
 		uint64_t pcs[2] = {syms[i].value, syms[i].value + syms[i].size / 2};
 		for (int k = 0; k < 2; k++) {
 			struct hd_scopes s;
 			struct hd_error *err =
-				hd_scopes_find(&md, pcs[k], (int)(i % 3) - 1, &s);
+				hd_scopes_find(&md, pcs[k], (int)(i / step % 3) - 1, &s);
 			if (!err && getenv("HD_FUZZ_VERBOSE"))
 				fprintf(stderr, "scopes at 0x%llx: %zu functions (%s), %zu locals (%s)\n",
 					(unsigned long long)pcs[k], s.num_fns,

@@ -1,0 +1,149 @@
+// The poolalloc backend (core/heap/poolalloc/) over a synthetic memory
+// image, then the graph, the dominators, and the stats, dominators and
+// leaks reports, as fuzz_heap does for glibc.
+//
+// poolalloc is found by its global `poolalloc_pools`: this harness defines
+// one, and its target (a callback target) has this executable as its
+// module, at BIAS, so the backend finds the symbol as in a process using
+// the allocator. Input: 8 bytes, the global's value (the first pool),
+// then the memory image, served at IMAGE (whole pages, zeros after the
+// input). Seeds (seed_pool.py): pools with used and free blocks, free
+// lists, a second pool linked from the first.
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "heapdom.h"
+#include "debuginfo/elf_symbols.h"
+#include "fuzz_util.h"
+
+// What the backend looks up; its bytes are served from the input.
+__attribute__((used)) void *poolalloc_pools;
+
+#define BIAS 0x6a0000000000ull
+#define IMAGE 0x10000000ull
+#define MAX_IMAGE (1u << 20)
+
+static uint64_t global_addr;
+
+struct mem {
+	uint64_t global;
+	const uint8_t *image;
+	size_t len, mapped;
+};
+
+static struct hd_error *read_mem(void *arg, uint64_t addr, void *buf, size_t len)
+{
+	const struct mem *m = arg;
+	if (addr >= global_addr && addr - global_addr < 8 && len <= 8 - (addr - global_addr)) {
+		memcpy(buf, (const uint8_t *)&m->global + (addr - global_addr), len);
+		return NULL;
+	}
+	if (addr >= IMAGE && addr - IMAGE <= m->mapped && len <= m->mapped - (addr - IMAGE)) {
+		uint64_t off = addr - IMAGE;
+		for (size_t i = 0; i < len; i++)
+			((uint8_t *)buf)[i] = off + i < m->len ? m->image[off + i] : 0;
+		return NULL;
+	}
+	return hd_error_at(HD_ERROR_FAULT, addr, "no memory at 0x%llx",
+			   (unsigned long long)addr);
+}
+
+static struct hd_error *make_target(struct mem *mem, struct hd_target **ret)
+{
+	struct hd_target *t;
+	struct hd_error *err = hd_target_create_callback(read_mem, mem, &t);
+	if (err)
+		return err;
+	struct hd_mapping img = {.start = IMAGE, .end = IMAGE + mem->mapped,
+				 .prot = HD_PROT_READ | HD_PROT_WRITE,
+				 .readable = true};
+	struct hd_mapping g = {.start = global_addr & ~0xfffull,
+			       .end = (global_addr & ~0xfffull) + 0x1000,
+			       .prot = HD_PROT_READ | HD_PROT_WRITE,
+			       .readable = true};
+	if (mem->mapped)
+		err = hd_target_add_mapping(t, &img);
+	if (!err)
+		err = hd_target_add_mapping(t, &g);
+	struct hd_module mod = {.name = "/fuzz/pool", .file = "/proc/self/exe",
+				.bias = BIAS, .start = g.start, .end = g.end,
+				.is_exe = true};
+	if (!err)
+		err = hd_target_add_module(t, &mod);
+	if (err) {
+		hd_target_destroy(t);
+		return err;
+	}
+	*ret = t;
+	return NULL;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (!global_addr) {
+		uint64_t value, sz;
+		struct hd_error *err = hd_elf_find_symbol("/proc/self/exe",
+							  "poolalloc_pools", &value, &sz);
+		if (err) {
+			fprintf(stderr, "fuzz_pool: %s\n", err->message);
+			abort();
+		}
+		global_addr = BIAS + value;
+	}
+	if (size < 8)
+		return 0;
+	struct mem mem = {.image = data + 8, .len = size - 8};
+	memcpy(&mem.global, data, 8);
+	if (mem.len > MAX_IMAGE)
+		mem.len = MAX_IMAGE;
+	mem.mapped = (mem.len + 0xfff) & ~(size_t)0xfff;
+
+	struct hd_target *t;
+	struct hd_error *err = make_target(&mem, &t);
+	if (err) {
+		hd_error_destroy(err);
+		return 0;
+	}
+	struct hd_session_options so = {.debug = {.debug_dir = hd_fuzz_empty_dir()},
+					.untyped = true};
+	struct hd_session *s;
+	err = hd_session_create(t, &so, &s);
+	if (err) {
+		hd_error_destroy(err);
+		hd_target_destroy(t);
+		return 0;
+	}
+	const struct hd_heap *h;
+	err = hd_session_heap(s, &h);
+	if (!err) {
+		size_t n = hd_heap_num_blocks(h);
+		for (size_t i = 0; i < n; i++) {
+			struct hd_block b;
+			hd_heap_block(h, i, &b);
+			hd_heap_find(h, b.addr);
+		}
+		for (size_t i = 0; i < hd_heap_num_problems(h); i++)
+			(void)hd_heap_problem(h, i);
+		const struct hd_dom *d;
+		err = hd_session_dom_view(s, HD_DOM_RANKED, &d);
+		if (!err) {
+			struct hd_render_options ro = {.format = HD_FORMAT_JSON,
+						       .state_filter = -1,
+						       .partial = true};
+			hd_error_destroy(hd_render_stats(hd_fuzz_sink(), s, &ro));
+			hd_error_destroy(hd_render_dominators(hd_fuzz_sink(), s, &ro));
+			hd_error_destroy(hd_render_leaks(hd_fuzz_sink(), s, &ro));
+		}
+	}
+	if (getenv("HD_FUZZ_VERBOSE")) {
+		if (err)
+			fprintf(stderr, "error: %s\n", err->message);
+		else
+			fprintf(stderr, "%zu blocks, %zu problems\n", hd_heap_num_blocks(h),
+				hd_heap_num_problems(h));
+	}
+	hd_error_destroy(err);
+	hd_session_destroy(s);
+	return 0;
+}
