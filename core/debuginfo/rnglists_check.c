@@ -130,7 +130,11 @@ struct hd_error *hd_dwarf_check_rnglists(int fd, const char *path)
 	const char *ident = elf_getident(elf, NULL);
 	bool big = ident && ident[EI_DATA] == ELFDATA2MSB;
 	if (elf_getshdrstrndx(elf, &shstrndx) != 0) {
-		// No section names: libdwarf finds no .debug_rnglists either.
+		// libdwarf reads the section headers with a reader of its own,
+		// which might still find the section: not checked, not read.
+		err = hd_error_file(HD_ERROR_FORMAT, path,
+				    "corrupt ELF: cannot read its section names to check .debug_rnglists: %s",
+				    elf_errmsg(-1));
 		goto out;
 	}
 	for (Elf_Scn *scn = NULL; !err && (scn = elf_nextscn(elf, scn));) {
