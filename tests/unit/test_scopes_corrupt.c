@@ -4,8 +4,13 @@
 // for ever. Now the walk ends with a corrupt-DWARF error naming the DIE
 // and where its sibling leads.
 //
-// Usage: test_scopes_corrupt SAMPLE
+// And on a function type whose parameter's type leads back to it: the
+// type name of a local of that type recursed until the stack ran out; now
+// the local has no type name (it cannot be named).
 //
+// Usage: test_scopes_corrupt SAMPLE FIXTURE
+//
+// FIXTURE: frames_fixture.c built with -g -O0 (a local function pointer).
 // SAMPLE: a program built with -g -O0 (type_sample.c at DWARF 5). The test
 // finds with libdwarf, in its first unit, a DIE with a DW_AT_sibling
 // (ref4) followed by a function with code, and makes a copy of the file
@@ -29,7 +34,7 @@
 #include "debuginfo/scopes.h"
 #include "check_util.h"
 
-static const char *sample;
+static const char *sample, *fixture;
 
 struct truth {
 	Dwarf_Off die;        // the DIE whose DW_AT_sibling is rewritten
@@ -94,10 +99,10 @@ static void find_truth(struct truth *t)
 }
 
 // The file offset of .debug_info.
-static uint64_t debug_info_offset(void)
+static uint64_t debug_info_offset(const char *file)
 {
 	elf_version(EV_CURRENT);
-	int fd = open(sample, O_RDONLY);
+	int fd = open(file, O_RDONLY);
 	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
 	size_t shstrndx;
 	ck_assert_int_eq(elf_getshdrstrndx(elf, &shstrndx), 0);
@@ -143,7 +148,7 @@ START_TEST(test_sibling_leads_back)
 	uint8_t *buf = malloc((size_t)size);
 	ck_assert_int_eq(fread(buf, 1, (size_t)size, in), (size_t)size);
 	fclose(in);
-	uint64_t at = debug_info_offset() + t.attr_value;
+	uint64_t at = debug_info_offset(sample) + t.attr_value;
 	for (int i = 0; i < 4; i++)
 		buf[at + i] = (uint8_t)(t.die_cu >> (8 * i));
 	const char *dir = getenv("TMPDIR");
@@ -168,18 +173,171 @@ START_TEST(test_sibling_leads_back)
 }
 END_TEST
 
+// A function-level local whose type is a pointer to a function type with
+// a parameter typed by a DW_FORM_ref4 (found with libdwarf).
+struct fnptr_truth {
+	uint64_t fn_pc;          // low_pc of the function holding it
+	char var[64];            // the local's name
+	Dwarf_Off ptr_cu;        // the pointer type's unit-relative offset
+	Dwarf_Off param_type_at; // .debug_info offset of the parameter's DW_AT_type value
+};
+
+static Dwarf_Die ref_die(Dwarf_Debug dbg, Dwarf_Die d, Dwarf_Half tag_wanted)
+{
+	Dwarf_Attribute a;
+	Dwarf_Error e = NULL;
+	Dwarf_Off off;
+	Dwarf_Die r = NULL;
+	Dwarf_Half tag;
+	if (dwarf_attr(d, DW_AT_type, &a, &e) != DW_DLV_OK)
+		return NULL;
+	if (dwarf_global_formref(a, &off, &e) == DW_DLV_OK &&
+	    dwarf_offdie_b(dbg, off, true, &r, &e) == DW_DLV_OK &&
+	    (dwarf_tag(r, &tag, &e) != DW_DLV_OK || tag != tag_wanted)) {
+		dwarf_dealloc_die(r);
+		r = NULL;
+	}
+	dwarf_dealloc_attribute(a);
+	return r;
+}
+
+// Looks at the variables directly under subprogram fn.
+static bool find_fnptr_in(Dwarf_Debug dbg, Dwarf_Die fn, struct fnptr_truth *t)
+{
+	Dwarf_Error e = NULL;
+	Dwarf_Die d = NULL;
+	Dwarf_Addr lo;
+	if (dwarf_lowpc(fn, &lo, &e) != DW_DLV_OK || dwarf_child(fn, &d, &e) != DW_DLV_OK)
+		return false;
+	bool found = false;
+	while (d && !found) {
+		Dwarf_Half tag;
+		dwarf_tag(d, &tag, &e);
+		Dwarf_Die ptr = tag == DW_TAG_variable ? ref_die(dbg, d, DW_TAG_pointer_type) : NULL;
+		Dwarf_Die sub = ptr ? ref_die(dbg, ptr, DW_TAG_subroutine_type) : NULL;
+		Dwarf_Die p = NULL;
+		if (sub && dwarf_child(sub, &p, &e) == DW_DLV_OK) {
+			Dwarf_Attribute a;
+			Dwarf_Half form;
+			char *name = NULL;
+			if (dwarf_attr(p, DW_AT_type, &a, &e) == DW_DLV_OK) {
+				if (dwarf_whatform(a, &form, &e) == DW_DLV_OK &&
+				    form == DW_FORM_ref4 &&
+				    dwarf_diename(d, &name, &e) == DW_DLV_OK) {
+					found = true;
+					t->fn_pc = lo;
+					snprintf(t->var, sizeof(t->var), "%s", name);
+					dwarf_die_CU_offset(ptr, &t->ptr_cu, &e);
+					dwarf_attr_offset(p, a, &t->param_type_at, &e);
+				}
+				dwarf_dealloc_attribute(a);
+			}
+			dwarf_dealloc_die(p);
+		}
+		if (sub)
+			dwarf_dealloc_die(sub);
+		if (ptr)
+			dwarf_dealloc_die(ptr);
+		Dwarf_Die n = NULL;
+		if (dwarf_siblingof_b(dbg, d, true, &n, &e) != DW_DLV_OK)
+			n = NULL;
+		dwarf_dealloc_die(d);
+		d = n;
+	}
+	if (d)
+		dwarf_dealloc_die(d);
+	return found;
+}
+
+static void find_fnptr(struct fnptr_truth *t)
+{
+	int fd = open(fixture, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	Dwarf_Debug dbg;
+	Dwarf_Error e = NULL;
+	ck_assert_int_eq(dwarf_init_b(fd, DW_DLC_READ, DW_GROUPNUMBER_ANY, NULL,
+				      NULL, &dbg, &e), DW_DLV_OK);
+	Dwarf_Unsigned hlen, abbr, next, typeoff;
+	Dwarf_Half version, asz, osz, esz, htype;
+	Dwarf_Sig8 sig;
+	ck_assert_int_eq(dwarf_next_cu_header_d(dbg, true, &hlen, &version, &abbr,
+						&asz, &osz, &esz, &sig, &typeoff,
+						&next, &htype, &e), DW_DLV_OK);
+	Dwarf_Die cu, d;
+	ck_assert_int_eq(dwarf_siblingof_b(dbg, NULL, true, &cu, &e), DW_DLV_OK);
+	ck_assert_int_eq(dwarf_child(cu, &d, &e), DW_DLV_OK);
+	bool found = false;
+	while (d && !found) {
+		Dwarf_Half tag;
+		dwarf_tag(d, &tag, &e);
+		if (tag == DW_TAG_subprogram)
+			found = find_fnptr_in(dbg, d, t);
+		Dwarf_Die n = NULL;
+		if (dwarf_siblingof_b(dbg, d, true, &n, &e) != DW_DLV_OK)
+			n = NULL;
+		dwarf_dealloc_die(d);
+		d = n;
+	}
+	if (d)
+		dwarf_dealloc_die(d);
+	dwarf_dealloc_die(cu);
+	dwarf_finish(dbg, &e);
+	close(fd);
+	ck_assert_msg(found, "%s: no local function pointer", fixture);
+}
+
+START_TEST(test_param_leads_back)
+{
+	struct fnptr_truth t;
+	find_fnptr(&t);
+	FILE *in = fopen(fixture, "rb");
+	fseek(in, 0, SEEK_END);
+	long size = ftell(in);
+	rewind(in);
+	uint8_t *buf = malloc((size_t)size);
+	ck_assert_int_eq(fread(buf, 1, (size_t)size, in), (size_t)size);
+	fclose(in);
+	// The parameter's type: the pointer to its own function type.
+	uint64_t at = debug_info_offset(fixture) + t.param_type_at;
+	for (int i = 0; i < 4; i++)
+		buf[at + i] = (uint8_t)(t.ptr_cu >> (8 * i));
+	const char *dir = getenv("TMPDIR");
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/hd-scopes-XXXXXX", dir ? dir : "/tmp");
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, buf, (size_t)size), size);
+	close(fd);
+	free(buf);
+
+	struct hd_scopes s;
+	ck_assert_no_error(scopes_at(path, t.fn_pc, &s));
+	unlink(path);
+	const struct hd_scope_var *v = NULL;
+	for (size_t i = 0; i < s.num_vars; i++)
+		if (strcmp(s.vars[i].name, t.var) == 0)
+			v = &s.vars[i];
+	ck_assert_msg(v, "local %s not found", t.var);
+	ck_assert_msg(v->has_loc, "local %s has no location", t.var);
+	ck_assert_msg(!v->type_name, "local %s named \"%s\"", t.var, v->type_name);
+	hd_scopes_free(&s);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s SAMPLE\n", argv[0]);
+	if (argc != 3) {
+		fprintf(stderr, "usage: %s SAMPLE FIXTURE\n", argv[0]);
 		return 2;
 	}
 	sample = argv[1];
+	fixture = argv[2];
 	Suite *s = suite_create("scopes_corrupt");
 	TCase *tc = tcase_create("core");
 	// Without the check the walk never ends: the timeout is the failure.
 	tcase_set_timeout(tc, 20);
 	tcase_add_test(tc, test_sibling_leads_back);
+	tcase_add_test(tc, test_param_leads_back);
 	suite_add_tcase(s, tc);
 	return hd_run_suite(s) ? 1 : 0;
 }
