@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "debuginfo/dwarf_open.h"
+#include "debuginfo/rnglists_check.h"
 #include "util/elf_read.h"
 
 struct hd_error *hd_dwarf_open(const char *path, int *fd_ret, Dwarf_Debug *dbg)
@@ -12,6 +13,10 @@ struct hd_error *hd_dwarf_open(const char *path, int *fd_ret, Dwarf_Debug *dbg)
 	if (fd < 0)
 		return hd_error_os(errno, path, "cannot open");
 	struct hd_error *err = hd_elf_check_magic(fd, path);
+	// Before libdwarf: it frees memory twice on some corrupt
+	// .debug_rnglists headers (rnglists_check.c).
+	if (!err)
+		err = hd_dwarf_check_rnglists(fd, path);
 	if (err) {
 		close(fd);
 		return err;

@@ -23,11 +23,25 @@ bool hd_dw_udata(Dwarf_Debug dbg, Dwarf_Die die, Dwarf_Half at,
 		 uint64_t *ret);
 void hd_dw_free(Dwarf_Die die);
 
+// The first corrupt DIE link a walk met: a DW_AT_sibling of the DIE at
+// offset die leading back to the one at sibling (<= die).
+struct hd_dw_corrupt {
+	bool found;
+	Dwarf_Off die, sibling;
+};
+// The next sibling of die, or NULL (no more, or libdwarf cannot read it).
+// libdwarf follows DW_AT_sibling as written, so a corrupt one leading back
+// would make a walk over the children loop for ever: a sibling that does
+// not lie after die ends the walk (NULL) and is recorded in *bad.
+Dwarf_Die hd_dw_next_sibling(Dwarf_Debug dbg, Dwarf_Die die,
+			     struct hd_dw_corrupt *bad);
+
 // gdb's name of a type, as str(type.strip_typedefs()) prints it in C and
 // C++ ("struct node *", "char [16]", "void (*)(int)"), and its size
 // (*size 0 when unknown). cplus: the unit is C++ (no "struct " keyword).
-// malloc'd, or NULL when it cannot be named.
+// malloc'd, or NULL when it cannot be named. A corrupt sibling link met
+// on the way is recorded in *bad (the name is then NULL).
 char *hd_dw_type_name(Dwarf_Debug dbg, Dwarf_Die type, bool cplus,
-		      uint64_t *size);
+		      uint64_t *size, struct hd_dw_corrupt *bad);
 
 #endif

@@ -39,6 +39,49 @@ static void setup_frame_rules(Dwarf_Debug dbg)
 	dwarf_set_frame_cfa_value(dbg, DW_FRAME_CFA_COL3);
 }
 
+void hd_mod_dwarf_open(struct hd_mod_dwarf *md, const struct hd_module *m,
+		       const char *file, const char *debug)
+{
+	memset(md, 0, sizeof(*md));
+	md->opened = true;
+	md->m = m;
+	md->file_fd = md->debug_fd = -1;
+	struct hd_error *err;
+	if (file && (err = hd_dwarf_open(file, &md->file_fd, &md->file_dbg))) {
+		hd_error_destroy(err);
+		md->file_dbg = NULL;
+		md->file_fd = -1;
+	}
+	if (debug && (err = hd_dwarf_open(debug, &md->debug_fd, &md->debug_dbg))) {
+		hd_error_destroy(err);
+		md->debug_dbg = NULL;
+		md->debug_fd = -1;
+	}
+	if (md->file_dbg)
+		setup_frame_rules(md->file_dbg);
+	if (md->debug_dbg)
+		setup_frame_rules(md->debug_dbg);
+	md->info_path = md->debug_dbg ? debug : file;
+}
+
+void hd_mod_dwarf_close(struct hd_mod_dwarf *md)
+{
+	if (!md->opened)
+		return;
+	hd_cfi_release(md);
+	if (md->aranges) {
+		Dwarf_Debug dbg = hd_mod_dwarf_info(md);
+		for (Dwarf_Signed k = 0; k < md->num_aranges; k++)
+			dwarf_dealloc(dbg, md->aranges[k], DW_DLA_ARANGE);
+		dwarf_dealloc(dbg, md->aranges, DW_DLA_LIST);
+	}
+	if (md->file_dbg)
+		hd_dwarf_close(md->file_fd, md->file_dbg);
+	if (md->debug_dbg)
+		hd_dwarf_close(md->debug_fd, md->debug_dbg);
+	md->opened = false;
+}
+
 struct pass {
 	struct hd_debuginfo *di;
 	struct hd_target *t;
@@ -61,49 +104,15 @@ static struct hd_mod_dwarf *mod_dwarf(struct pass *p, const struct hd_module *m)
 	if (i == p->num_mods)
 		return NULL;
 	struct hd_mod_dwarf *md = &p->mods[i];
-	if (md->opened)
-		return md;
-	md->opened = true;
-	md->m = m;
-	md->file_fd = md->debug_fd = -1;
-	const char *file = m->file;
-	const char *debug = hd_debuginfo_debug_file(p->di, m);
-	struct hd_error *err;
-	if (file && (err = hd_dwarf_open(file, &md->file_fd, &md->file_dbg))) {
-		hd_error_destroy(err);
-		md->file_dbg = NULL;
-		md->file_fd = -1;
-	}
-	if (debug && (err = hd_dwarf_open(debug, &md->debug_fd, &md->debug_dbg))) {
-		hd_error_destroy(err);
-		md->debug_dbg = NULL;
-		md->debug_fd = -1;
-	}
-	if (md->file_dbg)
-		setup_frame_rules(md->file_dbg);
-	if (md->debug_dbg)
-		setup_frame_rules(md->debug_dbg);
+	if (!md->opened)
+		hd_mod_dwarf_open(md, m, m->file, hd_debuginfo_debug_file(p->di, m));
 	return md;
 }
 
 static void close_mods(struct pass *p)
 {
-	for (size_t i = 0; i < p->num_mods; i++) {
-		struct hd_mod_dwarf *md = &p->mods[i];
-		if (!md->opened)
-			continue;
-		hd_cfi_release(md);
-		if (md->aranges) {
-			Dwarf_Debug dbg = hd_mod_dwarf_info(md);
-			for (Dwarf_Signed k = 0; k < md->num_aranges; k++)
-				dwarf_dealloc(dbg, md->aranges[k], DW_DLA_ARANGE);
-			dwarf_dealloc(dbg, md->aranges, DW_DLA_LIST);
-		}
-		if (md->file_dbg)
-			hd_dwarf_close(md->file_fd, md->file_dbg);
-		if (md->debug_dbg)
-			hd_dwarf_close(md->debug_fd, md->debug_dbg);
-	}
+	for (size_t i = 0; i < p->num_mods; i++)
+		hd_mod_dwarf_close(&p->mods[i]);
 	free(p->mods);
 }
 
@@ -304,17 +313,23 @@ static struct hd_error *unwind_thread(struct pass *p, const struct hd_thread *th
 			link = pc - m->bias;
 		}
 		struct hd_error *err = hd_scopes_find(md, link, print_cplus, &s);
-		if (err)
-			return err;
-		if (k == 0 && s.cplus != -1 && print_cplus == -1) {
+		if (!err && k == 0 && s.cplus != -1 && print_cplus == -1) {
 			print_cplus = s.cplus;
-		} else if (k == 0) {
+		} else if (!err && k == 0) {
 			// Frame 0 has no unit: types in main's language.
 			print_cplus = p->main_cplus;
 			hd_scopes_free(&s);
-			if ((err = hd_scopes_find(md, link, print_cplus, &s)))
-				return err;
+			err = hd_scopes_find(md, link, print_cplus, &s);
 		}
+		if (err && err->code == HD_ERROR_FORMAT) {
+			// Corrupt DWARF at this frame: its functions and
+			// locals are unknown, and so is the rest.
+			stopped(p, th->tid, level, pc, err->message);
+			hd_error_destroy(err);
+			return NULL;
+		}
+		if (err)
+			return err;
 		if (s.num_fns) {
 			// Inlined frames first: they share the stack pointer,
 			// so they own no bytes; the out-of-line function's
@@ -384,6 +399,11 @@ struct hd_error *hd_debuginfo_add_frames(struct hd_debuginfo *di)
 		if (!err) {
 			p.main_cplus = ms.cplus == 1;
 			hd_scopes_free(&ms);
+		} else if (err->code == HD_ERROR_FORMAT) {
+			// Corrupt DWARF around main: C, and a thread whose
+			// frames meet it says so.
+			hd_error_destroy(err);
+			err = NULL;
 		}
 	}
 	for (size_t i = 0; i < hd_target_num_threads(p.t) && !err; i++) {

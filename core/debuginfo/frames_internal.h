@@ -34,6 +34,9 @@ struct hd_mod_dwarf {
 	bool opened;
 	int file_fd, debug_fd;
 	Dwarf_Debug file_dbg, debug_dbg;
+	// The path of the DWARF with .debug_info (hd_mod_dwarf_info's), for
+	// messages.
+	const char *info_path;
 	// CFI: .eh_frame of file, .debug_frame of debug (else file).
 	bool cfi_loaded;
 	Dwarf_Cie *eh_cies, *df_cies;
@@ -45,6 +48,14 @@ struct hd_mod_dwarf {
 	Dwarf_Arange *aranges;
 	Dwarf_Signed num_aranges;
 };
+
+// Opens md for module m (its ELF file and separate debug file, each may
+// be NULL): the handles of the files libdwarf can read (NULL for the
+// others, as if absent), their CFI rules set up for hd_cfi_step.
+void hd_mod_dwarf_open(struct hd_mod_dwarf *md, const struct hd_module *m,
+		       const char *file, const char *debug);
+// Releases what hd_mod_dwarf_open and the passes over md loaded.
+void hd_mod_dwarf_close(struct hd_mod_dwarf *md);
 
 // The DWARF with .debug_info of a module (debug file, else the file), or
 // NULL.

@@ -135,17 +135,6 @@ static Dwarf_Die first_child(Dwarf_Debug dbg, Dwarf_Die d)
 	return c;
 }
 
-static Dwarf_Die next_sibling(Dwarf_Debug dbg, Dwarf_Die d)
-{
-	Dwarf_Die s = NULL;
-	Dwarf_Error derr = NULL;
-	if (dwarf_siblingof_b(dbg, d, true, &s, &derr) != DW_DLV_OK) {
-		drop(dbg, derr);
-		return NULL;
-	}
-	return s;
-}
-
 static Dwarf_Die find_unit(struct hd_mod_dwarf *md, Dwarf_Debug dbg,
 			   uint64_t addr)
 {
@@ -219,7 +208,7 @@ static bool is_container(Dwarf_Half tag)
 
 // Descends from parent into the child scopes containing addr.
 static void descend(Dwarf_Debug dbg, Dwarf_Die parent, uint64_t addr,
-		    uint64_t base, struct chain *c)
+		    uint64_t base, struct chain *c, struct hd_dw_corrupt *bad)
 {
 	Dwarf_Die d = first_child(dbg, parent);
 	while (d && c->n < MAX_DEPTH) {
@@ -227,10 +216,10 @@ static void descend(Dwarf_Debug dbg, Dwarf_Die parent, uint64_t addr,
 		if (is_scope(tag) && contains(dbg, d, addr, base)) {
 			c->die[c->n] = d;
 			c->tag[c->n++] = tag;
-			descend(dbg, d, addr, base, c);
+			descend(dbg, d, addr, base, c, bad);
 			return;
 		}
-		Dwarf_Die next = next_sibling(dbg, d);
+		Dwarf_Die next = hd_dw_next_sibling(dbg, d, bad);
 		hd_dw_free(d);
 		d = next;
 	}
@@ -239,7 +228,8 @@ static void descend(Dwarf_Debug dbg, Dwarf_Die parent, uint64_t addr,
 
 // Finds the subprogram (within namespaces and classes) containing addr.
 static bool find_function(Dwarf_Debug dbg, Dwarf_Die parent, uint64_t addr,
-			  uint64_t base, struct chain *c, int depth)
+			  uint64_t base, struct chain *c, int depth,
+			  struct hd_dw_corrupt *bad)
 {
 	if (depth > 16)
 		return false;
@@ -250,15 +240,15 @@ static bool find_function(Dwarf_Debug dbg, Dwarf_Die parent, uint64_t addr,
 			c->die[0] = d;
 			c->tag[0] = tag;
 			c->n = 1;
-			descend(dbg, d, addr, base, c);
+			descend(dbg, d, addr, base, c, bad);
 			return true;
 		}
 		if (is_container(tag) &&
-		    find_function(dbg, d, addr, base, c, depth + 1)) {
+		    find_function(dbg, d, addr, base, c, depth + 1, bad)) {
 			hd_dw_free(d);
 			return true;
 		}
-		Dwarf_Die next = next_sibling(dbg, d);
+		Dwarf_Die next = hd_dw_next_sibling(dbg, d, bad);
 		hd_dw_free(d);
 		d = next;
 	}
@@ -472,7 +462,8 @@ static bool has_attr(Dwarf_Debug dbg, Dwarf_Die die, Dwarf_Half at)
 // Variables and parameters directly in block (gdb's block iteration).
 static struct hd_error *block_vars(Dwarf_Debug dbg, Dwarf_Die block,
 				   uint64_t addr, bool cplus,
-				   struct hd_scopes *s, size_t *cap)
+				   struct hd_scopes *s, size_t *cap,
+				   struct hd_dw_corrupt *bad)
 {
 	for (Dwarf_Die d = first_child(dbg, block); d;) {
 		Dwarf_Half tag = hd_dw_tag(dbg, d);
@@ -509,14 +500,14 @@ static struct hd_error *block_vars(Dwarf_Debug dbg, Dwarf_Die block,
 					if (td && td != d)
 						hd_dw_free(td);
 					v->type_name = t ? hd_dw_type_name(dbg, t, cplus,
-									   &v->size)
+									   &v->size, bad)
 							 : NULL;
 					hd_dw_free(t);
 				}
 			}
 			free(name);
 		}
-		Dwarf_Die next = next_sibling(dbg, d);
+		Dwarf_Die next = hd_dw_next_sibling(dbg, d, bad);
 		hd_dw_free(d);
 		d = next;
 	}
@@ -547,8 +538,9 @@ struct hd_error *hd_scopes_find(struct hd_mod_dwarf *md, uint64_t addr,
 	bool print = print_cplus < 0 ? cplus : print_cplus;
 	struct chain c = {.n = 0};
 	struct hd_error *err = NULL;
+	struct hd_dw_corrupt bad = {.found = false};
 	unit_line(dbg, cu, addr, s);
-	if (!find_function(dbg, cu, addr, base, &c, 0))
+	if (!find_function(dbg, cu, addr, base, &c, 0, &bad))
 		goto out;
 	// Functions, innermost first: each inlined subroutine, then the
 	// subprogram.
@@ -580,13 +572,20 @@ struct hd_error *hd_scopes_find(struct hd_mod_dwarf *md, uint64_t addr,
 		top++;
 	size_t cap = 0;
 	for (size_t i = top + 1; i-- > 0 && !err;)
-		err = block_vars(dbg, c.die[i], addr, print, s, &cap);
+		err = block_vars(dbg, c.die[i], addr, print, s, &cap, &bad);
 	s->has_frame_base = location_ops(dbg, c.die[0], DW_AT_frame_base, addr,
 					 s->frame_base, &s->num_frame_base);
 out:
 	for (size_t i = 0; i < c.n; i++)
 		hd_dw_free(c.die[i]);
 	hd_dw_free(cu);
+	// What was found before the corrupt link may be wrong (a variable
+	// or function that would come after it is missing): none of it.
+	if (!err && bad.found)
+		err = hd_error_file(HD_ERROR_FORMAT, md->info_path,
+				    "corrupt DWARF: a DW_AT_sibling of the DIE at 0x%llx leads back to 0x%llx, not after it",
+				    (unsigned long long)bad.die,
+				    (unsigned long long)bad.sibling);
 	if (err)
 		hd_scopes_free(s);
 	return err;

@@ -49,7 +49,9 @@ struct hd_scopes {
 
 // Fills *ret for link-time address addr of md's module; num_fns is 0 when
 // its DWARF has no function there, file NULL when no line row covers it.
-// Fails only when out of memory.
+// Fails when out of memory, and with HD_ERROR_FORMAT naming the file and
+// the DIE offsets when the DWARF walked is corrupt (a DW_AT_sibling leading
+// back, which would make the walk loop).
 // Type names are written in C++ style (no "struct " keyword) when
 // print_cplus is 1, in C style when 0, in the unit's own when -1: gdb
 // prints every type in its current language, the one of the thread's

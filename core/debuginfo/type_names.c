@@ -57,6 +57,29 @@ void hd_dw_free(Dwarf_Die die)
 		dwarf_dealloc_die(die);
 }
 
+Dwarf_Die hd_dw_next_sibling(Dwarf_Debug dbg, Dwarf_Die die,
+			     struct hd_dw_corrupt *bad)
+{
+	Dwarf_Die s = NULL;
+	Dwarf_Error derr = NULL;
+	if (dwarf_siblingof_b(dbg, die, dwarf_get_die_infotypes_flag(die), &s,
+			      &derr) != DW_DLV_OK) {
+		if (derr)
+			dwarf_dealloc_error(dbg, derr);
+		return NULL;
+	}
+	Dwarf_Off here = 0, there = 0;
+	if (dwarf_dieoffset(die, &here, NULL) != DW_DLV_OK ||
+	    dwarf_dieoffset(s, &there, NULL) != DW_DLV_OK || there <= here) {
+		if (!bad->found)
+			*bad = (struct hd_dw_corrupt){.found = true, .die = here,
+						      .sibling = there};
+		hd_dw_free(s);
+		return NULL;
+	}
+	return s;
+}
+
 Dwarf_Die hd_dw_with_attr(Dwarf_Debug dbg, Dwarf_Die die, Dwarf_Half at)
 {
 	Dwarf_Die cur = die;
@@ -148,7 +171,8 @@ static void prepend(struct buf *b, const char *s)
 	b->n += l;
 }
 
-static uint64_t type_size(Dwarf_Debug dbg, Dwarf_Die t, int depth);
+static uint64_t type_size(Dwarf_Debug dbg, Dwarf_Die t, int depth,
+			  struct hd_dw_corrupt *bad);
 
 static uint64_t array_count(Dwarf_Debug dbg, Dwarf_Die sub)
 {
@@ -160,7 +184,8 @@ static uint64_t array_count(Dwarf_Debug dbg, Dwarf_Die sub)
 	return 0;
 }
 
-static uint64_t type_size(Dwarf_Debug dbg, Dwarf_Die t, int depth)
+static uint64_t type_size(Dwarf_Debug dbg, Dwarf_Die t, int depth,
+			  struct hd_dw_corrupt *bad)
 {
 	if (!t || depth > 32)
 		return 0;
@@ -181,31 +206,30 @@ static uint64_t type_size(Dwarf_Debug dbg, Dwarf_Die t, int depth)
 			while (c) {
 				if (hd_dw_tag(dbg, c) == DW_TAG_subrange_type)
 					count *= array_count(dbg, c);
-				Dwarf_Die next = NULL;
-				if (dwarf_siblingof_b(dbg, c, true, &next, &derr) !=
-				    DW_DLV_OK)
-					next = NULL;
+				Dwarf_Die next = hd_dw_next_sibling(dbg, c, bad);
 				hd_dw_free(c);
 				c = next;
 			}
 		}
 		if (derr)
 			dwarf_dealloc_error(dbg, derr);
-		n = count * type_size(dbg, sub, depth + 1);
+		n = count * type_size(dbg, sub, depth + 1, bad);
 	} else if (tag == DW_TAG_typedef || tag == DW_TAG_const_type ||
 		   tag == DW_TAG_volatile_type || tag == DW_TAG_restrict_type ||
 		   tag == DW_TAG_atomic_type) {
-		n = type_size(dbg, sub, depth + 1);
+		n = type_size(dbg, sub, depth + 1, bad);
 	}
 	hd_dw_free(sub);
 	return n;
 }
 
 static void name_of(Dwarf_Debug dbg, Dwarf_Die t, bool cplus,
-		    struct buf *pre, struct buf *post, int depth);
+		    struct buf *pre, struct buf *post, int depth,
+		    struct hd_dw_corrupt *bad);
 
 // Parameters "(int, char *)" of a subroutine type.
-static void params(Dwarf_Debug dbg, Dwarf_Die t, bool cplus, struct buf *out)
+static void params(Dwarf_Debug dbg, Dwarf_Die t, bool cplus, struct buf *out,
+		   int depth, struct hd_dw_corrupt *bad)
 {
 	uint64_t proto = 0;
 	Dwarf_Bool has = false;
@@ -217,12 +241,17 @@ static void params(Dwarf_Debug dbg, Dwarf_Die t, bool cplus, struct buf *out)
 	size_t n = 0;
 	bool varargs = false;
 	if (dwarf_child(t, &c, &derr) == DW_DLV_OK) {
-		while (c) {
+		// Stops once the name is too long: then the parameters'
+		// names cost no more than the text they give (a corrupt
+		// DAG of subroutine types would otherwise cost 2^depth).
+		while (c && !out->bad) {
 			Dwarf_Half tag = hd_dw_tag(dbg, c);
 			if (tag == DW_TAG_formal_parameter) {
 				Dwarf_Die pt = hd_dw_ref(dbg, c, DW_AT_type);
 				struct buf p = {0}, s = {0};
-				name_of(dbg, pt, cplus, &p, &s, 1);
+				// The depth goes on: a parameter's type may
+				// lead back to this one (corrupt DWARF).
+				name_of(dbg, pt, cplus, &p, &s, depth + 1, bad);
 				hd_dw_free(pt);
 				if (n++)
 					put(out, ", ");
@@ -232,12 +261,11 @@ static void params(Dwarf_Debug dbg, Dwarf_Die t, bool cplus, struct buf *out)
 			} else if (tag == DW_TAG_unspecified_parameters) {
 				varargs = true;
 			}
-			Dwarf_Die next = NULL;
-			if (dwarf_siblingof_b(dbg, c, true, &next, &derr) != DW_DLV_OK)
-				next = NULL;
+			Dwarf_Die next = hd_dw_next_sibling(dbg, c, bad);
 			hd_dw_free(c);
 			c = next;
 		}
+		hd_dw_free(c);
 	}
 	if (derr)
 		dwarf_dealloc_error(dbg, derr);
@@ -250,9 +278,10 @@ static void params(Dwarf_Debug dbg, Dwarf_Die t, bool cplus, struct buf *out)
 
 // pre gets what goes before the declared name, post what goes after.
 static void name_of(Dwarf_Debug dbg, Dwarf_Die t, bool cplus,
-		    struct buf *pre, struct buf *post, int depth)
+		    struct buf *pre, struct buf *post, int depth,
+		    struct hd_dw_corrupt *bad)
 {
-	if (depth > 32) {
+	if (depth > 32 || pre->bad || post->bad) {
 		pre->bad = true;
 		return;
 	}
@@ -315,7 +344,7 @@ static void name_of(Dwarf_Debug dbg, Dwarf_Die t, bool cplus,
 		sub = hd_dw_ref(dbg, t, DW_AT_type);
 		Dwarf_Half st = sub ? hd_dw_tag(dbg, sub) : 0;
 		struct buf p = {0}, s = {0};
-		name_of(dbg, sub, cplus, &p, &s, depth + 1);
+		name_of(dbg, sub, cplus, &p, &s, depth + 1, bad);
 		put(pre, p.s);
 		// "char *", "char **", "int (*)[4]", "void (*)(int)".
 		if (st == DW_TAG_array_type || st == DW_TAG_subroutine_type) {
@@ -343,7 +372,7 @@ static void name_of(Dwarf_Debug dbg, Dwarf_Die t, bool cplus,
 		sub = hd_dw_ref(dbg, t, DW_AT_type);
 		Dwarf_Half st = sub ? hd_dw_tag(dbg, sub) : 0;
 		struct buf p = {0}, s = {0};
-		name_of(dbg, sub, cplus, &p, &s, depth + 1);
+		name_of(dbg, sub, cplus, &p, &s, depth + 1, bad);
 		if (st == DW_TAG_array_type) {
 			// C qualifies an array's elements, which gcc's DWARF
 			// already marks: "volatile int [4]", said once.
@@ -365,7 +394,7 @@ static void name_of(Dwarf_Debug dbg, Dwarf_Die t, bool cplus,
 	case DW_TAG_array_type: {
 		sub = hd_dw_ref(dbg, t, DW_AT_type);
 		struct buf p = {0}, s = {0};
-		name_of(dbg, sub, cplus, &p, &s, depth + 1);
+		name_of(dbg, sub, cplus, &p, &s, depth + 1, bad);
 		put(pre, p.s);
 		if (p.n && p.s[p.n - 1] != '*')
 			put(pre, " ");
@@ -383,10 +412,7 @@ static void name_of(Dwarf_Debug dbg, Dwarf_Die t, bool cplus,
 						snprintf(num, sizeof(num), "[]");
 					put(post, num);
 				}
-				Dwarf_Die next = NULL;
-				if (dwarf_siblingof_b(dbg, c, true, &next, &derr) !=
-				    DW_DLV_OK)
-					next = NULL;
+				Dwarf_Die next = hd_dw_next_sibling(dbg, c, bad);
 				hd_dw_free(c);
 				c = next;
 			}
@@ -400,10 +426,10 @@ static void name_of(Dwarf_Debug dbg, Dwarf_Die t, bool cplus,
 	case DW_TAG_subroutine_type: {
 		sub = hd_dw_ref(dbg, t, DW_AT_type);
 		struct buf p = {0}, s = {0};
-		name_of(dbg, sub, cplus, &p, &s, depth + 1);
+		name_of(dbg, sub, cplus, &p, &s, depth + 1, bad);
 		put(pre, p.s);
 		put(pre, " ");
-		params(dbg, t, cplus, post);
+		params(dbg, t, cplus, post, depth, bad);
 		put(post, s.s);
 		pre->bad |= p.bad || s.bad;
 		break;
@@ -417,9 +443,10 @@ static void name_of(Dwarf_Debug dbg, Dwarf_Die t, bool cplus,
 }
 
 char *hd_dw_type_name(Dwarf_Debug dbg, Dwarf_Die type, bool cplus,
-		      uint64_t *size)
+		      uint64_t *size, struct hd_dw_corrupt *bad)
 {
-	*size = type_size(dbg, type, 0);
+	bool was_bad = bad->found;
+	*size = type_size(dbg, type, 0, bad);
 	// strip_typedefs: the typedefs at the top only ("pthread_t" is
 	// "unsigned long"; "pthread_t *" stays).
 	Dwarf_Die t = type, owned = NULL;
@@ -429,9 +456,9 @@ char *hd_dw_type_name(Dwarf_Debug dbg, Dwarf_Die type, bool cplus,
 		owned = t = next;
 	}
 	struct buf pre = {0}, post = {0};
-	name_of(dbg, t, cplus, &pre, &post, 0);
+	name_of(dbg, t, cplus, &pre, &post, 0, bad);
 	hd_dw_free(owned);
-	if (pre.bad || post.bad)
+	if (pre.bad || post.bad || bad->found != was_bad)
 		return NULL;
 	// "int (*)[4]" has no space before "[": gdb writes "char [16]".
 	char *ret = malloc(pre.n + post.n + 2);

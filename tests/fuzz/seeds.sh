@@ -5,11 +5,17 @@
 #               versions (with and without NT_FILE), and a gdb core of a
 #               small program when gdb can make one
 #   dwarf       the unit tests' type and line samples (tests/unit/) built
-#               at DWARF 5, 4 and 2, C and C++ (with type units)
+#               at DWARF 5, 4 and 2, C and C++ (with type units), and the
+#               frames fixture at -O0 and -O2 (blocks, inlined calls,
+#               location lists)
 #   snapshot    what `heapdom snapshot --json` writes of the synthetic cores
 #   trace       tracer states (fuzz_trace.c's input format) with call sites,
 #               shards and counts, written by seed_trace.py
 #   decode      registers and code: slices of the samples' .text
+#   unwind      .eh_frame / .debug_frame of the frames fixture, pcs in its
+#               functions, registers and a stack (seed_unwind.py)
+#   pool        poolalloc memory images: pools, blocks, free lists
+#               (seed_pool.py)
 # usage: seeds.sh OUT HEAPDOM   (HEAPDOM: the fuzz build's CLI)
 set -euo pipefail
 out=$1
@@ -17,7 +23,7 @@ heapdom=$2
 src=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-mkdir -p "$out"/{core,heap,dwarf,snapshot,trace,decode}
+mkdir -p "$out"/{core,heap,dwarf,snapshot,trace,decode,unwind,pool}
 
 for v in 2.17 2.23 2.27 2.31 2.35 2.43; do
 	python3 "$src/tests/synth/mkcore.py" --version "$v" "$tmp/glibc-$v.core" >/dev/null
@@ -61,6 +67,9 @@ for v in 5 4 2; do
 	gcc -g -gdwarf-$v -O0 -o "$out/dwarf/type_sample_v$v" "$src/tests/unit/type_sample.c"
 done
 gcc -g -gdwarf-4 -O0 -o "$out/dwarf/lines_sample_v4" "$src/tests/unit/lines_sample.c"
+# Locals, blocks, inlined calls, location lists for the scopes.
+gcc -g -O0 -o "$out/dwarf/frames_fixture_O0" "$src/tests/fixtures/frames_fixture.c" -lpthread
+gcc -g -O2 -o "$out/dwarf/frames_fixture_O2" "$src/tests/fixtures/frames_fixture.c" -lpthread
 if command -v g++ >/dev/null; then
 	g++ -g -gdwarf-5 -O0 -o "$out/dwarf/type_sample_cpp_v5" "$src/tests/unit/type_sample_cpp.cpp"
 	g++ -g -gdwarf-4 -fdebug-types-section -O0 -o "$out/dwarf/type_sample_cpp_v4t" \
@@ -73,6 +82,14 @@ for v in 2.27 2.35; do
 done
 
 python3 "$src/tests/fuzz/seed_trace.py" "$out/trace"
+
+# unwind: .eh_frame of the frames fixture at -O0 and -O2, .debug_frame of
+# a build without unwind tables.
+gcc -g -O1 -fno-asynchronous-unwind-tables -o "$tmp/frames_fixture_df" \
+	"$src/tests/fixtures/frames_fixture.c" -lpthread
+python3 "$src/tests/fuzz/seed_unwind.py" "$out/unwind" "$out/dwarf/frames_fixture_O0" \
+	"$out/dwarf/frames_fixture_O2" "$tmp/frames_fixture_df"
+python3 "$src/tests/fuzz/seed_pool.py" "$out/pool"
 
 # decode: 216 bytes of registers (struct hd_regs) then code.
 objcopy -O binary --only-section=.text "$out/dwarf/type_sample_v5" "$tmp/text"
