@@ -328,7 +328,7 @@ struct hd_error *hd_live_exec_error(int pid, const char *when)
 		n = 0;
 	exe[n] = '\0';
 	struct hd_error *err = hd_error_create(HD_ERROR_NOT_FOUND,
-		"process %d executed another program%s%s%s %s: the memory heapdom was reading is gone, and no report is made from it; the process runs on, untraced",
+		"process %d executed another program%s%s%s %s: the memory heapdom was reading is gone, and no report is made from it; heapdom let it go",
 		pid, n ? " (" : "", exe, n ? ")" : "", when);
 	return err;
 }

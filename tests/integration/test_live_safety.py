@@ -400,9 +400,71 @@ class Test:
                     if front == "cli":
                         self.check(p.returncode != 0, what + ": no report but exit status 0")
 
+    # ------------------------------------------------------------ case e
+    def case_exec(self):
+        """The target executes a program (itself again, on SIGHUP, as a
+        daemon upgrading in place) while `heapdom sample` runs on it, in
+        the CLI, gdb and lldb. SIGHUP is sent only once the sampler holds
+        the target (traced by the sampling process with a thread running,
+        which neither the CLI's nor a debugger's attach alone shows), and
+        the sampling is asked for 600 s: the exec always falls inside it."""
+        for front in ["cli", "gdb"] + (["lldb"] if self.a.lldb_plugin else []):
+            truth, truth2 = self.path("e.truth"), self.path("e.truth2")
+            if os.path.exists(truth2):
+                os.unlink(truth2)
+            proc = start_fixture(self.a.fixture, truth, ["--run", "--reexec-on-hup", truth2])
+            pid = proc.pid
+            try:
+                sample = ["--duration", "600", "--hz", "50"]
+                if front == "cli":
+                    argv, e = [self.a.heapdom, "sample", "--pid", str(pid)] + sample, env()
+                elif front == "gdb":
+                    argv, e = self.gdb_argv(pid, ["heap-sample " + " ".join(sample)]), self.gdb_env()
+                else:
+                    argv, e = self.lldb_argv(pid, ["heapdom sample " + " ".join(sample)]), env()
+                p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     stdin=subprocess.DEVNULL, env=e, text=True,
+                                     start_new_session=True)
+                deadline = time.monotonic() + 120
+                sampling = False
+                while p.poll() is None and time.monotonic() < deadline:
+                    st = states(pid)
+                    if any(tr == p.pid and s not in "tT" for s, tr in st.values()):
+                        sampling = True
+                        break
+                    time.sleep(0.01)
+                what = "e: %s, target executed itself while sampled" % front
+                if not self.check(sampling, what + ": the sampling never started"):
+                    p.kill()
+                    p.communicate()
+                    continue
+                os.kill(pid, signal.SIGHUP)
+                try:
+                    so, se = p.communicate(timeout=120)
+                except subprocess.TimeoutExpired:
+                    os.killpg(p.pid, signal.SIGKILL)
+                    so, se = p.communicate()
+                    self.check(False, what + ": heapdom did not notice (still sampling after 120 s)")
+                    continue
+                text = so + se
+                self.check(p.returncode >= 0, what + ": crashed (signal %d)" % -p.returncode, text)
+                self.check("process %d executed another program" % pid in text,
+                           what + ": no clear message naming the pid", text)
+                if front == "cli":
+                    self.check(p.returncode != 0, what + ": exit status 0", text)
+                # The new program runs: it writes its own truth file.
+                t0 = time.monotonic()
+                while not os.path.exists(truth2) and time.monotonic() - t0 < 30:
+                    time.sleep(0.05)
+                self.check(os.path.exists(truth2), what + ": the new program never ran")
+                self.released(pid, what, front != "cli")
+            finally:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
     def run(self):
         cases = {"a": self.case_untouched, "b": self.case_kill_heapdom,
-                 "c": self.case_target_killed}
+                 "c": self.case_target_killed, "e": self.case_exec}
         only = self.a.only.split(",") if self.a.only else list(cases)
         for k in only:
             print("case %s" % k)
