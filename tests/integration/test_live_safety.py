@@ -29,6 +29,16 @@ Cases:
                message ("process N exited ... during the analysis") and a
                non-zero status, or, killed after the last read, the exact
                report; never a crash or another answer.
+  e target execs  live_fixture re-executes itself (on SIGHUP, sent once the
+               sampler holds it) while `heapdom sample --pid`, gdb's
+               heap-sample and lldb's `heapdom sample` run: a message naming
+               the pid ("process N executed another program"), status 1 from
+               the CLI, and the new program runs untraced.
+  f kill sampler `heapdom sample --pid` SIGKILLed at delays through a
+               sampling and its report, gdb and lldb SIGKILLed while their
+               sample command runs: the target untraced, not stopped,
+               running; blocked, its memory byte-identical after a sampling
+               and after each kill.
 Exit status 0 when every check passed; the last line is "N passed, N failed".
 """
 import argparse
@@ -462,9 +472,74 @@ class Test:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
 
+    # ------------------------------------------------------------ case f
+    def sampling(self, pid):
+        """A predicate on the sampling process: it traces a thread of the
+        target that is not stopped, which only the sampler's rounds show
+        (the CLI's and a debugger's attach stop every thread they trace)."""
+        return lambda child: any(tr == child and s not in "tT"
+                                 for s, tr in states(pid).values())
+
+    def case_kill_sampler(self):
+        """heapdom sample SIGKILLed at points through a sampling (and
+        through the report after it), and gdb and lldb SIGKILLed while
+        their sample command runs: the target is left untraced, not
+        stopped, running; and, blocked (it changes none of its memory by
+        itself), its memory byte-identical after a sampling and after each
+        kill of the CLI."""
+        truth = self.path("f.truth")
+        proc = start_fixture(self.a.fixture, truth, [])
+        try:
+            pid = proc.pid
+            time.sleep(0.3)
+            base = memory_hash(pid)
+            r = subprocess.run([self.a.heapdom, "sample", "--pid", str(pid), "--duration", "1",
+                                "--hz", "200"], capture_output=True, text=True, env=env(),
+                               stdin=subprocess.DEVNULL, timeout=600)
+            self.check(r.returncode == 0 and "samples" in r.stdout,
+                       "f: heapdom sample failed (rc %d)" % r.returncode, r.stdout + r.stderr)
+            self.compare(base, memory_hash(pid), "heapdom sample --pid")
+            for delay in (0, 0.001, 0.01, 0.1, 0.5, 1.2):
+                got = self.kill_during(pid, [self.a.heapdom, "sample", "--pid", str(pid),
+                                             "--duration", "1", "--hz", "200"],
+                                       env(), self.sampling(pid), delay)
+                what = "heapdom sample killed %s s into the sampling%s" % (
+                    delay, "" if got else " (not reached)")
+                self.compare(base, memory_hash(pid), what)
+                time.sleep(0.05)
+                st = states(pid)
+                self.check(st and all(s[1] == 0 and s[0] not in "tT" for s in st.values()),
+                           "f: after %s the target is traced or stopped: %s" % (what, st))
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        truth = self.path("f.truth2")
+        proc = start_fixture(self.a.fixture, truth, ["--run"])
+        pid = proc.pid
+        try:
+            sample = ["--duration", "2", "--hz", "200"]
+            runs = [("heapdom sample", [self.a.heapdom, "sample", "--pid", str(pid)] + sample,
+                     env(), False, (0, 0.001, 0.01, 0.05, 0.3, 1.0, 2.1)),
+                    ("gdb heap-sample", self.gdb_argv(pid, ["heap-sample " + " ".join(sample)]),
+                     self.gdb_env(), True, (0, 0.05, 0.5))]
+            if self.a.lldb_plugin:
+                runs.append(("lldb heapdom sample",
+                             self.lldb_argv(pid, ["heapdom sample " + " ".join(sample)]),
+                             env(), True, (0, 0.05, 0.5)))
+            for name, argv, e, debugger, delays in runs:
+                for delay in delays:
+                    got = self.kill_during(pid, argv, e, self.sampling(pid), delay)
+                    self.check(got, "f: %s: the sampling was not seen to start" % name)
+                    self.released(pid, "%s killed %s s into the sampling" % (name, delay),
+                                  debugger)
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
     def run(self):
         cases = {"a": self.case_untouched, "b": self.case_kill_heapdom,
-                 "c": self.case_target_killed, "e": self.case_exec}
+                 "c": self.case_target_killed, "e": self.case_exec,
+                 "f": self.case_kill_sampler}
         only = self.a.only.split(",") if self.a.only else list(cases)
         for k in only:
             print("case %s" % k)
