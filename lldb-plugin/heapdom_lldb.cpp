@@ -282,6 +282,11 @@ hd_session *open_session(lldb::SBDebugger &debugger)
 			}
 		}
 		describe_threads(t, process, true);
+		// lldb reads a core through its own API and does not say
+		// which file it loaded: the library finds it among the files
+		// lldb maps, so that its holes are not read through lldb.
+		if (core)
+			check(hd_target_use_loaded_core(t));
 	} catch (...) {
 		hd_target_destroy(t);
 		throw;
@@ -358,6 +363,32 @@ std::string run_report(lldb::SBDebugger &debugger, std::vector<std::string> word
 	return out;
 }
 
+// --profile: what the CLI's --profile says of never-populated memory (the
+// same lines), from the session the report used.
+std::string sparse_profile(hd_session *s)
+{
+	hd_target *t = hd_session_target(s);
+	char buf[4096];
+	std::string out;
+	snprintf(buf, sizeof(buf),
+		 "profile: never-populated memory: %s; %.1f MiB of the readable mappings, not read\n",
+		 hd_target_sparse_source(t), hd_target_unpopulated_bytes(t) / 1048576.0);
+	out += buf;
+	double walk, types, graph, dom;
+	hd_session_times(s, &walk, &types, &graph, &dom);
+	const hd_graph *g = nullptr;
+	if (graph > 0 && !hd_session_graph(s, &g)) {
+		hd_graph_info gi;
+		hd_graph_get_info(g, &gi);
+		snprintf(buf, sizeof(buf),
+			 "profile: graph %.3f s (%llu words) (%llu words never populated, skipped)\n",
+			 graph, (unsigned long long)gi.words_scanned,
+			 (unsigned long long)gi.words_skipped);
+		out += buf;
+	}
+	return out;
+}
+
 // Every heapdom command: its words split, and a failure it throws reported
 // as the command's error.
 class heapdom_command : public lldb::SBCommandPluginInterface {
@@ -394,8 +425,11 @@ public:
 			"--format", "--from", "--sort", "--output",
 			"--framework", "--by", "--what", "--exclude"};
 		std::string expr;
+		bool profile = false;
 		for (size_t i = 0; i < args.size(); i++) {
-			if (with_value.count(args[i]) && i + 1 < args.size()) {
+			if (args[i] == "--profile" && report_ != std::string("diff")) {
+				profile = true;
+			} else if (with_value.count(args[i]) && i + 1 < args.size()) {
 				std::string value = args[++i];
 				if (args[i - 1] == "--from")
 					value = hex(evaluate_address(debugger, value));
@@ -417,6 +451,8 @@ public:
 		// diff reads snapshot files and cores: no process needed.
 		result.Printf("%s", run_report(debugger, words,
 					       report_ != std::string("diff")).c_str());
+		if (profile)
+			result.Printf("%s", sparse_profile(open_session(debugger)).c_str());
 	}
 
 private:

@@ -304,6 +304,15 @@ HD_EXPORT struct hd_error *hd_target_data_extents(struct hd_target *t,
 // (another user, a container without ptrace rights) nothing is skipped.
 HD_EXPORT struct hd_error *hd_target_set_local_pid(struct hd_target *t,
 						   int pid);
+// A callback target whose memory a debugger in this process reads from a
+// core file it loaded (lldb 14's API does not say which): the core is
+// found among the files this process maps from their start or holds open
+// (/proc/self/maps, /proc/self/fd), as the one ELF core whose threads are
+// the target's (ids, PC, stack pointer and the bytes there) and whose
+// memory lies in the target's mappings; its holes are then not read. When
+// none or two match, nothing is skipped and hd_target_sparse_source says
+// why. Call it once the target's mappings and threads are described.
+HD_EXPORT struct hd_error *hd_target_use_loaded_core(struct hd_target *t);
 // How the target finds never-populated memory: "pagemap", "core holes",
 // "off" (HEAPDOM_SPARSE=0), or why it cannot ("none: ..."); and the bytes
 // of its readable mappings known never populated (computed once).

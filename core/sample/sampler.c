@@ -251,6 +251,7 @@ struct sampler {
 	int mem_fd;
 	struct sthread *th;
 	size_t num_th, cap_th;
+	bool execed; // a thread stopped at PTRACE_EVENT_EXEC
 };
 
 static int64_t now_ns(void)
@@ -379,6 +380,16 @@ static void wait_stops(struct sampler *sp, int64_t timeout_ns)
 			}
 			int event = status >> 16;
 			int sig = WSTOPSIG(status);
+			if (event == PTRACE_EVENT_EXEC) {
+				// The process executed another program
+				// (threads are seized with
+				// PTRACE_O_TRACEEXEC): stopped there, it
+				// is detached by release_all.
+				sp->execed = true;
+				t->group = false;
+				t->state = ST_STOPPED;
+				continue;
+			}
 			if (event == 0) {
 				// A signal: deliver it, the interrupt
 				// still stops the thread afterwards.
@@ -428,10 +439,11 @@ static void resume_all(struct sampler *sp)
 		// SIGCONT; PTRACE_LISTEN lets that SIGCONT wake it.
 		long r = ptrace(t->group ? PTRACE_LISTEN : PTRACE_CONT, t->tid,
 				NULL, NULL);
-		if (r < 0 && errno == ESRCH)
-			gone(t);
-		else
-			t->state = ST_RUNNING;
+		// ESRCH: killed in its stop (another thread exited the
+		// process or executed a program). It stays a zombie until
+		// this tracer reaps it, and an exec waits for that: the
+		// next wait_stops reaps it.
+		t->state = r < 0 && errno == ESRCH ? ST_ASKED : ST_RUNNING;
 	}
 }
 
@@ -460,7 +472,8 @@ static struct hd_error *take_sample(struct sampler *sp, struct sthread *t)
 	struct user_regs_struct ur;
 	if (ptrace(PTRACE_GETREGS, t->tid, NULL, &ur) < 0) {
 		if (errno == ESRCH) {
-			gone(t);
+			// Killed meanwhile: reaped by the next wait.
+			t->state = ST_ASKED;
 			return NULL;
 		}
 		return hd_error_os(errno, NULL,
@@ -573,6 +586,23 @@ static void sleep_until(int64_t t)
 	}
 }
 
+// Whether the process executed another program: a thread stopped at the
+// exec, or (the thread that executed was not sampled, --threads) the
+// memory file opened at the start says its address space is gone (a read
+// returns nothing, where an unmapped address of a live one fails) while
+// the process lives on.
+static bool execed(struct sampler *sp)
+{
+	if (sp->execed)
+		return true;
+	char c;
+	ssize_t n;
+	do
+		n = pread(sp->mem_fd, &c, 1, 0);
+	while (n < 0 && errno == EINTR);
+	return n == 0 && hd_live_running_thread(sp->r->pid);
+}
+
 // The loop proper; the threads are released by the caller whatever it
 // returns.
 static struct hd_error *sample_loop(struct sampler *sp)
@@ -598,12 +628,18 @@ static struct hd_error *sample_loop(struct sampler *sp)
 		if (err)
 			return err;
 		if (!alive || !any_alive(sp)) {
+			if (alive && execed(sp))
+				break;
 			r->exited = true;
 			break;
 		}
 		int64_t t0 = now_ns();
 		interrupt_all(sp);
 		wait_stops(sp, ROUND_STOP_TIMEOUT_NS);
+		// Code read from the new program would be decoded as the
+		// old one's: no sample after an exec.
+		if (execed(sp))
+			break;
 		for (size_t i = 0; !err && i < sp->num_th; i++)
 			if (sp->th[i].state == ST_STOPPED)
 				err = take_sample(sp, &sp->th[i]);
@@ -726,6 +762,14 @@ struct hd_error *hd_sample_run(const struct hd_sample_options *o,
 	int64_t t0 = now_ns();
 	err = sample_loop(&sp);
 	r->wall_ns = (uint64_t)(now_ns() - t0);
+	if (!err && (sp.execed || execed(&sp))) {
+		char when[128];
+		snprintf(when, sizeof(when),
+			 "while it was sampled (after %" PRIu64
+			 " rounds, whose samples are dropped)",
+			 r->rounds);
+		err = hd_live_exec_error(o->pid, when);
+	}
 	if (r->truncated)
 		note(r, "stopped at %u samples (the limit)", MAX_SAMPLES);
 out:

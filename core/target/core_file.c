@@ -276,6 +276,23 @@ static const struct hd_target_ops core_ops = {
 	.data_extents = core_data_extents,
 };
 
+size_t hd_core_num_segments(const struct hd_target *t)
+{
+	if (t->ops != &core_ops)
+		return 0;
+	const struct core_file *c = t->impl;
+	return c->num_segs;
+}
+
+struct hd_extent hd_core_segment(const struct hd_target *t, size_t i)
+{
+	const struct core_file *c = t->impl;
+	const struct core_segment *s = &c->segs[i];
+	uint64_t len = s->end - s->start;
+	return (struct hd_extent){s->start,
+				  s->start + (s->avail < len ? s->avail : len)};
+}
+
 struct nt_file_entry {
 	uint64_t start, end, pgoff;
 };

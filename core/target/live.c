@@ -319,6 +319,20 @@ static struct hd_error *permission_error(int pid)
 	return err;
 }
 
+struct hd_error *hd_live_exec_error(int pid, const char *when)
+{
+	char path[64], exe[4096];
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	ssize_t n = readlink(path, exe, sizeof(exe) - 1);
+	if (n < 0)
+		n = 0;
+	exe[n] = '\0';
+	struct hd_error *err = hd_error_create(HD_ERROR_NOT_FOUND,
+		"process %d executed another program%s%s%s %s: the memory heapdom was reading is gone, and no report is made from it; heapdom let it go",
+		pid, n ? " (" : "", exe, n ? ")" : "", when);
+	return err;
+}
+
 // Waits until th reaches a ptrace-stop, or is found gone. The wait polls so
 // that a thread which never stops (state D) cannot hang the tool forever.
 static struct hd_error *wait_stop(struct live_target *lt,
@@ -337,6 +351,12 @@ static struct hd_error *wait_stop(struct live_target *lt,
 				th->slot = -1;
 				return NULL;
 			}
+			th->state = LIVE_STOPPED;
+			// The process executed another program while it was
+			// being stopped: what it was is gone. The thread is
+			// stopped, so live_destroy lets it go.
+			if ((status >> 16) == PTRACE_EVENT_EXEC)
+				return hd_live_exec_error(lt->pid, "while heapdom was attaching");
 			// Event 0 is a signal-delivery-stop: the signal is
 			// suppressed unless we hand it back at detach. Any
 			// event stop (interrupt or group-stop) carries none.
@@ -395,7 +415,11 @@ struct hd_error *hd_live_seize(int pid, int tid, bool *seized)
 	char state = thread_state(pid, tid);
 	if (!state || state == 'Z' || state == 'X')
 		return NULL;
-	if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) < 0) {
+	// PTRACE_O_TRACEEXEC: a thread that executes another program while
+	// traced stops there (PTRACE_EVENT_EXEC) instead of running on as a
+	// new program heapdom would take for the old one.
+	if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)(long)PTRACE_O_TRACEEXEC) <
+	    0) {
 		if (errno == ESRCH)
 			return NULL;
 		if (errno == EPERM) {
@@ -493,6 +517,11 @@ static struct hd_error *stop_all_threads(struct live_target *lt)
 	}
 	if (lt->proc_tid)
 		return NULL;
+	// Every thread seized is gone but the process lives: an untraced
+	// thread executed another program, which ended the others and took
+	// over the leader's id (still listed as known) without an exec stop.
+	if (running_thread(lt->pid))
+		return hd_live_exec_error(lt->pid, "while heapdom was attaching");
 	return hd_error_create(HD_ERROR_NOT_FOUND,
 			       "process %d exited while heapdom was attaching",
 			       lt->pid);
@@ -872,6 +901,11 @@ int hd_live_register(int tid)
 void hd_live_unregister(int slot)
 {
 	registry_release(slot);
+}
+
+int hd_live_running_thread(int pid)
+{
+	return running_thread(pid);
 }
 
 struct hd_error *hd_live_check_process(int pid)

@@ -24,6 +24,13 @@ struct hd_error *hd_live_check_process(int pid);
 // the thread is gone or a zombie (which the kernel refuses to trace); an
 // error names why the kernel refused otherwise (ptrace_scope, a tracer).
 struct hd_error *hd_live_seize(int pid, int tid, bool *seized);
+// The threads are seized with PTRACE_O_TRACEEXEC: a PTRACE_EVENT_EXEC stop
+// means the process executed another program. This error says so, naming
+// the pid, the new program and when ("while it was sampled").
+struct hd_error *hd_live_exec_error(int pid, const char *when);
+// A thread of pid that is neither a zombie nor dead, or 0 (the process
+// has exited).
+int hd_live_running_thread(int pid);
 // The thread ids in /proc/PID/task, in a new array the caller frees.
 // HD_ERROR_NOT_FOUND when the process is gone.
 struct hd_error *hd_live_threads(int pid, int **tids, size_t *n);

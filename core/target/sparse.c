@@ -59,7 +59,7 @@ struct hd_error *hd_target_set_local_pid(struct hd_target *t, int pid)
 	if (pid <= 0)
 		return hd_error_create(HD_ERROR_INVALID,
 				       "hd_target_set_local_pid: invalid process id %d", pid);
-	if (t->pagemap || t->ops->data_extents)
+	if (t->pagemap || t->ops->data_extents || t->sparse_core)
 		return hd_error_create(HD_ERROR_INVALID,
 			"hd_target_set_local_pid: the %s target already knows its never-populated memory",
 			t->kind);
@@ -88,7 +88,8 @@ struct hd_error *hd_target_set_local_pid(struct hd_target *t, int pid)
 
 static bool has_source(const struct hd_target *t)
 {
-	return !t->sparse_off && (t->pagemap || t->ops->data_extents);
+	return !t->sparse_off &&
+	       (t->pagemap || t->ops->data_extents || t->sparse_core);
 }
 
 // Appends [addr, end)'s data extents; all of it without a source.
@@ -101,6 +102,9 @@ static struct hd_error *list_extents(struct hd_target *t, uint64_t addr,
 		return hd_pagemap_extents(t->pagemap, addr, end, l);
 	if (t->ops->data_extents)
 		return t->ops->data_extents(t, addr, end, l);
+	if (t->sparse_core)
+		return t->sparse_core->ops->data_extents(t->sparse_core, addr,
+							 end, l);
 	return hd_extent_push(l, addr, end) ? NULL : &hd_error_no_memory;
 }
 
@@ -133,6 +137,8 @@ const char *hd_target_sparse_source(struct hd_target *t)
 		return "pagemap";
 	if (t->ops->data_extents)
 		return "core holes";
+	if (t->sparse_core)
+		return t->sparse_core_source;
 	return t->sparse_problem ? t->sparse_problem
 				 : "none: the target cannot tell populated memory";
 }

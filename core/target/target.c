@@ -85,6 +85,8 @@ void hd_target_destroy(struct hd_target *t)
 	if (t->ops && t->ops->destroy)
 		t->ops->destroy(t);
 	hd_pagemap_close(t->pagemap);
+	hd_target_destroy(t->sparse_core);
+	free(t->sparse_core_source);
 	free(t->sparse_problem);
 	free(t->lost);
 	for (size_t i = 0; i < t->num_mappings; i++)

@@ -25,6 +25,11 @@ struct hd_target_ops {
 					 uint64_t end, struct hd_extent_list *out);
 };
 
+// A core target's PT_LOAD segments (core_file.c): the part of segment i
+// the file holds (empty when it holds none). 0 segments for other targets.
+size_t hd_core_num_segments(const struct hd_target *t);
+struct hd_extent hd_core_segment(const struct hd_target *t, size_t i);
+
 // A growable list of extents (sparse.c).
 struct hd_extent_list {
 	struct hd_extent *v;
@@ -106,6 +111,11 @@ struct hd_target {
 	char *sparse_problem;
 	bool have_unpopulated;
 	uint64_t unpopulated;
+	// A core file whose holes stand for a callback target's (the core a
+	// debugger in this process loaded: hd_target_use_loaded_core), and
+	// how hd_target_sparse_source names it.
+	struct hd_target *sparse_core;
+	char *sparse_core_source;
 	// A process on this machine (live, proc, or a callback target told
 	// with hd_target_set_local_pid), 0 otherwise; and why it can no
 	// longer be read (hd_target_lost).

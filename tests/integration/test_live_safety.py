@@ -29,6 +29,16 @@ Cases:
                message ("process N exited ... during the analysis") and a
                non-zero status, or, killed after the last read, the exact
                report; never a crash or another answer.
+  e target execs  live_fixture re-executes itself (on SIGHUP, sent once the
+               sampler holds it) while `heapdom sample --pid`, gdb's
+               heap-sample and lldb's `heapdom sample` run: a message naming
+               the pid ("process N executed another program"), status 1 from
+               the CLI, and the new program runs untraced.
+  f kill sampler `heapdom sample --pid` SIGKILLed at delays through a
+               sampling and its report, gdb and lldb SIGKILLed while their
+               sample command runs: the target untraced, not stopped,
+               running; blocked, its memory byte-identical after a sampling
+               and after each kill.
 Exit status 0 when every check passed; the last line is "N passed, N failed".
 """
 import glob
@@ -344,9 +354,136 @@ class Test(heaptest.LiveTest):
                     if front == "cli":
                         self.check(p.returncode != 0, what + ": no report but exit status 0")
 
+    # ------------------------------------------------------------ case e
+    def case_exec(self):
+        """The target executes a program (itself again, on SIGHUP, as a
+        daemon upgrading in place) while `heapdom sample` runs on it, in
+        the CLI, gdb and lldb. SIGHUP is sent only once the sampler holds
+        the target (traced by the sampling process with a thread running,
+        which neither the CLI's nor a debugger's attach alone shows), and
+        the sampling is asked for 600 s: the exec always falls inside it."""
+        for front in ["cli", "gdb"] + (["lldb"] if self.a.lldb_plugin else []):
+            truth, truth2 = self.path("e.truth"), self.path("e.truth2")
+            if os.path.exists(truth2):
+                os.unlink(truth2)
+            proc = start_fixture(self.a.fixture, truth, ["--run", "--reexec-on-hup", truth2])
+            pid = proc.pid
+            try:
+                sample = ["--duration", "600", "--hz", "50"]
+                if front == "cli":
+                    argv, e = [self.a.heapdom, "sample", "--pid", str(pid)] + sample, env()
+                elif front == "gdb":
+                    argv, e = self.gdb_argv(pid, ["heap-sample " + " ".join(sample)]), self.gdb_env()
+                else:
+                    argv, e = self.lldb_argv(pid, ["heapdom sample " + " ".join(sample)]), env()
+                p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     stdin=subprocess.DEVNULL, env=e, text=True,
+                                     start_new_session=True)
+                deadline = time.monotonic() + 120
+                sampling = False
+                while p.poll() is None and time.monotonic() < deadline:
+                    st = states(pid)
+                    if any(tr == p.pid and s not in "tT" for s, tr in st.values()):
+                        sampling = True
+                        break
+                    time.sleep(0.01)
+                what = "e: %s, target executed itself while sampled" % front
+                if not self.check(sampling, what + ": the sampling never started"):
+                    p.kill()
+                    p.communicate()
+                    continue
+                os.kill(pid, signal.SIGHUP)
+                try:
+                    so, se = p.communicate(timeout=120)
+                except subprocess.TimeoutExpired:
+                    os.killpg(p.pid, signal.SIGKILL)
+                    so, se = p.communicate()
+                    self.check(False, what + ": heapdom did not notice (still sampling after 120 s)")
+                    continue
+                text = so + se
+                self.check(p.returncode >= 0, what + ": crashed (signal %d)" % -p.returncode, text)
+                self.check("process %d executed another program" % pid in text,
+                           what + ": no clear message naming the pid", text)
+                if front == "cli":
+                    self.check(p.returncode != 0, what + ": exit status 0", text)
+                # The new program runs: it writes its own truth file.
+                t0 = time.monotonic()
+                while not os.path.exists(truth2) and time.monotonic() - t0 < 30:
+                    time.sleep(0.05)
+                self.check(os.path.exists(truth2), what + ": the new program never ran")
+                self.released(pid, what, front != "cli")
+            finally:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+    # ------------------------------------------------------------ case f
+    def sampling(self, pid):
+        """A predicate on the sampling process: it traces a thread of the
+        target that is not stopped, which only the sampler's rounds show
+        (the CLI's and a debugger's attach stop every thread they trace)."""
+        return lambda child: any(tr == child and s not in "tT"
+                                 for s, tr in states(pid).values())
+
+    def case_kill_sampler(self):
+        """heapdom sample SIGKILLed at points through a sampling (and
+        through the report after it), and gdb and lldb SIGKILLed while
+        their sample command runs: the target is left untraced, not
+        stopped, running; and, blocked (it changes none of its memory by
+        itself), its memory byte-identical after a sampling and after each
+        kill of the CLI."""
+        truth = self.path("f.truth")
+        proc = start_fixture(self.a.fixture, truth, [])
+        try:
+            pid = proc.pid
+            time.sleep(0.3)
+            base = memory_hash(pid)
+            r = subprocess.run([self.a.heapdom, "sample", "--pid", str(pid), "--duration", "1",
+                                "--hz", "200"], capture_output=True, text=True, env=env(),
+                               stdin=subprocess.DEVNULL, timeout=600)
+            self.check(r.returncode == 0 and "samples" in r.stdout,
+                       "f: heapdom sample failed (rc %d)" % r.returncode, r.stdout + r.stderr)
+            self.compare(base, memory_hash(pid), "heapdom sample --pid")
+            for delay in (0, 0.001, 0.01, 0.1, 0.5, 1.2):
+                got = self.kill_during(pid, [self.a.heapdom, "sample", "--pid", str(pid),
+                                             "--duration", "1", "--hz", "200"],
+                                       env(), self.sampling(pid), delay)
+                what = "heapdom sample killed %s s into the sampling%s" % (
+                    delay, "" if got else " (not reached)")
+                self.compare(base, memory_hash(pid), what)
+                time.sleep(0.05)
+                st = states(pid)
+                self.check(st and all(s[1] == 0 and s[0] not in "tT" for s in st.values()),
+                           "f: after %s the target is traced or stopped: %s" % (what, st))
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        truth = self.path("f.truth2")
+        proc = start_fixture(self.a.fixture, truth, ["--run"])
+        pid = proc.pid
+        try:
+            sample = ["--duration", "2", "--hz", "200"]
+            runs = [("heapdom sample", [self.a.heapdom, "sample", "--pid", str(pid)] + sample,
+                     env(), False, (0, 0.001, 0.01, 0.05, 0.3, 1.0, 2.1)),
+                    ("gdb heap-sample", self.gdb_argv(pid, ["heap-sample " + " ".join(sample)]),
+                     self.gdb_env(), True, (0, 0.05, 0.5))]
+            if self.a.lldb_plugin:
+                runs.append(("lldb heapdom sample",
+                             self.lldb_argv(pid, ["heapdom sample " + " ".join(sample)]),
+                             env(), True, (0, 0.05, 0.5)))
+            for name, argv, e, debugger, delays in runs:
+                for delay in delays:
+                    got = self.kill_during(pid, argv, e, self.sampling(pid), delay)
+                    self.check(got, "f: %s: the sampling was not seen to start" % name)
+                    self.released(pid, "%s killed %s s into the sampling" % (name, delay),
+                                  debugger)
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
     def run(self):
         cases = {"a": self.case_untouched, "b": self.case_kill_heapdom,
-                 "c": self.case_target_killed}
+                 "c": self.case_target_killed, "e": self.case_exec,
+                 "f": self.case_kill_sampler}
         only = self.a.only.split(",") if self.a.only else list(cases)
         for k in only:
             print("case %s" % k)

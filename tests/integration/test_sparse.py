@@ -25,7 +25,11 @@ the CLI (--pid), gdb (memory through /proc and through gdb), lldb (through
 Then a core (gdb's gcore, which writes the zeros out) and a sparse copy of
 it (cp --sparse=always: the zero blocks become holes, as in a core the
 kernel writes): the same verdicts as the live process, with and without
-skipping, and the sparse copy's words skipped.
+skipping, and the sparse copy's words skipped. The same cores in lldb 14,
+whose API does not give the core's path: the library finds the file among
+lldb's own (--profile names it) and skips the sparse copy's holes; with the
+file removed after loading, or two copies loaded, it says so and reads
+every byte through lldb; the verdicts are the fixture's every time.
 
 Exit status 0 when every check passed; the last line is "N passed, N failed".
 """
@@ -144,13 +148,137 @@ class Test(heaptest.LiveTest):
                 return int(w)
         return None
 
+    # ------------------------------------------------------- lldb on cores
+    def lldb_on_core(self, cores, out, sparse, before=()):
+        """lldb-14 with each of cores loaded (the last one selected), then
+        heapdom leaks --profile and blocks; before: lldb commands run
+        after loading."""
+        cmds = ["plugin load " + self.a.lldb_plugin]
+        cmds += ["target create -c %s %s" % (c, self.a.fixture) for c in cores]
+        cmds += list(before)
+        cmds += ["heapdom leaks --json --profile --output " + out + ".leaks",
+                 "heapdom blocks --json --output " + out + ".blocks"]
+        for ext in (".leaks", ".blocks"):
+            if os.path.exists(out + ext):
+                os.unlink(out + ext)
+        argv = [shutil.which("lldb-14") or "lldb-14", "-x", "-b"]
+        for c in cmds:
+            argv += ["-o", c]
+        t0 = time.monotonic()
+        r = subprocess.run(argv, capture_output=True, text=True, env=env_for(sparse),
+                           stdin=subprocess.DEVNULL, timeout=900)
+        print("  %-22s %-6s %.2f s" % ("lldb " + os.path.basename(cores[-1]),
+                                       "sparse" if sparse else "full", time.monotonic() - t0))
+        return r.returncode, r.stdout[-4000:] + r.stderr[-2000:]
+
+    def other_core(self):
+        """A core of another live_fixture process (its own pid and threads)."""
+        truth = self.path("other.truth")
+        other = self.path("other.core")
+        proc = start_fixture(self.a.fixture, truth, [])
+        try:
+            subprocess.run(["gdb", "-batch", "-nx", "-ex", "attach %d" % proc.pid,
+                            "-ex", "gcore " + other, "-ex", "detach"],
+                           capture_output=True, text=True, env=env_for(True),
+                           stdin=subprocess.DEVNULL, timeout=900)
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        if not os.path.exists(other):
+            self.check(False, "gcore of a second fixture failed")
+            return None
+        return other
+
+    def sparse_source(self, log):
+        for line in log.splitlines():
+            if line.startswith("profile: never-populated memory: "):
+                return line[len("profile: never-populated memory: "):]
+        return None
+
+    def lldb_core(self, core, sparse_core, holes):
+        """lldb 14 does not give the core's path: the library finds the file
+        among lldb's own and skips its holes (the sparse copy), reading the
+        rest through lldb; the verdicts are the fixture's and the CLI's."""
+        big = self.truth["big"][1]
+        for name, path in (("core", core), ("sparse core", sparse_core)):
+            results = {}
+            for sparse in (True, False):
+                what = "lldb on the %s (skipping %s)" % (name, "on" if sparse else "off")
+                out = self.path("lldb_%s.%s" % (name.replace(" ", "_"), sparse))
+                rc, log = self.lldb_on_core([path], out, sparse)
+                self.check(rc == 0, what + ": exit status %d" % rc, log)
+                v = self.verdict(out, what, log)
+                if not v:
+                    continue
+                self.check_truth(v, what)
+                results[sparse] = v
+                w = self.skipped_words(log)
+                src = self.sparse_source(log) or ""
+                if sparse:
+                    self.check(src.startswith("core holes (%s," % path),
+                               what + ": the core file lldb loaded was not found: %s" % src, log)
+                if name == "sparse core" and sparse and holes:
+                    self.check(w is not None and w >= big // 8,
+                               what + ": %s words skipped, the core has %d in holes"
+                               % (w, big // 8), log)
+                else:
+                    self.check(w == 0, what + ": %s words skipped in a file without holes "
+                               "or with skipping off" % w, log)
+            if len(results) == 2:
+                self.check(results[True] == results[False],
+                           "lldb on the %s: verdicts differ with and without skipping: %s / %s"
+                           % (name, results[True], results[False]))
+                if self.live_verdict:
+                    self.check(results[True]["leaked"] == self.live_verdict["leaked"],
+                               "lldb on the %s: leaked %s, live %s"
+                               % (name, results[True]["leaked"], self.live_verdict["leaked"]))
+        # Fallbacks, each said in --profile, every byte read through lldb:
+        # the file lldb loaded removed (its mapping remains, its path
+        # leads nowhere), and two cores of the same memory loaded at once.
+        # A core of another process loaded before: refused (its threads
+        # differ), so the fixture's is still the one match.
+        other = self.other_core()
+        if other:
+            what = "lldb with another process's core loaded first"
+            out = self.path("lldb_other")
+            rc, log = self.lldb_on_core([other, sparse_core], out, True)
+            self.check(rc == 0, what + ": exit status %d" % rc, log)
+            v = self.verdict(out, what, log)
+            if v:
+                self.check_truth(v, what)
+            src = self.sparse_source(log) or ""
+            self.check(src.startswith("core holes (%s," % sparse_core),
+                       what + ": --profile says %r" % src, log)
+            os.unlink(other)
+        gone = self.path("gone.core")
+        shutil.copyfile(sparse_core, gone)
+        for what, cores, before, says in (
+                ("lldb on a core removed after loading", [gone],
+                 ["platform shell rm " + gone],
+                 "none: the debugger does not say which core file it loaded"),
+                ("lldb with the core and its sparse copy loaded", [core, sparse_core], [],
+                 "none: two core files loaded in this process match the target")):
+            out = self.path("lldb_fallback")
+            rc, log = self.lldb_on_core(cores, out, True, before)
+            self.check(rc == 0, what + ": exit status %d" % rc, log)
+            v = self.verdict(out, what, log)
+            if v:
+                self.check_truth(v, what)
+            src = self.sparse_source(log) or ""
+            self.check(src.startswith(says), what + ": --profile says %r" % src, log)
+            self.check(self.skipped_words(log) == 0, what + ": words skipped", log)
+        if os.path.exists(gone):
+            os.unlink(gone)
+
     def run(self):
         a = self.a
         truth_p = self.path("truth")
         proc = start_fixture(a.fixture, truth_p, ["--big", str(a.mib)])
         try:
             self.truth = parse_truth(truth_p)
-            self.live(proc.pid)
+            self.live_verdict = None
+            if not a.cores_only:
+                self.live(proc.pid)
             self.core(proc.pid)
         finally:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -257,6 +385,8 @@ class Test(heaptest.LiveTest):
                         self.check(results[True]["leaked"] == self.live_verdict["leaked"],
                                    "%s: leaked %s, live %s" % (name, results[True]["leaked"],
                                                                self.live_verdict["leaked"]))
+            if self.a.lldb_plugin:
+                self.lldb_core(core, sparse_core, holes)
             if not holes:
                 print("  note: this file system kept no holes in the sparse copy")
         finally:
@@ -268,6 +398,8 @@ class Test(heaptest.LiveTest):
 def main():
     ap = heaptest.live_arguments()
     ap.add_argument("--mib", type=int, default=256)
+    ap.add_argument("--cores-only", action="store_true",
+                    help="only the core cases (for a quicker run by hand)")
     a = ap.parse_args()
     t = Test(a)
     try:
