@@ -34,8 +34,11 @@ static bool scan_mapping(struct hd_target *t, const struct hd_mapping *m,
 			 int tid, uint64_t *ret)
 {
 	struct hd_view v;
-	if (hd_target_view(t, m->start, m->end - m->start, &v) != NULL)
+	struct hd_error *err = hd_target_view(t, m->start, m->end - m->start, &v);
+	if (err) {
+		hd_error_destroy(err);
 		return false; // unreadable: nothing to find there
+	}
 	bool found = false;
 	// Descriptors sit at the top of a thread's stack mapping: scan down.
 	for (uint64_t off = (v.len & ~7ULL); off >= 8 && !found;) {

@@ -305,8 +305,11 @@ static void print_profile(struct hd_session *s, double open, double total)
 	const struct hd_heap *h;
 	const struct hd_graph *g = NULL;
 	const struct hd_dom *d = NULL;
-	if (hd_session_heap(s, &h))
+	struct hd_error *err = hd_session_heap(s, &h);
+	if (err) {
+		hd_error_destroy(err); // the command itself already said why
 		return;
+	}
 	size_t n = hd_heap_num_blocks(h);
 	size_t table = hd_heap_table_bytes(h), gbytes = 0, dbytes = 0;
 	fprintf(stderr, "profile: open %.3f s, walk %.3f s", open, walk);
