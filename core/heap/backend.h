@@ -40,8 +40,10 @@ struct hd_heap_backend {
 	const char *name;
 	// Whether the target allocates with this allocator: cheap evidence
 	// (a module, a symbol, a magic word in a known place) written to
-	// evidence for messages. The registry walks with the first backend
-	// that says yes.
+	// evidence for messages. The registry walks every backend that says
+	// yes (a process may use several allocators) and merges their heaps
+	// (merge.c); --allocator NAME walks the named ones only, whatever
+	// their detect says.
 	bool (*detect)(const struct hd_heap_source *src, char *evidence,
 		       size_t len);
 	// Fills h (allocated, empty): calls hd_heap_declare, then adds
@@ -55,7 +57,11 @@ struct hd_heap_backend {
 				 struct hd_heap *h);
 	// The smallest request that could have made block id (for typing's
 	// array-length ranges); NULL when the allocator keeps no rounding
-	// that narrows it (0 is then assumed).
+	// that narrows it (0 is then assumed). This and block_label get the
+	// heap's table, which on a merged heap holds other allocators'
+	// blocks too: read block id through the accessors of
+	// heap_internal.h (hd_heap_extent, hd_heap_state, hd_heap_block_list
+	// gives the backend's own list number), not h->lists or h->shapes.
 	uint64_t (*min_request)(const struct hd_heap *h, size_t id);
 	// The allocator rounds a request up by less than this (glibc: 24,
 	// chunk alignment and the size word borrowed from the next chunk):

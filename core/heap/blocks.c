@@ -20,6 +20,8 @@ struct hd_error *hd_heap_alloc(struct hd_heap **ret)
 		return &hd_error_no_memory;
 	h->lists[0] = no_list;
 	h->num_lists = 1;
+	h->num_allocs = 1;
+	h->allocs[0].num_lists = 1;
 	*ret = h;
 	return NULL;
 }
@@ -42,6 +44,9 @@ void hd_heap_destroy(struct hd_heap *h)
 	for (size_t i = 0; i < h->num_problems; i++)
 		free(h->problems[i].message);
 	free(h->problems);
+	free(h->region_alloc);
+	for (unsigned a = 0; a < h->num_allocs; a++)
+		hd_heap_destroy(h->allocs[a].own);
 	free(h);
 }
 
@@ -62,6 +67,10 @@ void hd_heap_declare(struct hd_heap *h, const struct hd_heap_backend *b,
 	h->num_lists = 1;
 	for (unsigned i = 1; i < num_lists && i < HD_HEAP_MAX_LISTS; i++)
 		h->lists[h->num_lists++] = lists[i];
+	h->num_allocs = 1;
+	h->allocs[0].backend = b;
+	h->allocs[0].list_base = 0;
+	h->allocs[0].num_lists = h->num_lists;
 }
 
 bool hd_heap_reserve(struct hd_heap *h, size_t cap)
@@ -108,16 +117,18 @@ bool hd_heap_add(struct hd_heap *h, uint64_t addr, uint64_t extent,
 	return true;
 }
 
+// A backend's callbacks see the whole table: on a merged heap their
+// (h, id) is the merged one, read through the accessors above.
 uint64_t hd_heap_min_request(const struct hd_heap *h, size_t id)
 {
-	return h->backend && h->backend->min_request
-		       ? h->backend->min_request(h, id)
-		       : 0;
+	const struct hd_heap_backend *b = h->allocs[hd_heap_block_alloc(h, id)].backend;
+	return b && b->min_request ? b->min_request(h, id) : 0;
 }
 
-uint32_t hd_heap_request_slack(const struct hd_heap *h)
+uint32_t hd_heap_request_slack(const struct hd_heap *h, size_t id)
 {
-	return h->backend ? h->backend->request_slack : 0;
+	const struct hd_heap_backend *b = h->allocs[hd_heap_block_alloc(h, id)].backend;
+	return b ? b->request_slack : 0;
 }
 
 void hd_heap_problem_add(struct hd_heap *h, uint64_t address, const char *fmt,
@@ -145,7 +156,7 @@ void hd_heap_problem_add(struct hd_heap *h, uint64_t address, const char *fmt,
 
 uint16_t hd_heap_add_region(struct hd_heap *h, const struct hd_region *r)
 {
-	if (h->num_regions >= HD_REGION_NONE ||
+	if (h->num_regions >= HD_REGION_LIMIT ||
 	    !HD_VEC_PUSH(h->regions, h->num_regions, h->cap_regions, *r))
 		return HD_REGION_NONE;
 	return (uint16_t)(h->num_regions - 1);
@@ -220,21 +231,26 @@ void hd_heap_block(const struct hd_heap *h, size_t id, struct hd_block *ret)
 	ret->start = hd_heap_extent_start(h, id);
 	ret->extent = hd_heap_extent(h, id);
 	ret->state = hd_heap_state(h, id);
+	unsigned a = hd_heap_block_alloc(h, id);
+	const struct hd_heap_alloc *al = &h->allocs[a];
 	unsigned l = hd_heap_block_list(h, id);
-	ret->list = ret->state == HD_STATE_FREE && l < h->num_lists ? l : 0;
+	ret->list = ret->state == HD_STATE_FREE && l && l < al->num_lists
+			    ? al->list_base + l : 0;
 	ret->list_name = ret->list ? h->lists[ret->list].name : NULL;
-	ret->region = h->region[id] == HD_REGION_NONE ? HD_NO_REGION
-						      : h->region[id];
+	ret->region = h->region[id] >= HD_REGION_LIMIT ? HD_NO_REGION
+						       : h->region[id];
 	ret->mmapped = ret->region == HD_NO_REGION;
 	ret->usable = hd_heap_usable(h, id);
+	ret->allocator = a;
 }
 
 const char *hd_heap_block_label(const struct hd_heap *h, size_t id)
 {
 	if (id >= h->num_blocks || hd_heap_state(h, id) == HD_STATE_USED)
 		return NULL;
-	if (h->backend && h->backend->block_label)
-		return h->backend->block_label(h, id);
+	const struct hd_heap_backend *b = h->allocs[hd_heap_block_alloc(h, id)].backend;
+	if (b && b->block_label)
+		return b->block_label(h, id);
 	return NULL;
 }
 
@@ -341,14 +357,94 @@ const struct hd_heap_problem *hd_heap_problem(const struct hd_heap *h,
 
 bool hd_heap_partial(const struct hd_heap *h)
 {
-	return h->num_problems || h->dropped_problems || h->info.other_allocator;
+	return h->num_problems || h->dropped_problems ||
+	       h->info.other_allocator || h->skipped[0];
+}
+
+// Allocator a's own info: a merged heap keeps it in the walk's heap.
+static const struct hd_heap *alloc_heap(const struct hd_heap *h, size_t a)
+{
+	return a < h->num_allocs && h->allocs[a].own ? h->allocs[a].own : h;
+}
+
+void hd_heap_allocator_info(const struct hd_heap *h, size_t i,
+			    struct hd_heap_info *ret)
+{
+	const struct hd_heap *o = alloc_heap(h, i);
+	*ret = o->info;
+	ret->version = o->version[0] ? o->version : NULL;
+	ret->version_source = o->version_source[0] ? o->version_source : NULL;
+	ret->evidence = i < h->num_allocs && h->allocs[i].evidence[0]
+				? h->allocs[i].evidence : NULL;
+	ret->other_allocator = NULL;
+	ret->skipped = NULL;
 }
 
 void hd_heap_get_info(const struct hd_heap *h, struct hd_heap_info *ret)
 {
-	*ret = h->info;
-	ret->version = h->version[0] ? h->version : NULL;
-	ret->version_source = h->version_source[0] ? h->version_source : NULL;
+	hd_heap_allocator_info(h, 0, ret);
+	ret->other_allocator = h->info.other_allocator;
+	ret->skipped = h->skipped[0] ? h->skipped : NULL;
+}
+
+size_t hd_heap_num_allocators(const struct hd_heap *h) { return h->num_allocs; }
+
+void hd_heap_allocator_totals(const struct hd_heap *h, size_t i,
+			      struct hd_allocator_totals *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	if (i >= h->num_allocs)
+		return;
+	const struct hd_heap_alloc *a = &h->allocs[i];
+	ret->used_blocks = a->used.blocks;
+	ret->used_bytes = a->used.bytes;
+	ret->free_blocks = a->free.blocks;
+	ret->free_bytes = a->free.bytes;
+	ret->reserve_blocks = a->reserve.blocks;
+	ret->reserve_bytes = a->reserve.bytes;
+	ret->internal_blocks = a->internal.blocks;
+	ret->internal_bytes = a->internal.bytes;
+	ret->usable = a->usable;
+}
+
+void hd_heap_allocator_lists(const struct hd_heap *h, size_t i, size_t *first,
+			     size_t *n)
+{
+	*first = 1;
+	*n = 0;
+	if (i < h->num_allocs) {
+		*first = h->allocs[i].list_base + 1;
+		*n = h->allocs[i].num_lists ? h->allocs[i].num_lists - 1 : 0;
+	}
+}
+
+void hd_heap_count_totals(struct hd_heap *h)
+{
+	struct hd_heap_alloc *a = &h->allocs[0];
+	memset(&a->used, 0, sizeof(a->used));
+	a->free = a->reserve = a->internal = a->used;
+	a->usable = 0;
+	for (size_t i = 0; i < h->num_blocks; i++) {
+		uint64_t e = hd_heap_extent(h, i);
+		struct hd_heap_count *c;
+		switch (hd_heap_state(h, i)) {
+		case HD_STATE_USED:
+			c = &a->used;
+			a->usable += hd_heap_usable(h, i);
+			break;
+		case HD_STATE_FREE: {
+			unsigned l = hd_heap_block_list(h, i);
+			c = l < h->num_lists && h->lists[l].reserve ? &a->reserve
+								      : &a->free;
+			break;
+		}
+		default:
+			c = &a->internal;
+			break;
+		}
+		c->blocks++;
+		c->bytes += e;
+	}
 }
 
 const char *hd_block_state_name(enum hd_block_state s)

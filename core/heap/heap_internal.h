@@ -8,12 +8,19 @@
 
 // Block table, struct-of-arrays, 15 bytes per block: 8 (addr) + 4 (span:
 // extent in units of 1 << span_shift) + 1 (flags) + 2 (region). Everything
-// else a block has is derived from a handful of per-heap tables the
+// else a block has is derived from a handful of per-allocator tables the
 // backend declares: its shape (header before addr, usable bytes) and its
 // list's name.
 //
-// flags: bits 0-1 state, bits 2-5 list (index into h->lists, 0 = none),
-// bits 6-7 shape (index into h->shapes).
+// flags: bits 0-1 state, bits 2-5 list (index into its allocator's lists,
+// 0 = none), bits 6-7 shape (index into its allocator's shapes).
+//
+// Several allocators in one table (merge.c): a block's allocator is its
+// region's (every region belongs to one allocator, region_alloc), and a
+// block in a mapping of its own carries HD_REGION_NONE - a for allocator
+// a. So list and shape stay 6 bits per block, resolved per allocator:
+// allocator a's shapes are shapes[4a..4a+3], and its list l > 0 is the
+// heap's list allocs[a].list_base + l.
 #define HD_FLAG_STATE_MASK 0x3
 #define HD_FLAG_LIST_SHIFT 2
 #define HD_FLAG_LIST_MASK (0xf << HD_FLAG_LIST_SHIFT)
@@ -21,6 +28,10 @@
 #define HD_HEAP_MAX_LISTS 16
 #define HD_HEAP_MAX_SHAPES 4
 #define HD_REGION_NONE 0xffff
+// Allocators one heap merges; their regions are below HD_REGION_LIMIT.
+#define HD_HEAP_MAX_ALLOCATORS 8
+#define HD_REGION_LIMIT (HD_REGION_NONE - HD_HEAP_MAX_ALLOCATORS + 1)
+#define HD_HEAP_MAX_ALL_LISTS (1 + HD_HEAP_MAX_ALLOCATORS * (HD_HEAP_MAX_LISTS - 1))
 
 // How a kind of block sits in its extent. A block's extent starts head
 // bytes before the pointer the allocator returns (0 for slab allocators
@@ -35,6 +46,26 @@ struct hd_heap_shape {
 
 struct hd_heap_backend;
 
+// Blocks, bytes and extents of one state, for totals.
+struct hd_heap_count {
+	uint64_t blocks, bytes;
+};
+
+// One allocator of a heap: what its walk declared and found. A heap of
+// one allocator describes it in its own fields (own is NULL); a merged
+// heap keeps each walk's heap, its block arrays released, for the info,
+// the strings its facts and metadata point to.
+struct hd_heap_alloc {
+	const struct hd_heap_backend *backend;
+	struct hd_heap *own;
+	char evidence[256];  // what detect said
+	unsigned list_base;  // its list l > 0 is the heap's list_base + l
+	unsigned num_lists;  // its lists, "none" included
+	// Its used, free (reserve lists apart) and internal blocks, extents.
+	struct hd_heap_count used, free, reserve, internal;
+	uint64_t usable; // usable bytes of its used blocks
+};
+
 struct hd_heap {
 	uint64_t *addr;    // the pointer the allocator returned
 	uint32_t *span;    // extent >> span_shift
@@ -43,11 +74,21 @@ struct hd_heap {
 	size_t num_blocks, cap_blocks;
 	unsigned span_shift; // the allocator's alignment of extents (glibc 4)
 
-	// Declared by the backend before its first block (hd_heap_declare).
-	struct hd_heap_shape shapes[HD_HEAP_MAX_SHAPES];
-	struct hd_free_list lists[HD_HEAP_MAX_LISTS];
+	// Declared by the backend before its first block (hd_heap_declare),
+	// for allocator 0; a merged heap has every allocator's (above).
+	struct hd_heap_shape shapes[HD_HEAP_MAX_ALLOCATORS * HD_HEAP_MAX_SHAPES];
+	struct hd_free_list lists[HD_HEAP_MAX_ALL_LISTS];
 	unsigned num_lists;
-	const struct hd_heap_backend *backend;
+	const struct hd_heap_backend *backend; // the primary allocator's
+
+	// The allocators (at least one once declared; allocs[0] is the
+	// primary: merge.c), and per region its allocator (NULL with one).
+	struct hd_heap_alloc allocs[HD_HEAP_MAX_ALLOCATORS];
+	unsigned num_allocs;
+	uint8_t *region_alloc;
+	// Backends --allocator left out although they detected their
+	// allocator, for reports ("glibc"), and why.
+	char skipped[160];
 
 	struct hd_region *regions;
 	size_t num_regions, cap_regions;
@@ -98,14 +139,25 @@ static inline enum hd_block_state hd_heap_state(const struct hd_heap *h,
 {
 	return (enum hd_block_state)(h->flags[id] & HD_FLAG_STATE_MASK);
 }
+// The block's list as its allocator numbers it (the backend's list enum);
+// hd_heap_block() gives the heap's.
 static inline unsigned hd_heap_block_list(const struct hd_heap *h, size_t id)
 {
 	return (h->flags[id] & HD_FLAG_LIST_MASK) >> HD_FLAG_LIST_SHIFT;
 }
+// Index in h->allocs of the allocator that owns block id.
+static inline unsigned hd_heap_block_alloc(const struct hd_heap *h, size_t id)
+{
+	if (!h->region_alloc)
+		return 0;
+	uint16_t r = h->region[id];
+	return r < h->num_regions ? h->region_alloc[r] : HD_REGION_NONE - r;
+}
 static inline const struct hd_heap_shape *hd_heap_shape(const struct hd_heap *h,
 							size_t id)
 {
-	return &h->shapes[h->flags[id] >> HD_FLAG_SHAPE_SHIFT];
+	return &h->shapes[hd_heap_block_alloc(h, id) * HD_HEAP_MAX_SHAPES +
+			  (h->flags[id] >> HD_FLAG_SHAPE_SHIFT)];
 }
 // Bytes the block takes in the allocator's memory, header included.
 static inline uint64_t hd_heap_extent(const struct hd_heap *h, size_t id)
@@ -133,7 +185,7 @@ static inline uint64_t hd_heap_usable(const struct hd_heap *h, size_t id)
 // narrow it (backend.h: min_request).
 uint64_t hd_heap_min_request(const struct hd_heap *h, size_t id);
 // The most the allocator rounds a request up by (backend.h).
-uint32_t hd_heap_request_slack(const struct hd_heap *h);
+uint32_t hd_heap_request_slack(const struct hd_heap *h, size_t id);
 
 // Records a problem (message formatted); the walk goes on.
 void hd_heap_problem_add(struct hd_heap *h, uint64_t address,
@@ -163,6 +215,18 @@ bool hd_heap_fact_addr(struct hd_heap *h, uint32_t region, const char *key,
 		       uint64_t v);
 bool hd_heap_fact_string(struct hd_heap *h, uint32_t region, const char *key,
 			 const char *v);
+
+// ------------------------------------------------------ several allocators
+
+// One heap of the walks of several allocators (merge.c): parts[0] is the
+// primary. Blocks are merged in address order; lists, shapes, regions,
+// segments, metadata, facts and problems are kept per allocator. Blocks
+// of two allocators that overlap are problems naming both, and the later
+// one is left out. Takes the parts (destroyed on error too).
+struct hd_error *hd_heap_merge(struct hd_heap **parts, size_t n,
+			       struct hd_heap **ret);
+// Fills h->allocs[0]'s totals from h's blocks (one allocator's walk).
+void hd_heap_count_totals(struct hd_heap *h);
 
 // ------------------------------------------------------ other allocators
 

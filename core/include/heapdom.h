@@ -405,8 +405,10 @@ HD_EXPORT struct hd_error *hd_debuginfo_locate(struct hd_debuginfo *di,
 
 // ------------------------------------------------------------------ heap
 //
-// One block table for every allocator: a backend (core/heap/<allocator>/,
-// docs/allocators.md) is chosen by detection and fills it. The names an
+// One block table for every allocator: each backend (core/heap/<allocator>/,
+// docs/allocators.md) whose allocator the process uses fills its part,
+// and the parts are merged in address order (several allocators in one
+// process: glibc's malloc and a pool allocator of the program's own). The names an
 // allocator gives its own structures (lists, regions, facts) are strings
 // the backend declares, so nothing here is one allocator's.
 
@@ -433,6 +435,7 @@ struct hd_block {
 	uint32_t region;  // index of hd_heap_region, HD_NO_REGION for a block
 			  // in a mapping of its own (glibc's mmapped chunks)
 	bool mmapped;     // region == HD_NO_REGION
+	unsigned allocator; // index of hd_heap_allocator_info
 };
 
 // A free list, bin or bitmap state as the allocator names it.
@@ -452,6 +455,7 @@ struct hd_region {
 	bool primary;          // the first one (glibc's main arena)
 	uint64_t system_bytes; // memory it got from the system (glibc system_mem)
 	size_t num_segments;   // its segments
+	unsigned allocator;    // its allocator (set by the walk, not the backend)
 };
 
 // A range of memory the allocator owns and its blocks tile: a heap of an
@@ -461,6 +465,7 @@ struct hd_heap_segment {
 	uint64_t start, end;
 	uint32_t region; // HD_NO_REGION for a block in a mapping of its own
 	bool mmapped;
+	unsigned allocator;
 };
 
 // Allocator bookkeeping outside every block (glibc's main_arena and mp_,
@@ -469,6 +474,7 @@ struct hd_heap_metadata {
 	uint64_t start, end;
 	const char *name;  // what it is: "struct malloc_state (main_arena)"
 	uint32_t region;   // its region, or HD_NO_REGION
+	unsigned allocator;
 };
 
 // One thing the backend found, for reports to print without knowing it:
@@ -480,6 +486,7 @@ struct hd_fact {
 	uint64_t value;    // bool, number or address
 	const char *string; // for HD_FACT_STRING
 	uint32_t region;
+	unsigned allocator; // whose fact (the allocator's own: region HD_NO_REGION)
 };
 
 // A problem found in the heap metadata; the walk continues around it.
@@ -492,12 +499,16 @@ struct hd_heap_options {
 	// Use the allocator's symbols/DWARF when present (true) or discover
 	// everything from the heap data alone (false).
 	bool use_debuginfo;
+	// "poolalloc" or "glibc,poolalloc": walk these backends only, each
+	// of which must find its heap; NULL: every backend that detects its
+	// allocator in the process.
+	const char *allocators;
 };
 
 struct hd_heap;
 
-// Detects the allocator (the backends in turn, glibc's last) and walks
-// its heap. A damaged heap still yields a heap object with problems
+// Detects the allocators (every backend in turn, glibc's last), walks the
+// heap of each one the process uses and merges them into one table. A damaged heap still yields a heap object with problems
 // recorded; an allocator never initialised yields an empty heap with
 // no_allocation_yet. An error means no heap could be found at all, or
 // (HD_ERROR_UNSUPPORTED) the process allocates with an allocator heapdom
@@ -507,6 +518,11 @@ HD_EXPORT struct hd_error *hd_heap_walk(struct hd_target *t,
 					const struct hd_heap_options *opts,
 					struct hd_heap **ret);
 HD_EXPORT void hd_heap_destroy(struct hd_heap *h);
+// Checks a --allocator list ("glibc,poolalloc") against the backends:
+// an error naming the known ones for a name that is none of them.
+HD_EXPORT struct hd_error *hd_heap_check_allocators(const char *names);
+// The backends' names, comma-separated ("poolalloc, glibc").
+HD_EXPORT const char *hd_heap_known_allocators(void);
 
 // Blocks are sorted by address with dense ids 0..n-1.
 HD_EXPORT size_t hd_heap_num_blocks(const struct hd_heap *h);
@@ -575,9 +591,36 @@ struct hd_heap_info {
 	// How the version was decided ("layout from libc's DWARF; 2.36 from
 	// libc's version banner"; docs/glibc-versions.md), or NULL.
 	const char *version_source;
+	// What its detection found ("symbol poolalloc_pools"), or NULL.
+	const char *evidence;
+	// Backends that detected their allocator but were not walked because
+	// --allocator left them out ("glibc (--allocator poolalloc)"), or
+	// NULL (hd_heap_get_info only).
+	const char *skipped;
 };
+// The heap's primary allocator (the one whose used blocks hold the most
+// bytes; docs/json-format.md), with the heap's other_allocator/skipped.
 HD_EXPORT void hd_heap_get_info(const struct hd_heap *h,
 				struct hd_heap_info *ret);
+
+// Every allocator walked, the primary first (index 0): a block's, region's,
+// fact's, metadata's and segment's `allocator` index these.
+HD_EXPORT size_t hd_heap_num_allocators(const struct hd_heap *h);
+HD_EXPORT void hd_heap_allocator_info(const struct hd_heap *h, size_t i,
+				      struct hd_heap_info *ret);
+// Totals of allocator i's blocks, extents counted (header included).
+struct hd_allocator_totals {
+	uint64_t used_blocks, used_bytes;
+	uint64_t free_blocks, free_bytes;       // reserve lists apart
+	uint64_t reserve_blocks, reserve_bytes; // glibc's top chunks
+	uint64_t internal_blocks, internal_bytes;
+	uint64_t usable; // usable bytes of its used blocks
+};
+HD_EXPORT void hd_heap_allocator_totals(const struct hd_heap *h, size_t i,
+					struct hd_allocator_totals *ret);
+// Its free lists: the heap's lists first .. first + n - 1 (first >= 1).
+HD_EXPORT void hd_heap_allocator_lists(const struct hd_heap *h, size_t i,
+				       size_t *first, size_t *n);
 
 // ----------------------------------------------------------------- graph
 
@@ -779,6 +822,8 @@ struct hd_session_options {
 	struct hd_debuginfo_options debug;
 	bool no_libc_debuginfo; // find the heap from the data alone
 	bool untyped;           // no DWARF typing: scan every block conservatively
+	// Walk these allocators only (hd_heap_options.allocators), or NULL.
+	const char *allocators;
 };
 
 // Takes ownership of t.
@@ -790,6 +835,11 @@ HD_EXPORT struct hd_target *hd_session_target(struct hd_session *s);
 HD_EXPORT struct hd_debuginfo *hd_session_debuginfo(struct hd_session *s);
 HD_EXPORT struct hd_error *hd_session_heap(struct hd_session *s,
 					   const struct hd_heap **ret);
+// Walks these allocators from now on ("glibc,poolalloc"; NULL: the
+// session's options' choice): when that changes the choice, the heap and
+// every stage after it are computed again on next use.
+HD_EXPORT struct hd_error *hd_session_select_allocators(struct hd_session *s,
+							const char *names);
 HD_EXPORT struct hd_error *hd_session_graph(struct hd_session *s,
 					    const struct hd_graph **ret);
 HD_EXPORT struct hd_error *hd_session_dom(struct hd_session *s,
@@ -959,6 +1009,9 @@ struct hd_command {
 	size_t num_operands;
 	const struct hd_target_options *target;
 	const struct hd_session_options *session;
+	// --allocator NAME[,NAME], into argv, or NULL: the session walks
+	// these allocators for this command (hd_session_select_allocators).
+	const char *allocators;
 };
 HD_EXPORT struct hd_error *hd_command_parse(int argc, char *const *argv,
 					    struct hd_command *ret);

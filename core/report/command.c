@@ -232,6 +232,12 @@ struct hd_error *hd_command_parse(int argc, char *const *argv,
 			struct hd_error *err = parse_exclude(bad ? NULL : v, &o->exclude);
 			if (err)
 				return err;
+		} else if (is_opt(a, "--allocator")) {
+			v = value_of(argc, argv, &i, "--allocator", &bad);
+			struct hd_error *err = hd_heap_check_allocators(bad ? NULL : v);
+			if (err)
+				return err;
+			ret->allocators = v;
 		} else if (strcmp(a, "--semantic") == 0) {
 			o->semantic = true;
 		} else if (strcmp(a, "--partial") == 0) {
@@ -330,6 +336,10 @@ struct hd_error *hd_command_run(struct hd_session *s, const struct hd_command *c
 	if (s) {
 		struct hd_error *err = hd_check_complete(hd_session_target(s),
 							 o.partial);
+		// The allocators this command walks (a debugger's session
+		// outlives commands: without --allocator, its default again).
+		if (!err)
+			err = hd_session_select_allocators(s, c->allocators);
 		if (err)
 			return err;
 	}

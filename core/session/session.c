@@ -1,5 +1,6 @@
 // One analysis object per stop or core: each stage runs on first use and
 // its result is kept, so front-ends ask for what they need.
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -35,6 +36,10 @@ struct hd_session {
 	// which those blocks are vertices (types, why).
 	struct hd_semantic *names_sem;
 	bool frames_done; // the target's frames are known (frames.c)
+	// The allocators walked (hd_session_select_allocators), "" for the
+	// default: opts.allocators, or every one detected.
+	char allocators[128];
+	char default_allocators[128];
 	double t_walk, t_types, t_graph, t_dom, t_semantic, t_frames;
 };
 
@@ -54,6 +59,23 @@ struct hd_error *hd_session_create(struct hd_target *t,
 		return &hd_error_no_memory;
 	if (o)
 		s->opts = *o;
+	if (s->opts.allocators && strlen(s->opts.allocators) >= sizeof(s->allocators)) {
+		free(s);
+		return hd_error_create(HD_ERROR_INVALID,
+				       "--allocator: the list is too long");
+	}
+	if (s->opts.allocators) {
+		struct hd_error *err = hd_heap_check_allocators(s->opts.allocators);
+		if (err) {
+			free(s);
+			return err;
+		}
+		snprintf(s->allocators, sizeof(s->allocators), "%s",
+			 s->opts.allocators);
+		snprintf(s->default_allocators, sizeof(s->default_allocators),
+			 "%s", s->opts.allocators);
+	}
+	s->opts.allocators = NULL; // the caller's string: copied above
 	s->t = t;
 	// Some debuggers (lldb 14) cannot report the thread pointer.
 	hd_target_recover_thread_pointers(t);
@@ -93,11 +115,9 @@ void hd_session_join_prefetch(struct hd_session *s)
 	s->prefetch = NULL;
 }
 
-void hd_session_destroy(struct hd_session *s)
+// Drops the heap and every stage computed from it.
+static void drop_heap(struct hd_session *s)
 {
-	if (!s)
-		return;
-	hd_session_join_prefetch(s);
 	hd_semantic_destroy(s->sem);
 	free(s->sem_key);
 	hd_fw_destroy(s->names_fw);
@@ -110,9 +130,48 @@ void hd_session_destroy(struct hd_session *s)
 	if (s->have_ix)
 		hd_index_deinit(&s->ix);
 	hd_heap_destroy(s->h);
+	s->sem = NULL;
+	s->sem_key = NULL;
+	s->names_fw = NULL;
+	s->names_g = NULL;
+	s->names_sem = NULL;
+	s->d = s->d_plain = NULL;
+	s->g = NULL;
+	s->ty = NULL;
+	s->have_ix = false;
+	s->h = NULL;
+}
+
+void hd_session_destroy(struct hd_session *s)
+{
+	if (!s)
+		return;
+	hd_session_join_prefetch(s);
+	drop_heap(s);
 	hd_debuginfo_destroy(s->di);
 	hd_target_destroy(s->t);
 	free(s);
+}
+
+struct hd_error *hd_session_select_allocators(struct hd_session *s,
+					      const char *names)
+{
+	if (names) {
+		struct hd_error *err = hd_heap_check_allocators(names);
+		if (err)
+			return err;
+		if (strlen(names) >= sizeof(s->allocators))
+			return hd_error_create(HD_ERROR_INVALID,
+					       "--allocator: the list is too long");
+	}
+	// NULL: back to what the session was made with.
+	const char *want = names ? names : s->default_allocators;
+	if (strcmp(want, s->allocators) == 0)
+		return NULL;
+	hd_session_join_prefetch(s);
+	drop_heap(s);
+	snprintf(s->allocators, sizeof(s->allocators), "%s", want);
+	return NULL;
 }
 
 // A process that exited or executed another program while it was read:
@@ -133,6 +192,7 @@ struct hd_error *hd_session_heap(struct hd_session *s,
 		double t0 = now();
 		struct hd_heap_options ho = {
 			.use_debuginfo = !s->opts.no_libc_debuginfo,
+			.allocators = s->allocators[0] ? s->allocators : NULL,
 		};
 		struct hd_error *err = hd_heap_walk(s->t, s->di, &ho, &s->h);
 		if (err) {

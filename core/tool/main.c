@@ -64,6 +64,9 @@ static const char usage[] =
 	"                    path; repeatable; implies --semantic); default: the\n"
 	"                    built-ins and the .so files on HEAPDOM_FRAMEWORK_PATH\n"
 	"  --untyped         no DWARF typing: scan every block conservatively\n"
+	"  --allocator NAMES walk only these allocators (comma-separated:\n"
+	"                    glibc, poolalloc, ...); default: every allocator\n"
+	"                    the process uses, merged into one heap\n"
 	"  --partial         a truncated core: report what it holds, labelled\n"
 	"                    partial (without it, an error naming what is missing)\n"
 	"  --format FMT      text, json, or dot (graph)\n"
@@ -144,6 +147,14 @@ static int parse_args(int argc, char **argv, struct args *a)
 			a->target.sysroot = v;
 		} else if ((v = target_opt(argc, argv, &i, "--debug-dir"))) {
 			a->session.debug.debug_dir = v;
+		} else if ((v = target_opt(argc, argv, &i, "--allocator"))) {
+			struct hd_error *err = hd_heap_check_allocators(v);
+			if (err) {
+				fprintf(stderr, "heapdom: %s\n", err->message);
+				hd_error_destroy(err);
+				exit(2);
+			}
+			a->session.allocators = v;
 		} else if (strcmp(argv[i], "--profile") == 0) {
 			a->profile = true;
 		} else if (strcmp(argv[i], "--untyped") == 0) {

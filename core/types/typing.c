@@ -527,7 +527,7 @@ static uint32_t element_count(const struct hd_heap *h, size_t id,
 	if (!size || usable < size)
 		return 0;
 	// The allocator rounds a request up by less than its slack.
-	if (!chars && (one || usable - size < hd_heap_request_slack(h)))
+	if (!chars && (one || usable - size < hd_heap_request_slack(h, id)))
 		return 1;
 	uint64_t n = usable / size;
 	return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
