@@ -156,15 +156,19 @@ void hd_heap_problem_add(struct hd_heap *h, uint64_t address, const char *fmt,
 
 uint16_t hd_heap_add_region(struct hd_heap *h, const struct hd_region *r)
 {
+	struct hd_region c = *r;
+	c.allocator = 0; // merge.c numbers the allocators
 	if (h->num_regions >= HD_REGION_LIMIT ||
-	    !HD_VEC_PUSH(h->regions, h->num_regions, h->cap_regions, *r))
+	    !HD_VEC_PUSH(h->regions, h->num_regions, h->cap_regions, c))
 		return HD_REGION_NONE;
 	return (uint16_t)(h->num_regions - 1);
 }
 
 bool hd_heap_add_segment(struct hd_heap *h, const struct hd_heap_segment *s)
 {
-	return HD_VEC_PUSH(h->segments, h->num_segments, h->cap_segments, *s);
+	struct hd_heap_segment c = *s;
+	c.allocator = 0;
+	return HD_VEC_PUSH(h->segments, h->num_segments, h->cap_segments, c);
 }
 
 static const char *keep(struct hd_heap *h, const char *s)
@@ -378,6 +382,7 @@ void hd_heap_allocator_info(const struct hd_heap *h, size_t i,
 				? h->allocs[i].evidence : NULL;
 	ret->other_allocator = NULL;
 	ret->skipped = NULL;
+	ret->skipped_why = NULL;
 }
 
 void hd_heap_get_info(const struct hd_heap *h, struct hd_heap_info *ret)
@@ -385,6 +390,7 @@ void hd_heap_get_info(const struct hd_heap *h, struct hd_heap_info *ret)
 	hd_heap_allocator_info(h, 0, ret);
 	ret->other_allocator = h->info.other_allocator;
 	ret->skipped = h->skipped[0] ? h->skipped : NULL;
+	ret->skipped_why = h->skipped_why[0] ? h->skipped_why : NULL;
 }
 
 size_t hd_heap_num_allocators(const struct hd_heap *h) { return h->num_allocs; }

@@ -29,7 +29,7 @@
 #define HD_HEAP_MAX_SHAPES 4
 #define HD_REGION_NONE 0xffff
 // Allocators one heap merges; their regions are below HD_REGION_LIMIT.
-#define HD_HEAP_MAX_ALLOCATORS 8
+#define HD_HEAP_MAX_ALLOCATORS HD_MAX_ALLOCATORS
 #define HD_REGION_LIMIT (HD_REGION_NONE - HD_HEAP_MAX_ALLOCATORS + 1)
 #define HD_HEAP_MAX_ALL_LISTS (1 + HD_HEAP_MAX_ALLOCATORS * (HD_HEAP_MAX_LISTS - 1))
 
@@ -88,7 +88,8 @@ struct hd_heap {
 	uint8_t *region_alloc;
 	// Backends --allocator left out although they detected their
 	// allocator, for reports ("glibc"), and why.
-	char skipped[160];
+	char skipped[160];     // "glibc, poolalloc"
+	char skipped_why[160]; // "--allocator jemalloc"
 
 	struct hd_region *regions;
 	size_t num_regions, cap_regions;

@@ -230,8 +230,11 @@ struct hd_error *hd_heap_walk(struct hd_target *t, struct hd_debuginfo *di,
 				    "detected but no heap found, its blocks are not seen: %s",
 				    w.failed);
 	if (!err && skipped[0])
-		snprintf(h->skipped, sizeof(h->skipped),
-			 "%s (--allocator %s)", skipped, names);
+	{
+		snprintf(h->skipped, sizeof(h->skipped), "%s", skipped);
+		snprintf(h->skipped_why, sizeof(h->skipped_why),
+			 "--allocator %s", names);
+	}
 	walks_deinit(&w);
 	// Another allocator: when no walked allocator holds anything, it is
 	// the process's malloc; beside a heap in use (a library loaded

@@ -421,6 +421,8 @@ enum hd_block_state {
 HD_EXPORT const char *hd_block_state_name(enum hd_block_state s);
 
 #define HD_NO_REGION UINT32_MAX
+// Allocators one heap holds at most.
+#define HD_MAX_ALLOCATORS 8
 
 struct hd_block {
 	uint64_t addr;    // the pointer the allocator returned
@@ -594,9 +596,10 @@ struct hd_heap_info {
 	// What its detection found ("symbol poolalloc_pools"), or NULL.
 	const char *evidence;
 	// Backends that detected their allocator but were not walked because
-	// --allocator left them out ("glibc (--allocator poolalloc)"), or
-	// NULL (hd_heap_get_info only).
+	// --allocator left them out ("glibc, poolalloc"), and why
+	// ("--allocator jemalloc"), or NULL (hd_heap_get_info only).
 	const char *skipped;
+	const char *skipped_why;
 };
 // The heap's primary allocator (the one whose used blocks hold the most
 // bytes; docs/json-format.md), with the heap's other_allocator/skipped.

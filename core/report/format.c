@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "heap/heap_internal.h"
 #include "report/report_internal.h"
@@ -73,6 +74,19 @@ static void json_limits(FILE *out, struct hd_target *t, const struct hd_heap *h)
 		hd_json_string(out, info.other_allocator);
 	else
 		fputs("null", out);
+	// Allocators --allocator left out: names, and the option.
+	fputs(", \"skipped_allocators\": [", out);
+	for (const char *p = info.skipped; p && *p;) {
+		const char *end = strstr(p, ", ");
+		int n = end ? (int)(end - p) : (int)strlen(p);
+		fprintf(out, "%s\"%.*s\"", p == info.skipped ? "" : ", ", n, p);
+		p = end ? end + 2 : NULL;
+	}
+	fputs("], \"skipped_by\": ", out);
+	if (info.skipped_why)
+		hd_json_string(out, info.skipped_why);
+	else
+		fputs("null", out);
 	fputs(", \"warnings\": [", out);
 	size_t n = hd_target_num_warnings(t);
 	for (size_t i = 0; i < n; i++) {
@@ -111,14 +125,16 @@ static void fact_text(const struct hd_fact *f, struct fact_text *ft)
 	}
 }
 
-// The backend's facts of one region (or, with HD_NO_REGION, of the
-// allocator) as a JSON object's members.
-static void json_facts(FILE *out, const struct hd_heap *h, uint32_t region)
+// The backend's facts of one region (or, with HD_NO_REGION, of allocator
+// a) as a JSON object's members.
+static void json_facts(FILE *out, const struct hd_heap *h, uint32_t region,
+		       unsigned a)
 {
 	bool first = true;
 	for (size_t i = 0; i < hd_heap_num_facts(h); i++) {
 		const struct hd_fact *f = hd_heap_fact(h, i);
-		if (f->region != region)
+		if (f->region != region ||
+		    (region == HD_NO_REGION && f->allocator != a))
 			continue;
 		struct fact_text ft;
 		fact_text(f, &ft);
@@ -133,10 +149,17 @@ static void json_facts(FILE *out, const struct hd_heap *h, uint32_t region)
 	}
 }
 
-void hd_json_allocator(FILE *out, const struct hd_heap *h)
+static void json_count(FILE *out, const char *name, uint64_t blocks,
+		       uint64_t bytes)
+{
+	fprintf(out, "\"%s\": {\"blocks\": %" PRIu64 ", \"bytes\": %" PRIu64 "}",
+		name, blocks, bytes);
+}
+
+void hd_json_allocator(FILE *out, const struct hd_heap *h, size_t a)
 {
 	struct hd_heap_info info;
-	hd_heap_get_info(h, &info);
+	hd_heap_allocator_info(h, a, &info);
 	fputs("{\"name\": ", out);
 	hd_json_string(out, info.allocator);
 	fputs(", \"version\": ", out);
@@ -151,26 +174,47 @@ void hd_json_allocator(FILE *out, const struct hd_heap *h)
 		fputs("null", out);
 	fputs(", \"method\": ", out);
 	hd_json_string(out, info.method);
+	fputs(", \"evidence\": ", out);
+	if (info.evidence)
+		hd_json_string(out, info.evidence);
+	else
+		fputs("null", out);
 	fputs(", \"facts\": {", out);
-	json_facts(out, h, HD_NO_REGION);
+	json_facts(out, h, HD_NO_REGION, (unsigned)a);
 	fputs("}, \"regions\": [", out);
+	bool first = true;
 	for (size_t i = 0; i < hd_heap_num_regions(h); i++) {
 		const struct hd_region *r = hd_heap_region(h, i);
+		if (r->allocator != a)
+			continue;
 		fprintf(out, "%s{\"addr\": \"0x%" PRIx64 "\", \"kind\": ",
-			i ? ", " : "", r->addr);
+			first ? "" : ", ", r->addr);
+		first = false;
 		hd_json_string(out, r->kind);
 		fprintf(out, ", \"primary\": %s, \"segments\": %zu, \"system_bytes\": %" PRIu64 ", \"facts\": {",
 			r->primary ? "true" : "false", r->num_segments,
 			r->system_bytes);
-		json_facts(out, h, (uint32_t)i);
+		json_facts(out, h, (uint32_t)i, (unsigned)a);
 		fputs("}}", out);
 	}
 	fputs("], \"lists\": [", out);
-	for (size_t i = 1; i < hd_heap_num_free_lists(h); i++) {
-		fputs(i > 1 ? ", " : "", out);
+	size_t l0, nl;
+	hd_heap_allocator_lists(h, a, &l0, &nl);
+	for (size_t i = l0; i < l0 + nl; i++) {
+		fputs(i > l0 ? ", " : "", out);
 		hd_json_string(out, hd_heap_free_list(h, i)->name);
 	}
-	fputs("]}", out);
+	struct hd_allocator_totals t;
+	hd_heap_allocator_totals(h, a, &t);
+	fputs("], \"totals\": {", out);
+	json_count(out, "used", t.used_blocks, t.used_bytes);
+	fputs(", ", out);
+	json_count(out, "free", t.free_blocks, t.free_bytes);
+	fputs(", ", out);
+	json_count(out, "reserve", t.reserve_blocks, t.reserve_bytes);
+	fputs(", ", out);
+	json_count(out, "internal", t.internal_blocks, t.internal_bytes);
+	fprintf(out, ", \"usable\": %" PRIu64 "}}", t.usable);
 }
 
 void hd_json_heap_header(FILE *out, struct hd_target *t,
@@ -179,8 +223,15 @@ void hd_json_heap_header(FILE *out, struct hd_target *t,
 	fputs("\"target\": ", out);
 	hd_json_string(out, hd_target_name(t));
 	fprintf(out, ", \"target_kind\": \"%s\"", hd_target_kind(t));
+	// The primary allocator, and every one walked (docs/json-format.md).
 	fputs(", \"allocator\": ", out);
-	hd_json_allocator(out, h);
+	hd_json_allocator(out, h, 0);
+	fputs(", \"allocators\": [", out);
+	for (size_t a = 0; a < hd_heap_num_allocators(h); a++) {
+		fputs(a ? ", " : "", out);
+		hd_json_allocator(out, h, a);
+	}
+	fputc(']', out);
 	fprintf(out, ", \"partial\": %s",
 		hd_heap_partial(h) || hd_target_truncation(t, NULL) ? "true" : "false");
 	json_limits(out, t, h);
@@ -195,16 +246,16 @@ void hd_json_heap_header(FILE *out, struct hd_target *t,
 	fputc(']', out);
 }
 
-void hd_text_allocator(FILE *out, const struct hd_heap *h)
+void hd_text_allocator(FILE *out, const struct hd_heap *h, size_t a)
 {
 	struct hd_heap_info info;
-	hd_heap_get_info(h, &info);
+	hd_heap_allocator_info(h, a, &info);
 	fprintf(out, "allocator: %s %s, found via %s", info.allocator,
 		info.version ? info.version : "(version unknown)", info.method);
 	const char *sep = "; ";
 	for (size_t i = 0; i < hd_heap_num_facts(h); i++) {
 		const struct hd_fact *f = hd_heap_fact(h, i);
-		if (f->region != HD_NO_REGION ||
+		if (f->region != HD_NO_REGION || f->allocator != a ||
 		    (f->kind == HD_FACT_BOOL && !f->value))
 			continue;
 		struct fact_text ft;
@@ -361,6 +412,9 @@ void hd_text_problems(FILE *out, struct hd_target *t, const struct hd_heap *h,
 	if (info.other_allocator)
 		fprintf(out, "%swarning:%s this process also allocates with %s, whose blocks this report does not show: the references they hold are not seen; results are partial\n",
 			on, off, info.other_allocator);
+	if (info.skipped)
+		fprintf(out, "%spartial:%s not walked, as %s asked: %s, whose blocks this report does not show; results are partial\n",
+			on, off, info.skipped_why, info.skipped);
 	size_t n = hd_heap_num_problems(h);
 	hd_text_warnings(out, color, "", n, h->dropped_problems, problem_at,
 			 (void *)h);

@@ -10,11 +10,12 @@ void hd_json_string(FILE *out, const char *s);
 // "problems" members (no braces).
 void hd_json_heap_header(FILE *out, struct hd_target *t,
 			 const struct hd_heap *h);
-// The allocator object: {"name", "version", "method", "facts", "regions",
-// "lists"} (docs/json-format.md).
-void hd_json_allocator(FILE *out, const struct hd_heap *h);
-// One line: "allocator: glibc 2.36, found via debuginfo; safe_linking, ...".
-void hd_text_allocator(FILE *out, const struct hd_heap *h);
+// Allocator a's object: {"name", "version", "method", "evidence", "facts",
+// "regions", "lists", "totals"} (docs/json-format.md).
+void hd_json_allocator(FILE *out, const struct hd_heap *h, size_t a);
+// Allocator a in one line: "allocator: glibc 2.36, found via debuginfo;
+// safe_linking, ...".
+void hd_text_allocator(FILE *out, const struct hd_heap *h, size_t a);
 // What the target and the heap walk could not see, as text lines on out:
 // a truncated core ("partial: ..."), the target's warnings (missing or
 // mismatched files), "no allocation yet", another allocator, then the

@@ -7,8 +7,6 @@
 #include "report/report_internal.h"
 
 #define NCLASSES HD_SIZE_CLASSES
-// Lists a backend may declare (heap_internal.h: 4 bits of flags).
-#define NLISTS 16
 
 struct count {
 	uint64_t blocks, bytes;
@@ -16,7 +14,7 @@ struct count {
 
 struct tally {
 	struct count used, internal, mmapped;
-	struct count free[NLISTS];
+	struct count *free; // one per free list of the heap (every allocator's)
 	uint64_t usable; // usable bytes of used blocks (mmapped included)
 };
 
@@ -34,7 +32,7 @@ static void tally_block(struct tally *t, const struct hd_block *b)
 		t->usable += b->usable;
 		break;
 	case HD_STATE_FREE:
-		add(&t->free[b->list < NLISTS ? b->list : 0], b->extent);
+		add(&t->free[b->list], b->extent);
 		break;
 	case HD_STATE_INTERNAL:
 		add(&t->internal, b->extent);
@@ -51,19 +49,41 @@ unsigned hd_size_class(uint64_t usable)
 	return k;
 }
 
+// Tallies of the whole heap, each region, each allocator and the blocks
+// in mappings of their own; their free counts share one array.
 struct stats {
 	struct tally total, mmapped_only;
-	struct tally *regions;
+	struct tally *regions, *allocs;
+	struct count *free_counts;
 	struct count classes[NCLASSES];
 };
+
+static void stats_deinit(struct stats *s)
+{
+	free(s->regions);
+	free(s->allocs);
+	free(s->free_counts);
+}
 
 static struct hd_error *compute(const struct hd_heap *h, struct stats *s)
 {
 	memset(s, 0, sizeof(*s));
-	size_t na = hd_heap_num_regions(h);
+	size_t na = hd_heap_num_regions(h), nal = hd_heap_num_allocators(h);
+	size_t nl = hd_heap_num_free_lists(h);
 	s->regions = calloc(na ? na : 1, sizeof(*s->regions));
-	if (!s->regions)
+	s->allocs = calloc(nal ? nal : 1, sizeof(*s->allocs));
+	s->free_counts = calloc((na + nal + 2) * nl, sizeof(*s->free_counts));
+	if (!s->regions || !s->allocs || !s->free_counts) {
+		stats_deinit(s);
 		return &hd_error_no_memory;
+	}
+	struct count *fc = s->free_counts;
+	s->total.free = fc;
+	s->mmapped_only.free = fc + nl;
+	for (size_t i = 0; i < na; i++)
+		s->regions[i].free = fc + (2 + i) * nl;
+	for (size_t i = 0; i < nal; i++)
+		s->allocs[i].free = fc + (2 + na + i) * nl;
 	size_t n = hd_heap_num_blocks(h);
 	for (size_t i = 0; i < n; i++) {
 		struct hd_block b;
@@ -71,6 +91,8 @@ static struct hd_error *compute(const struct hd_heap *h, struct stats *s)
 		tally_block(&s->total, &b);
 		tally_block(b.region == HD_NO_REGION || b.region >= na
 				    ? &s->mmapped_only : &s->regions[b.region], &b);
+		if (nal > 1 && b.allocator < nal)
+			tally_block(&s->allocs[b.allocator], &b);
 		if (b.state == HD_STATE_USED)
 			add(&s->classes[hd_size_class(b.usable)], b.usable);
 	}
@@ -82,7 +104,7 @@ static struct hd_error *compute(const struct hd_heap *h, struct stats *s)
 static uint64_t free_blocks(const struct hd_heap *h, const struct tally *t)
 {
 	uint64_t n = 0;
-	for (size_t l = 0; l < hd_heap_num_free_lists(h) && l < NLISTS; l++)
+	for (size_t l = 0; l < hd_heap_num_free_lists(h); l++)
 		if (!hd_heap_free_list(h, l)->reserve)
 			n += t->free[l].blocks;
 	return n;
@@ -91,7 +113,7 @@ static uint64_t free_blocks(const struct hd_heap *h, const struct tally *t)
 static uint64_t free_bytes(const struct hd_heap *h, const struct tally *t)
 {
 	uint64_t n = 0;
-	for (size_t l = 0; l < hd_heap_num_free_lists(h) && l < NLISTS; l++)
+	for (size_t l = 0; l < hd_heap_num_free_lists(h); l++)
 		if (!hd_heap_free_list(h, l)->reserve)
 			n += t->free[l].bytes;
 	return n;
@@ -112,10 +134,24 @@ static void json_tally(FILE *out, const struct hd_heap *h, const struct tally *t
 	json_count(out, "internal", &t->internal);
 	fprintf(out, ", \"usable\": %" PRIu64 ", \"overhead\": %" PRIu64 ", \"free\": {",
 		t->usable, t->used.bytes + t->mmapped.bytes - t->usable);
-	for (size_t l = 1; l < hd_heap_num_free_lists(h) && l < NLISTS; l++) {
-		if (l > 1)
-			fputs(", ", out);
-		json_count(out, hd_heap_free_list(h, l)->name, &t->free[l]);
+	// Two allocators may name a list alike ("free"): one member each.
+	bool first = true;
+	for (size_t l = 1; l < hd_heap_num_free_lists(h); l++) {
+		const char *name = hd_heap_free_list(h, l)->name;
+		size_t k = 1;
+		while (k < l && strcmp(hd_heap_free_list(h, k)->name, name) != 0)
+			k++;
+		if (k < l)
+			continue;
+		struct count c = t->free[l];
+		for (k = l + 1; k < hd_heap_num_free_lists(h); k++)
+			if (strcmp(hd_heap_free_list(h, k)->name, name) == 0) {
+				c.blocks += t->free[k].blocks;
+				c.bytes += t->free[k].bytes;
+			}
+		fputs(first ? "" : ", ", out);
+		first = false;
+		json_count(out, name, &c);
 	}
 	fputc('}', out);
 }
@@ -129,9 +165,26 @@ static void render_json(FILE *out, struct hd_target *t, const struct hd_heap *h,
 	json_tally(out, h, &s->total);
 	fputs("}, \"region_stats\": [", out);
 	for (size_t i = 0; i < hd_heap_num_regions(h); i++) {
-		fprintf(out, "%s{\"addr\": \"0x%" PRIx64 "\", ", i ? ", " : "",
-			hd_heap_region(h, i)->addr);
+		const struct hd_region *r = hd_heap_region(h, i);
+		struct hd_heap_info info;
+		hd_heap_allocator_info(h, r->allocator, &info);
+		fprintf(out, "%s{\"addr\": \"0x%" PRIx64 "\", \"allocator\": ",
+			i ? ", " : "", r->addr);
+		hd_json_string(out, info.allocator);
+		fputs(", ", out);
 		json_tally(out, h, &s->regions[i]);
+		fputc('}', out);
+	}
+	// Each allocator's tally (one allocator: the totals).
+	fputs("], \"allocator_stats\": [", out);
+	for (size_t a = 0; a < hd_heap_num_allocators(h); a++) {
+		struct hd_heap_info info;
+		hd_heap_allocator_info(h, a, &info);
+		fprintf(out, "%s{\"name\": ", a ? ", " : "");
+		hd_json_string(out, info.allocator);
+		fputs(", ", out);
+		json_tally(out, h, hd_heap_num_allocators(h) > 1 ? &s->allocs[a]
+								  : &s->total);
 		fputc('}', out);
 	}
 	fputs("], \"size_classes\": [", out);
@@ -162,7 +215,7 @@ static void text_tally(FILE *out, const struct hd_heap *h, const struct tally *t
 	text_row(out, "used", &t->used);
 	if (t->mmapped.blocks)
 		text_row(out, "used (mmapped)", &t->mmapped);
-	for (size_t l = 1; l < hd_heap_num_free_lists(h) && l < NLISTS; l++) {
+	for (size_t l = 1; l < hd_heap_num_free_lists(h); l++) {
 		if (!t->free[l].blocks)
 			continue;
 		char label[32];
@@ -185,23 +238,43 @@ static void render_text(FILE *out, struct hd_target *t, const struct hd_heap *h,
 		       sizeof(used));
 	hd_format_size(free_bytes(h, &s->total), freeb, sizeof(freeb));
 	hd_text_problems(out, t, h, color);
-	size_t nr = hd_heap_num_regions(h);
+	size_t nr = hd_heap_num_regions(h), nal = hd_heap_num_allocators(h);
+	// Regions of one kind are counted by it ("3 arenas").
+	const char *kind = nr ? hd_heap_region(h, 0)->kind : "region";
+	for (size_t i = 1; i < nr; i++)
+		if (strcmp(hd_heap_region(h, i)->kind, kind) != 0)
+			kind = "region";
 	fprintf(out,
-		"heap of %s: %" PRIu64 " used blocks (%s), %" PRIu64 " free (%s), %zu %s%s\n",
+		"heap of %s: %" PRIu64 " used blocks (%s), %" PRIu64 " free (%s), %zu %s%s",
 		hd_target_name(t), s->total.used.blocks + s->total.mmapped.blocks,
-		used, free_blocks(h, &s->total), freeb, nr,
-		nr ? hd_heap_region(h, 0)->kind : "region", nr == 1 ? "" : "s");
-	hd_text_allocator(out, h);
+		used, free_blocks(h, &s->total), freeb, nr, kind, nr == 1 ? "" : "s");
+	if (nal > 1)
+		fprintf(out, ", %zu allocators", nal);
+	fputc('\n', out);
+	for (size_t a = 0; a < nal; a++)
+		hd_text_allocator(out, h, a);
 	fputc('\n', out);
 	hd_heading(out, color, "Total");
 	fprintf(out, "  %-20s %12s %12s\n", "", "blocks", "bytes");
 	text_tally(out, h, &s->total);
+	for (size_t a = 0; nal > 1 && a < nal; a++) {
+		struct hd_heap_info info;
+		hd_heap_allocator_info(h, a, &info);
+		hd_heading(out, color, "\nAllocator %s%s", info.allocator,
+			   a == 0 ? " (primary: its used blocks hold the most bytes)" : "");
+		text_tally(out, h, &s->allocs[a]);
+	}
 	for (size_t i = 0; i < nr; i++) {
 		const struct hd_region *r = hd_heap_region(h, i);
-		char sys[32];
+		char sys[32], whose[64] = "";
 		hd_format_size(r->system_bytes, sys, sizeof(sys));
-		hd_heading(out, color, "\nRegion 0x%" PRIx64 " (%s%s): %zu segment%s, %s from the system",
-			r->addr, r->primary ? "primary " : "", r->kind,
+		if (nal > 1) {
+			struct hd_heap_info info;
+			hd_heap_allocator_info(h, r->allocator, &info);
+			snprintf(whose, sizeof(whose), "%s ", info.allocator);
+		}
+		hd_heading(out, color, "\nRegion 0x%" PRIx64 " (%s%s%s): %zu segment%s, %s from the system",
+			r->addr, whose, r->primary ? "primary " : "", r->kind,
 			r->num_segments, r->num_segments == 1 ? "" : "s", sys);
 		text_tally(out, h, &s->regions[i]);
 	}
@@ -238,7 +311,7 @@ struct hd_error *hd_render_stats(FILE *out, struct hd_session *session,
 		render_json(out, t, h, &s);
 	else
 		render_text(out, t, h, &s, o->color);
-	free(s.regions);
+	stats_deinit(&s);
 	if (ferror(out))
 		return hd_error_create(HD_ERROR_OS, "cannot write output");
 	return NULL;
