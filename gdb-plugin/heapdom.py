@@ -37,7 +37,8 @@ class _TargetOptions(ctypes.Structure):
 class _SessionOptions(ctypes.Structure):
     _fields_ = [("debug_dir", ctypes.c_char_p),
                 ("no_libc_debuginfo", ctypes.c_bool),
-                ("untyped", ctypes.c_bool)]
+                ("untyped", ctypes.c_bool),
+                ("allocators", ctypes.c_char_p)]
 
 
 class _Mapping(ctypes.Structure):
@@ -120,6 +121,7 @@ def _load():
                                         ctypes.POINTER(ctypes.c_char_p),
                                         ctypes.POINTER(vp)]),
         "hd_free": (None, [vp]),
+        "hd_heap_known_allocators": (ctypes.c_char_p, []),
         "hd_trace_locate": (err, [vp, ctypes.POINTER(ctypes.c_uint64)]),
         "hd_sample_job_create": (err, [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p),
                                        ctypes.POINTER(vp)]),
@@ -521,7 +523,15 @@ def _address(expr):
 # ----------------------------------------------------------------- commands
 
 _VALUE_OPTS = {"--top", "--depth", "--min-size", "--state", "--format",
-               "--from", "--sort", "--output", "--exclude"}
+               "--from", "--sort", "--output", "--exclude", "--allocator"}
+
+
+def _allocator_names():
+    """The allocators libheapdom walks (--allocator's values)."""
+    if _load() is None or not hasattr(_lib, "hd_heap_known_allocators"):
+        return ()
+    names = _lib.hd_heap_known_allocators()
+    return tuple(n.strip() for n in names.decode().split(",")) if names else ()
 
 # Root classes, strongest first (hd_root_rank_name): heap-why --exclude.
 _ROOT_CLASSES = ("globals", "tls", "locals", "stack", "registers")
@@ -562,23 +572,26 @@ class _HeapCommand(gdb.Command):
     def complete(self, text, word):
         before, current = _completing(text)
         prev = before[-1] if before else ""
-        if prev in self.choices and prev in self.options:
+        # Every report walks the heap: --allocator is everyone's.
+        options = self.options + ("--allocator",)
+        if prev in self.choices and prev in options:
             return _complete(text, word, self.choices[prev])
         if prev == "--output":
             return gdb.COMPLETE_FILENAME
-        if prev == "--exclude" and prev in self.options:
+        if prev in ("--exclude", "--allocator") and prev in options:
             # A comma list: complete its last name, not one already given.
+            names = _ROOT_CLASSES if prev == "--exclude" else _allocator_names()
             done = current[:current.rfind(",") + 1]
             given = done.split(",")
-            return _complete(text, word, [done + c for c in _ROOT_CLASSES
+            return _complete(text, word, [done + c for c in names
                                           if c not in given])
         if current.startswith("-"):
-            return _complete(text, word, self.options)
+            return _complete(text, word, options)
         if (self.report == "why" and prev not in _VALUE_OPTS) or prev == "--from":
             return gdb.COMPLETE_EXPRESSION
         if prev in _VALUE_OPTS:
             return []
-        return _complete(text, word, self.options)
+        return _complete(text, word, options)
 
     def words(self, arg):
         return gdb.string_to_argv(arg)
@@ -604,7 +617,7 @@ class HeapStats(_HeapCommand):
     """Heap totals per arena and overall: used, free by list, internal, mmapped,
 overhead, and a size-class table.
 
-Usage: heap-stats [--json] [--output FILE]"""
+Usage: heap-stats [--json] [--output FILE] [--allocator NAME[,NAME]]"""
     report = "stats"
     options = ("--json", "--output", "--partial")
 
@@ -613,7 +626,7 @@ class HeapBlocks(_HeapCommand):
     """Every heap block: address, usable size, chunk size, state (used, free on
 which list, internal) and arena.
 
-Usage: heap-blocks [--state used|free|internal] [--json] [--output FILE]"""
+Usage: heap-blocks [--state used|free|internal] [--json] [--output FILE] [--allocator NAME[,NAME]]"""
     report = "blocks"
     options = ("--state", "--json", "--output", "--partial")
 
@@ -635,6 +648,7 @@ application share, and used vs allocated bytes.
 
 Usage: heap-dominators [--top N] [--depth D] [--min-size SIZE] [--json] [--all]
                        [--plain] [--semantic] [--framework NAME|PATH]... [--output FILE]
+                       [--allocator NAME[,NAME]]
 Defaults for --top and --depth: `set heapdom top N`, `set heapdom depth D`."""
     report = "dominators"
     options = ("--top", "--depth", "--min-size", "--json", "--all", "--plain", "--semantic",
@@ -657,6 +671,7 @@ other class: how many of its roots reach the block, and one shortest chain.
 A register's or a frame's copy of g_cache does not hide g_cache.
 
 Usage: heap-why EXPRESSION [--exclude CLASSES] [--json] [--output FILE]
+                [--allocator NAME[,NAME]]
 EXPRESSION is any gdb expression: a pointer (cache->buckets[3]), an integer
 address, or an object (its address is used). --exclude ignores roots of the
 given classes, comma-separated: globals, tls, locals, stack, registers
@@ -684,7 +699,7 @@ class HeapLeaks(_HeapCommand):
     """Used blocks that no root reaches, grouped by size; unreferenced ones (the
 leak starts) first, each with the memory it retains.
 
-Usage: heap-leaks [--json] [--output FILE]"""
+Usage: heap-leaks [--json] [--output FILE] [--allocator NAME[,NAME]]"""
     report = "leaks"
     options = ("--json", "--output", "--partial")
 
@@ -694,7 +709,7 @@ class HeapGraph(_HeapCommand):
 whole or from one block.
 
 Usage: heap-graph [--format json|dot] [--from EXPRESSION] [--depth D]
-                  [--output FILE]"""
+                  [--output FILE] [--allocator NAME[,NAME]]"""
     report = "graph"
     options = ("--format", "--from", "--depth", "--output")
 
@@ -712,7 +727,7 @@ instances, bytes, and the memory all instances of a type keep alive together;
 untyped blocks are grouped by size.
 
 Usage: heap-types [--sort bytes|count|retained] [--top N] [--all] [--json]
-                  [--output FILE]"""
+                  [--output FILE] [--allocator NAME[,NAME]]"""
     report = "types"
     options = ("--sort", "--top", "--all", "--json", "--output", "--partial")
 
@@ -722,7 +737,8 @@ class HeapSnapshot(_HeapCommand):
 largest dominator subtrees named by their root paths (docs/snapshots.md),
 for heap-diff later.
 
-Usage: heap-snapshot [--output FILE] [--json] [--top N] [--depth D]"""
+Usage: heap-snapshot [--output FILE] [--json] [--top N] [--depth D]
+                     [--allocator NAME[,NAME]]"""
     report = "snapshot"
     options = ("--output", "--json", "--top", "--depth")
 
@@ -820,7 +836,7 @@ class HeapFrameworks(_HeapCommand):
 what each is, whether it found its framework in this process, what it did, and
 what it could not understand.
 
-Usage: heap-frameworks [--framework NAME|PATH]... [--json] [--output FILE]"""
+Usage: heap-frameworks [--framework NAME|PATH]... [--json] [--output FILE] [--allocator NAME[,NAME]]"""
     report = "frameworks"
     options = ("--framework", "--json", "--output", "--partial")
 

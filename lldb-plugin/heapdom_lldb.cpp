@@ -423,7 +423,8 @@ public:
 		static const std::set<std::string> with_value = {
 			"--top", "--depth", "--min-size", "--state",
 			"--format", "--from", "--sort", "--output",
-			"--framework", "--by", "--what", "--exclude"};
+			"--framework", "--by", "--what", "--exclude",
+			"--allocator"};
 		std::string expr;
 		bool profile = false;
 		for (size_t i = 0; i < args.size(); i++) {
@@ -859,23 +860,23 @@ struct subcommand {
 
 const subcommand kCommands[] = {
 	{"stats", "Heap totals per arena and overall: used, free by list, internal, mmapped, overhead, size classes.",
-	 "heapdom stats [--json] [--output FILE]"},
+	 "heapdom stats [--json] [--output FILE] [--allocator NAME[,NAME]]"},
 	{"blocks", "Every heap block: address, usable size, chunk size, state (used, free on which list, internal), arena.",
-	 "heapdom blocks [--state used|free|internal] [--json] [--output FILE]"},
+	 "heapdom blocks [--state used|free|internal] [--json] [--output FILE] [--allocator NAME[,NAME]]"},
 	{"dominators", "What keeps memory alive: the blocks that hold the most (retained size), what holds them, and with --depth what they hold.",
-	 "heapdom dominators [--top N] [--depth D] [--min-size SIZE] [--json] [--all] [--plain] [--semantic] [--framework NAME|PATH]... [--output FILE]"},
+	 "heapdom dominators [--top N] [--depth D] [--min-size SIZE] [--json] [--all] [--plain] [--semantic] [--framework NAME|PATH]... [--output FILE] [--allocator NAME[,NAME]]"},
 	{"why", "The shortest chain of references to the block holding an address from the strongest class of roots reaching it (globals, TLS, locals, stack frames, registers), then one chain from each other class; --exclude ignores classes (comma-separated). Takes any expression.",
-	 "heapdom why EXPRESSION [--exclude globals,tls,locals,stack,registers] [--json] [--output FILE]"},
+	 "heapdom why EXPRESSION [--exclude globals,tls,locals,stack,registers] [--json] [--output FILE] [--allocator NAME[,NAME]]"},
 	{"leaks", "Used blocks that no root reaches, grouped by size, unreferenced ones first, each with the memory it retains.",
-	 "heapdom leaks [--json] [--output FILE]"},
+	 "heapdom leaks [--json] [--output FILE] [--allocator NAME[,NAME]]"},
 	{"graph", "Export the object graph (roots, used blocks, references) as JSON or DOT, whole or from one block.",
-	 "heapdom graph [--format json|dot] [--from EXPRESSION] [--depth D] [--output FILE]"},
+	 "heapdom graph [--format json|dot] [--from EXPRESSION] [--depth D] [--output FILE] [--allocator NAME[,NAME]]"},
 	{"types", "A heap histogram by type: instances, bytes, and the memory all instances of a type keep alive together.",
-	 "heapdom types [--sort bytes|count|retained] [--top N] [--all] [--json] [--output FILE]"},
+	 "heapdom types [--sort bytes|count|retained] [--top N] [--all] [--json] [--output FILE] [--allocator NAME[,NAME]]"},
 	{"frameworks", "The framework modules: what each is, whether it found its framework in this process, what it did and could not understand.",
-	 "heapdom frameworks [--framework NAME|PATH]... [--json] [--output FILE]"},
+	 "heapdom frameworks [--framework NAME|PATH]... [--json] [--output FILE] [--allocator NAME[,NAME]]"},
 	{"snapshot", "A heap snapshot at this stop (totals, size classes, types, largest subtrees by root path), for heapdom diff.",
-	 "heapdom snapshot [--output FILE] [--json] [--top N] [--depth D]"},
+	 "heapdom snapshot [--output FILE] [--json] [--top N] [--depth D] [--allocator NAME[,NAME]]"},
 	{"diff", "What grew between heap snapshots (files) or cores, matched by type and root path; three or more give the series.",
 	 "heapdom diff A B [C...] [--json] [--top N] [--what stats|types|dominators] [--output FILE]"},
 };

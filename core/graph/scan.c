@@ -307,7 +307,7 @@ static struct hd_error *scan_blocks(struct builder *b, struct hd_target *t)
 	for (size_t s = 0; s < hd_heap_num_segments(h) && id < n; s++) {
 		const struct hd_heap_segment *seg = hd_heap_segment(h, s);
 		// Blocks before this segment (none normally) get no edges.
-		while (id < n && h->addr[id] - 16 < seg->start)
+		while (id < n && hd_heap_extent_start(h, id) < seg->start)
 			b->offsets[v0 + id++] = b->n;
 		struct hd_view v = {0};
 		struct hd_error *err =
@@ -318,7 +318,7 @@ static struct hd_error *scan_blocks(struct builder *b, struct hd_target *t)
 			hd_error_destroy(err);
 			v.data = NULL;
 		}
-		for (; id < n && h->addr[id] - 16 < seg->end; id++) {
+		for (; id < n && hd_heap_extent_start(h, id) < seg->end; id++) {
 			b->offsets[v0 + id] = b->n;
 			if (!v.data || hd_heap_state(h, id) != HD_STATE_USED)
 				continue;

@@ -65,6 +65,12 @@ static bool move_tables(struct hd_heap *h, struct hd_heap *p, unsigned a,
 	return true;
 }
 
+static int by_start(const void *a, const void *b)
+{
+	const struct hd_heap_segment *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
 // What the merge needs of each part while copying blocks.
 struct cursor {
 	const struct hd_heap *p;
@@ -252,6 +258,8 @@ struct hd_error *hd_heap_merge(struct hd_heap **parts, size_t n,
 		}
 		move_problems(h, p);
 	}
+	// Readers walk the segments beside the blocks, both in address order.
+	qsort(h->segments, h->num_segments, sizeof(*h->segments), by_start);
 	copy_blocks(h, cur, (unsigned)n);
 	// Each walk's heap keeps its info and strings; its blocks are here.
 	for (size_t a = 0; a < n; a++) {

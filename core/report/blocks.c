@@ -40,6 +40,14 @@ struct hd_error *hd_render_blocks(FILE *out, struct hd_session *session,
 		fprintf(out, "%-18s %12s %12s  %-8s %-8s %-16s %s\n", "address", "size",
 			"extent", "state", "list", "region", "type");
 	}
+	// Each block's allocator by name (several in one process).
+	const char *alloc_names[HD_MAX_ALLOCATORS];
+	size_t nal = hd_heap_num_allocators(h);
+	for (size_t a = 0; a < nal && a < HD_MAX_ALLOCATORS; a++) {
+		struct hd_heap_info info;
+		hd_heap_allocator_info(h, a, &info);
+		alloc_names[a] = info.allocator;
+	}
 	bool first = true;
 	for (size_t i = 0; i < n; i++) {
 		struct hd_block b;
@@ -66,8 +74,10 @@ struct hd_error *hd_render_blocks(FILE *out, struct hd_session *session,
 			else
 				fprintf(out, ", \"arena\": \"0x%" PRIx64 "\"",
 					hd_heap_region(h, b.region)->addr);
-			fprintf(out, ", \"mmapped\": %s, \"type\": ",
+			fprintf(out, ", \"mmapped\": %s, \"allocator\": ",
 				b.mmapped ? "true" : "false");
+			hd_json_string(out, b.allocator < nal ? alloc_names[b.allocator] : NULL);
+			fputs(", \"type\": ", out);
 			if (typed)
 				hd_json_string(out, type);
 			else
