@@ -200,7 +200,7 @@ START_TEST(test_push_state)
 	ck_assert(hd_heap_push(h, 0x1020, 0x30, HD_STATE_FREE, HD_LIST_UNKNOWN,
 			       7, false));
 	ck_assert(hd_heap_push(h, 0x1050, 0x290, HD_STATE_INTERNAL,
-			       HD_LIST_NONE, 0xfffe, false));
+			       HD_LIST_NONE, HD_REGION_LIMIT - 1, false));
 	ck_assert(hd_heap_push(h, 0x2000, 0x1000, HD_STATE_FREE, HD_LIST_TOP,
 			       HD_ARENA_NONE, true));
 	struct hd_block b;
@@ -214,7 +214,7 @@ START_TEST(test_push_state)
 	hd_heap_block(h, 2, &b);
 	ck_assert_int_eq(b.state, HD_STATE_INTERNAL);
 	ck_assert_int_eq(b.list, HD_LIST_NONE);
-	ck_assert_uint_eq(b.region, 0xfffe);
+	ck_assert_uint_eq(b.region, HD_REGION_LIMIT - 1);
 	ck_assert_uint_eq(b.usable, 0x290 - 8);
 	hd_heap_block(h, 3, &b);
 	ck_assert(b.mmapped);
@@ -235,6 +235,101 @@ START_TEST(test_names)
 	ck_assert_str_eq(glibc_list_name(HD_LIST_COUNT), "?");
 	for (int l = 0; l < HD_LIST_COUNT; l++)
 		ck_assert_ptr_nonnull(glibc_list_name((enum glibc_list)l));
+}
+END_TEST
+
+// ------------------------------------------------------------- merging
+
+// A second allocator as a slab allocator declares it: extents of 8-byte
+// units, no header, one list of its own.
+static const struct hd_heap_backend slab_backend = {.name = "slab"};
+
+static struct hd_heap *slab_heap(const uint64_t *addr, size_t n,
+				 uint64_t extent)
+{
+	static const struct hd_heap_shape shapes[] = {{0, 0}};
+	static const struct hd_free_list lists[] = {
+		{"none", NULL, false}, {"slab free", "free: slabs", false}};
+	struct hd_heap *h = NULL;
+	ck_assert_no_error(hd_heap_alloc(&h));
+	hd_heap_declare(h, &slab_backend, 3, shapes, 1, lists, 2);
+	struct hd_region r = {.addr = addr[0], .kind = "slab"};
+	ck_assert_uint_eq(hd_heap_add_region(h, &r), 0);
+	for (size_t i = 0; i < n; i++)
+		ck_assert(hd_heap_add(h, addr[i], extent,
+				      i % 2 ? HD_STATE_FREE : HD_STATE_USED,
+				      i % 2, i == 2 ? HD_REGION_NONE : 0, 0));
+	ck_assert(hd_heap_fact_uint(h, HD_NO_REGION, "slabs", 1));
+	hd_heap_count_totals(h);
+	return h;
+}
+
+START_TEST(test_merge)
+{
+	// glibc: blocks 0, 1 (arena 0, region 0) and 5 (mmapped).
+	struct hd_heap *g = small_heap();
+	struct hd_region arena = {.addr = 0x1234, .kind = "arena"};
+	ck_assert_uint_eq(hd_heap_add_region(g, &arena), 0);
+	ck_assert_uint_eq(hd_heap_add_region(g, &arena), 1);
+	hd_heap_set(g, 1, HD_STATE_FREE, HD_LIST_TOP);
+	hd_heap_count_totals(g);
+	// The slab allocator: between glibc's blocks 2 and 3, the last one
+	// overlapping glibc's block 3 (left out, a problem).
+	const uint64_t slab[] = {0x600000000000, 0x600000000040,
+				 0x600000000080, 0x7ffff0000920};
+	struct hd_heap *sl = slab_heap(slab, 4, 0x40);
+	uint64_t g_used = g->allocs[0].used.bytes;
+	struct hd_heap *parts[2] = {g, sl}, *h = NULL;
+	ck_assert_no_error(hd_heap_merge(parts, 2, &h));
+	ck_assert_uint_eq(hd_heap_num_allocators(h), 2);
+	ck_assert_uint_eq(hd_heap_num_blocks(h), NSMALL + 3);
+	ck_assert_uint_eq(h->span_shift, 3);
+	for (size_t i = 1; i < hd_heap_num_blocks(h); i++)
+		ck_assert_uint_lt(h->addr[i - 1], h->addr[i]);
+	// Lists: glibc's, then the slab's; regions renumbered.
+	ck_assert_uint_eq(hd_heap_num_free_lists(h), HD_LIST_COUNT + 1);
+	ck_assert_uint_eq(hd_heap_num_regions(h), 3);
+	ck_assert_uint_eq(hd_heap_region(h, 2)->allocator, 1);
+	struct hd_block b;
+	hd_heap_block(h, 1, &b);
+	ck_assert_uint_eq(b.allocator, 0);
+	ck_assert_uint_eq(b.list, HD_LIST_TOP);
+	ck_assert_uint_eq(b.usable, small[1].size - 8);
+	hd_heap_block(h, 3, &b); // slab block 0
+	ck_assert_uint_eq(b.addr, slab[0]);
+	ck_assert_uint_eq(b.allocator, 1);
+	ck_assert_uint_eq(b.start, slab[0]);
+	ck_assert_uint_eq(b.usable, 0x40);
+	ck_assert_uint_eq(b.region, 2);
+	hd_heap_block(h, 4, &b); // slab block 1: free on its list
+	ck_assert_int_eq(b.state, HD_STATE_FREE);
+	ck_assert_uint_eq(b.list, HD_LIST_COUNT);
+	ck_assert_str_eq(b.list_name, "slab free");
+	hd_heap_block(h, 5, &b); // slab block 2: no region, its allocator kept
+	ck_assert(b.mmapped);
+	ck_assert_uint_eq(b.allocator, 1);
+	ck_assert_uint_eq(b.usable, 0x40);
+	// glibc's mmapped chunk stays glibc's: its shape, head 16.
+	hd_heap_block(h, 8, &b);
+	ck_assert(b.mmapped);
+	ck_assert_uint_eq(b.allocator, 0);
+	ck_assert_uint_eq(b.start, small[5].chunk);
+	ck_assert_int_eq(hd_heap_find(h, slab[0] + 8), 3);
+	ck_assert_int_eq(hd_heap_find(h, small[3].chunk + 16), 6);
+	// The overlapping slab block: one problem naming both, not counted.
+	ck_assert_uint_eq(hd_heap_num_problems(h), 1);
+	ck_assert_ptr_nonnull(strstr(hd_heap_problem(h, 0)->message,
+				     "slab block 0x7ffff0000920"));
+	struct hd_allocator_totals t;
+	hd_heap_allocator_totals(h, 1, &t);
+	ck_assert_uint_eq(t.used_blocks + t.free_blocks, 3);
+	hd_heap_allocator_totals(h, 0, &t);
+	ck_assert_uint_eq(t.used_bytes, g_used);
+	struct hd_heap_info info;
+	hd_heap_allocator_info(h, 1, &info);
+	ck_assert_str_eq(info.allocator, "slab");
+	ck_assert_uint_eq(hd_heap_fact(h, hd_heap_num_facts(h) - 1)->allocator, 1);
+	hd_heap_destroy(h);
 }
 END_TEST
 
@@ -473,6 +568,7 @@ int main(void)
 	tcase_add_test(tc, test_push_state);
 	tcase_add_test(tc, test_names);
 	tcase_add_test(tc, test_memory_per_block);
+	tcase_add_test(tc, test_merge);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("large");
