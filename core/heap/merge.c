@@ -108,6 +108,28 @@ static void uncount(struct hd_heap_alloc *al, const struct hd_heap *p,
 	c->bytes -= e;
 }
 
+// The first block of p from i on whose address is at or above limit.
+static size_t run_end(const struct hd_heap *p, size_t i, uint64_t limit)
+{
+	// Runs are long (a pool, an arena): gallop, then bisect.
+	size_t lo = i, step = 1, hi = i;
+	while (hi < p->num_blocks && p->addr[hi] < limit) {
+		lo = hi + 1;
+		hi += step;
+		step *= 2;
+	}
+	if (hi > p->num_blocks)
+		hi = p->num_blocks;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (p->addr[mid] < limit)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 static void copy_blocks(struct hd_heap *h, struct cursor *cur, unsigned n)
 {
 	// The last block kept, to check a block of another allocator
@@ -156,10 +178,9 @@ static void copy_blocks(struct hd_heap *h, struct cursor *cur, unsigned n)
 				continue;
 			}
 		}
-		// The run: a plain copy, the region renumbered.
-		size_t i = c->next, end = i;
-		while (end < p->num_blocks && p->addr[end] < second)
-			end++;
+		// The run: its end found by a binary search, then a plain
+		// copy, the region renumbered.
+		size_t i = c->next, end = run_end(p, i, second);
 		if (end == i)
 			end = i + 1; // equal addresses: the overlap check decides
 		size_t o = h->num_blocks;
@@ -176,10 +197,16 @@ static void copy_blocks(struct hd_heap *h, struct cursor *cur, unsigned n)
 			memcpy(&h->span[o], &p->span[i],
 			       (end - i) * sizeof(*h->span));
 		}
-		for (size_t k = i; k < end; k++) {
-			uint16_t r = p->region[k];
-			h->region[o + k - i] = r < nr ? (uint16_t)(r + c->base)
-						      : c->none;
+		if (c->base == 0 && c->none == HD_REGION_NONE) {
+			// The first allocator's numbers do not change.
+			memcpy(&h->region[o], &p->region[i],
+			       (end - i) * sizeof(*h->region));
+		} else {
+			for (size_t k = i; k < end; k++) {
+				uint16_t r = p->region[k];
+				h->region[o + k - i] = r < nr ? (uint16_t)(r + c->base)
+							      : c->none;
+			}
 		}
 		h->num_blocks += end - i;
 		c->next = end;
