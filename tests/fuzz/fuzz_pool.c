@@ -12,12 +12,22 @@
 // served at IMAGE (whole pages, zeros after the input). Seeds
 // (seed_pool.py): pools with used and free blocks, free lists, a second
 // pool linked from the first.
+//
+// Then the merged path (several allocators in one process, merge.c): the
+// pool's heap walked alone (--allocator poolalloc) is merged with a table
+// of glibc chunks the same input describes (its last 256 bytes: chunks that
+// may overlap the pool's blocks, share their addresses, or lie in no
+// region), and the merged table is checked for what every reader relies
+// on: address order, no two extents overlapping, each block found at its
+// address, totals that add up to the table. A violation aborts.
 #include <elf.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "heapdom.h"
+#include "heap/backend.h"
+#include "heap/glibc/glibc_internal.h"
 #include "fuzz_util.h"
 
 #define BIAS 0x6a0000000000ull
@@ -130,6 +140,90 @@ static struct hd_error *make_target(struct mem *mem, struct hd_target **ret)
 	return NULL;
 }
 
+// glibc chunks from the input's last words: offset into the image, size,
+// state, mmapped.
+static struct hd_heap *glibc_part(const uint8_t *data, size_t size)
+{
+	if (size > 256) {
+		data += size - 256;
+		size = 256;
+	}
+	struct hd_heap *g = NULL;
+	if (hd_heap_alloc(&g))
+		abort();
+	glibc_heap_declare(g);
+	struct hd_region arena = {.addr = IMAGE, .kind = "arena", .primary = true};
+	hd_heap_add_region(g, &arena);
+	uint64_t next = 0; // chunks in order, apart (the backend's contract)
+	for (size_t i = 0; i + 4 <= size; i += 4) {
+		uint32_t w;
+		memcpy(&w, data + i, 4);
+		uint64_t chunk = IMAGE + ((uint64_t)(w & 0xffff) << 4);
+		uint64_t csize = (uint64_t)((w >> 16) % 64 + 2) << 4;
+		if (chunk < next)
+			continue;
+		bool mmapped = w >> 31;
+		if (!hd_heap_push(g, chunk, csize,
+				  (w >> 22) & 1 ? HD_STATE_FREE : HD_STATE_USED,
+				  (w >> 22) & 1 ? HD_LIST_TCACHE : HD_LIST_NONE,
+				  mmapped ? HD_ARENA_NONE : 0, mmapped))
+			abort();
+		next = chunk + csize;
+	}
+	hd_heap_count_totals(g);
+	return g;
+}
+
+static void check_merged(const struct hd_heap *h)
+{
+	uint64_t counted = 0;
+	for (size_t a = 0; a < hd_heap_num_allocators(h); a++) {
+		struct hd_allocator_totals t;
+		hd_heap_allocator_totals(h, a, &t);
+		counted += t.used_blocks + t.free_blocks + t.reserve_blocks +
+			   t.internal_blocks;
+	}
+	if (counted != hd_heap_num_blocks(h))
+		abort();
+	for (size_t i = 0; i < hd_heap_num_blocks(h); i++) {
+		struct hd_block b;
+		hd_heap_block(h, i, &b);
+		if (b.allocator >= hd_heap_num_allocators(h) ||
+		    b.list >= hd_heap_num_free_lists(h))
+			abort();
+		if (i && (h->addr[i] <= h->addr[i - 1] ||
+			  hd_heap_extent_start(h, i) < hd_heap_extent_end(h, i - 1)))
+			abort();
+		if (b.usable && hd_heap_find(h, b.addr) != (int64_t)i)
+			abort();
+	}
+}
+
+static void fuzz_merge(struct hd_session *s, const uint8_t *data, size_t size)
+{
+	struct hd_heap_options o = {.allocators = "poolalloc"};
+	struct hd_heap *parts[2] = {NULL, glibc_part(data, size)}, *h = NULL;
+	struct hd_error *err = hd_heap_walk(hd_session_target(s),
+					    hd_session_debuginfo(s), &o, &parts[0]);
+	if (err) {
+		hd_error_destroy(err);
+		hd_heap_destroy(parts[1]);
+		return;
+	}
+	hd_heap_count_totals(parts[0]);
+	err = hd_heap_merge(parts, 2, &h);
+	if (err) {
+		hd_error_destroy(err);
+		return;
+	}
+	check_merged(h);
+	if (getenv("HD_FUZZ_VERBOSE"))
+		fprintf(stderr, "merged: %zu blocks of %zu allocators, %zu problems\n",
+			hd_heap_num_blocks(h), hd_heap_num_allocators(h),
+			hd_heap_num_problems(h));
+	hd_heap_destroy(h);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (!module_path[0])
@@ -178,6 +272,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			hd_error_destroy(hd_render_dominators(hd_fuzz_sink(), s, &ro));
 			hd_error_destroy(hd_render_leaks(hd_fuzz_sink(), s, &ro));
 		}
+		fuzz_merge(s, data + 8, size - 8);
 	}
 	if (getenv("HD_FUZZ_VERBOSE")) {
 		if (err)

@@ -57,6 +57,21 @@ def main():
             pool(img, base, nxt, sizes, free_idx)
         with open(f"{out}/{name}", "wb") as f:
             f.write(struct.pack("<Q", IMAGE) + bytes(img))
+    # The merged path of fuzz_pool.c: the same two pools, and glibc chunks
+    # in the input's last 256 bytes (offset >> 4 | (size >> 4) - 2 << 16 |
+    # free << 22 | mmapped << 31): one overlapping the first pool's blocks,
+    # two in the second pool's unused tail, one free, one mmapped.
+    img = bytearray(POOL_SIZE * 2)
+    pool(img, IMAGE, IMAGE + POOL_SIZE, [32, 32, 32, 64], [2])
+    pool(img, IMAGE + POOL_SIZE, 0, [48, 96, 32, 32, 32], [0, 4])
+    words = [(0x50 >> 4) | (4 << 16),
+             ((POOL_SIZE + 0x2000) >> 4) | (2 << 16),
+             ((POOL_SIZE + 0x2100) >> 4) | (6 << 16) | (1 << 22),
+             ((POOL_SIZE + 0x3000) >> 4) | (10 << 16) | (1 << 31)]
+    tail = b"".join(struct.pack("<I", w) for w in words)
+    img[len(img) - 256:len(img) - 256 + len(tail)] = tail
+    with open(f"{out}/with-glibc", "wb") as f:
+        f.write(struct.pack("<Q", IMAGE) + bytes(img))
 
 
 main()
