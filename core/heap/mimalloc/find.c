@@ -278,6 +278,24 @@ void hd_mi_find_tls_heaps(struct mi_walk *w)
 	}
 }
 
+bool hd_mi_in_use(struct mi_walk *w)
+{
+	for (size_t i = 0; i < hd_target_num_mappings(w->t); i++) {
+		const struct hd_mapping *m = hd_target_mapping(w->t, i);
+		if (!m->readable || !(m->prot & HD_PROT_WRITE))
+			continue;
+		uint64_t a = (m->start + MI_SEGMENT_SIZE - 1) & ~(MI_SEGMENT_SIZE - 1);
+		for (; a + SEG_HEADER_SIZE <= m->end && a >= m->start; a += MI_SEGMENT_SIZE) {
+			uint64_t cookie, used;
+			if (!hd_target_read_u64(w->t, a + SEG_COOKIE, &cookie) &&
+			    cookie == (a ^ w->main_cookie) &&
+			    !hd_target_read_u64(w->t, a + SEG_USED, &used) && used)
+				return true;
+		}
+	}
+	return false;
+}
+
 static int seg_cmp(const void *a, const void *b)
 {
 	const struct mi_segment_info *x = a, *y = b;

@@ -123,6 +123,8 @@ void hd_mi_find_tls_heaps(struct mi_walk *w);
 struct mi_heap_info *hd_mi_add_heap(struct mi_walk *w, uint64_t addr,
 				    bool tls);
 struct hd_error *hd_mi_find_segments(struct mi_walk *w);
+// Whether some segment has a page in use (w->main_cookie known).
+bool hd_mi_in_use(struct mi_walk *w);
 
 // The smallest request mimalloc serves with a block of bsize bytes.
 uint64_t hd_mi_min_request(uint64_t bsize);

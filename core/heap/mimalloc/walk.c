@@ -34,10 +34,26 @@ static const struct hd_heap_shape shapes[] = {{.head = 0, .tail = 0}};
 
 extern const struct hd_heap_backend hd_heap_backend_mimalloc;
 
+// mimalloc is loaded and holds memory: its main heap was initialised and
+// some segment has a page in use. A library loaded but never used (a
+// plugin's, dlopen'ed privately) leaves the process to glibc's malloc.
 static bool detect(const struct hd_heap_source *src, char *evidence,
 		   size_t len)
 {
-	return hd_mi_find_lib(src->t, evidence, len) != NULL;
+	struct mi_walk w = {.t = src->t};
+	w.lib = hd_mi_find_lib(src->t, evidence, len);
+	if (!w.lib)
+		return false;
+	struct hd_error *err = hd_mi_find_main_heap(&w);
+	if (err) {
+		hd_error_destroy(err);
+		return false;
+	}
+	if (!w.main_cookie || !hd_mi_in_use(&w))
+		return false;
+	size_t n = strlen(evidence);
+	snprintf(evidence + n, len - n, ", its segments hold pages in use");
+	return true;
 }
 
 // What one page is, decoded from its slice.
