@@ -25,6 +25,13 @@ included). A third thread allocated and exited: its segment is abandoned.
                 (--pid)
   gdb-core      the gdb front-end on the core: heap-blocks and heap-leaks
                 give the same verdicts
+  python        a program no one here wrote: python3 (PYTHONMALLOC=malloc,
+                so every object is a malloc block) under
+                LD_PRELOAD=libmimalloc.so.2 doing real work with the
+                standard library (json, re, email, difflib), stopped and
+                cored by gdb after gdb called mi_heap_visit_blocks in it
+                (tests/fixtures/mimalloc_oracle.c, preloaded): heapdom's
+                used blocks and bytes are exactly mimalloc's
 """
 import argparse
 import bisect
@@ -171,9 +178,71 @@ def check_stats(doc, truth, blocks_doc):
     return out
 
 
+LIBMIMALLOC = "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2"
+WORK_PY = '''
+import collections, difflib, email.parser, json, os, re, signal, textwrap
+doc = [{"id": i, "name": "item%d" % i, "tags": ["t%d" % (i % 17), "x"], "v": i * 0.5}
+       for i in range(20000)]
+text = json.dumps(doc)
+back = json.loads(text)
+words = collections.Counter(re.findall(r"item\\d+", text))
+msg = email.parser.Parser().parsestr("From: a@b\\nSubject: hi\\n\\n" + textwrap.fill(text[:20000], 60))
+diff = list(difflib.unified_diff(text[:30000].split(","), text[100:30100].split(",")))
+keep = (back, words, msg, diff)
+os.kill(os.getpid(), signal.SIGTRAP)
+'''
+
+
+def python_case(a, run):
+    script, oracle = run.path("work.py"), run.path("python.oracle")
+    core = run.path("python.core")
+    with open(script, "w") as f:
+        f.write(WORK_PY)
+    for p in (oracle, core):
+        if os.path.exists(p):
+            os.unlink(p)
+    cmd = ["gdb", "-q", "-nx", "-batch",
+           "-ex", "set environment LD_PRELOAD=%s %s" % (LIBMIMALLOC, os.path.abspath(a.oracle)),
+           "-ex", "set environment PYTHONMALLOC=malloc",
+           "-ex", "set environment MIMALLOC_ORACLE=" + oracle,
+           "-ex", "run", "-ex", "print (long)mimalloc_oracle_dump()",
+           "-ex", "gcore " + core, "-ex", "kill", "--args", sys.executable, script]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=heaptest._env(),
+                       stdin=subprocess.DEVNULL, errors="replace")
+    if not os.path.exists(core) or not os.path.exists(oracle):
+        raise heaptest.HarnessError("no core or oracle of python3 (rc %d)\n%s%s"
+                                    % (r.returncode, r.stdout[-2000:], r.stderr[-2000:]))
+    want = {}
+    with open(oracle) as f:
+        for line in f:
+            addr, size = line.split()
+            want[int(addr, 16)] = int(size)
+    doc = heaptest.heapdom_json(a.heapdom, ["blocks", core, "--json"])
+    stats = heaptest.heapdom_json(a.heapdom, ["stats", core, "--json"])
+    al = doc.get("allocator") or {}
+    out = []
+    if al.get("name") != "mimalloc" or doc.get("partial") or doc.get("problems"):
+        out.append("allocator %r, partial %r, problems %r"
+                   % (al.get("name"), doc.get("partial"), (doc.get("problems") or [])[:5]))
+    got = {int(b["addr"], 16): b["size"] for b in doc["blocks"] if b["state"] == "used"}
+    for addr in sorted(set(got) | set(want)):
+        if got.get(addr) != want.get(addr):
+            out.append("used block %s: heapdom size %s, mi_heap_visit_blocks %s"
+                       % (hex(addr), got.get(addr), want.get(addr)))
+    used = stats["totals"]["used"]
+    if (used["blocks"], used["bytes"]) != (len(want), sum(want.values())):
+        out.append("stats: %d used blocks, %d bytes; mimalloc %d blocks, %d bytes"
+                   % (used["blocks"], used["bytes"], len(want), sum(want.values())))
+    if len(want) < 100000:
+        out.append("mimalloc visited only %d used blocks" % len(want))
+    print("    python3: heapdom %d used blocks, %d bytes; mimalloc %d, %d"
+          % (len(got), sum(got.values()), len(want), sum(want.values())))
+    return cap(out)
+
+
 def main():
     ap = argparse.ArgumentParser()
-    for opt in ("--heapdom", "--fixture", "--workdir", "--gdb-plugin", "--lib"):
+    for opt in ("--heapdom", "--fixture", "--workdir", "--gdb-plugin", "--lib", "--oracle"):
         ap.add_argument(opt, required=True)
     ap.add_argument("--only")
     ap.add_argument("--keep", action="store_true")
@@ -244,6 +313,8 @@ def main():
             out.append("heap-stats does not name mimalloc 2.0.9:\n" + r.stdout[-1500:])
         return ["gdb: " + m for m in out]
     run.case("gdb-core: heap-blocks and heap-leaks in gdb on the core", gdb_core)
+    run.case("python: a real program's used blocks are exactly mimalloc's",
+             lambda: python_case(a, run))
     return run.finish(remove=(".core", ".truth"))
 
 

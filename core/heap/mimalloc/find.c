@@ -41,7 +41,9 @@ const struct hd_module *hd_mi_find_lib(struct hd_target *t, char *evidence,
 	size_t n = hd_target_num_modules(t);
 	for (size_t i = 0; i < n; i++) {
 		const struct hd_module *m = hd_target_module(t, i);
-		if (m->name && strncmp(base_name(m->name), "libmimalloc", 11) == 0) {
+		const char *b = m->name ? base_name(m->name) : "";
+		if (strncmp(b, "libmimalloc.so", 14) == 0 ||
+		    strncmp(b, "libmimalloc-", 12) == 0) {
 			snprintf(evidence, len, "%s is loaded", base_name(m->name));
 			return m;
 		}
