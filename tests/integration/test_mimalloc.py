@@ -25,6 +25,8 @@ included). A third thread allocated and exited: its segment is abandoned.
                 (--pid)
   gdb-core      the gdb front-end on the core: heap-blocks and heap-leaks
                 give the same verdicts
+  lldb-core     the lldb front-end on the core (with --lldb-plugin): the
+                same for heap-blocks and heap-leaks
   python        a program no one here wrote: python3 (PYTHONMALLOC=malloc,
                 so every object is a malloc block) under
                 LD_PRELOAD=libmimalloc.so.2 doing real work with the
@@ -244,6 +246,7 @@ def main():
     ap = argparse.ArgumentParser()
     for opt in ("--heapdom", "--fixture", "--workdir", "--gdb-plugin", "--lib", "--oracle"):
         ap.add_argument(opt, required=True)
+    ap.add_argument("--lldb-plugin")
     ap.add_argument("--only")
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
@@ -313,6 +316,29 @@ def main():
             out.append("heap-stats does not name mimalloc 2.0.9:\n" + r.stdout[-1500:])
         return ["gdb: " + m for m in out]
     run.case("gdb-core: heap-blocks and heap-leaks in gdb on the core", gdb_core)
+    def lldb_core():
+        bj, lj = run.path("lldb-blocks.json"), run.path("lldb-leaks.json")
+        for p in (bj, lj):
+            if os.path.exists(p):
+                os.unlink(p)
+        cmd = ["lldb-14", "-x", "-b", "-o", "plugin load " + a.lldb_plugin,
+               "-o", "heap-blocks --json --output " + bj,
+               "-o", "heap-leaks --json --output " + lj,
+               "-c", core, a.fixture]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
+                           env=heaptest.debugger_env(), stdin=subprocess.DEVNULL,
+                           errors="replace")
+        if not (os.path.exists(bj) and os.path.exists(lj)):
+            raise heaptest.HarnessError("lldb wrote no output (rc %d)\n%s%s"
+                                        % (r.returncode, r.stdout[-2000:], r.stderr[-2000:]))
+        with open(bj) as f:
+            bdoc = json.load(f)
+        with open(lj) as f:
+            ldoc = json.load(f)
+        return ["lldb: " + m for m in check_blocks(bdoc, truth) + check_oracle(bdoc, truth)
+                + check_leaks(ldoc, truth)]
+    if a.lldb_plugin:
+        run.case("lldb-core: heap-blocks and heap-leaks in lldb on the core", lldb_core)
     run.case("python: a real program's used blocks are exactly mimalloc's",
              lambda: python_case(a, run))
     return run.finish(remove=(".core", ".truth"))
