@@ -387,9 +387,16 @@ static struct hd_error *walk_segments(struct mi_walk *w, struct counts *c)
 		return &hd_error_no_memory;
 	struct hd_error *err = NULL;
 	size_t abandoned = 0, huge = 0;
+	size_t idle = 0;
 	for (size_t i = 0; i < w->num_segs && !err; i++) {
 		struct mi_segment_info *s = &w->segs[i];
 		uint64_t heap = 0;
+		// No page in use: a segment freed into a cache (its header
+		// stays), whose slices say nothing any more.
+		if (s->header && !s->used) {
+			idle++;
+			continue;
+		}
 		uint16_t region = HD_REGION_NONE;
 		if (s->header) {
 			for_each_page(w, s, false, first_heap, &heap, NULL);
@@ -421,7 +428,8 @@ static struct hd_error *walk_segments(struct mi_walk *w, struct counts *c)
 	if (!err &&
 	    (!hd_heap_fact_uint(w->h, HD_NO_REGION, "segments", w->num_segs) ||
 	     !hd_heap_fact_uint(w->h, HD_NO_REGION, "abandoned_segments", abandoned) ||
-	     !hd_heap_fact_uint(w->h, HD_NO_REGION, "huge_segments", huge)))
+	     !hd_heap_fact_uint(w->h, HD_NO_REGION, "huge_segments", huge) ||
+	     !hd_heap_fact_uint(w->h, HD_NO_REGION, "idle_segments", idle)))
 		err = &hd_error_no_memory;
 	return err;
 }
@@ -477,7 +485,8 @@ static struct hd_error *walk(const struct hd_heap_source *src,
 	hd_mi_find_tls_heaps(&w);
 	err = hd_mi_find_segments(&w);
 	for (size_t i = 0; i < w.num_segs && !err; i++)
-		if (!for_each_page(&w, &w.segs[i], false, collect_heap, NULL, NULL))
+		if (w.segs[i].used &&
+		    !for_each_page(&w, &w.segs[i], false, collect_heap, NULL, NULL))
 			err = &hd_error_no_memory;
 	if (!err)
 		err = add_regions(&w);
