@@ -10,7 +10,7 @@
 // then one segment at SEGMENT: the input's first SEG_HEADER bytes are the
 // segment's header (struct mi_segment_s and its slices), the rest is the
 // memory from SEGMENT + 64 KiB on (the first pages); every other byte of
-// the 64 MiB mapped there reads as zeros. Seeds (seed_mimalloc.py): small,
+// the segment (its segment_slices, at most 64 MiB) reads as zeros. Seeds (seed_mimalloc.py): small,
 // medium and huge pages with free, local_free and thread_free lists and a
 // delayed-free block.
 #include <elf.h>
@@ -26,7 +26,7 @@
 #define DATA_VADDR 0x4000ull
 #define DATA_SIZE 0x2000ull
 #define SEGMENT 0x20000000000ull
-#define MAPPED (64ull << 20) // one segment, or a huge one of up to 64 MiB
+#define MAX_MAPPED (64ull << 20) // a huge segment of up to 64 MiB
 #define SEG_HEADER 41304u // 264 + 513 slices of 80 bytes
 #define PAGES 0x10000ull  // where the input's tail is served
 #define MAX_TAIL (4u << 20)
@@ -98,6 +98,8 @@ struct mem {
 	uint8_t data[DATA_SIZE]; // the main heap at 0, its tld at 0x1000
 	const uint8_t *header, *tail;
 	size_t header_len, tail_len;
+	uint64_t mapped; // the segment's size (segment_slices), so no root
+			 // region follows it
 };
 
 static const uint8_t text[32] = {0xb8, 0xd1, 0x00, 0x00, 0x00, 0xc3};
@@ -123,15 +125,20 @@ static struct hd_error *read_mem(void *arg, uint64_t addr, void *buf, size_t len
 		serve(buf, addr - data_at, len, m->data, sizeof(m->data));
 		return NULL;
 	}
-	if (addr >= SEGMENT && addr - SEGMENT <= MAPPED &&
-	    len <= MAPPED - (addr - SEGMENT)) {
+	if (addr >= SEGMENT && addr - SEGMENT <= m->mapped &&
+	    len <= m->mapped - (addr - SEGMENT)) {
 		uint64_t off = addr - SEGMENT;
-		for (size_t i = 0; i < len; i++) {
-			uint64_t o = off + i;
-			uint8_t *b = (uint8_t *)buf + i;
-			*b = o < m->header_len ? m->header[o] :
-			     o >= PAGES && o - PAGES < m->tail_len ? m->tail[o - PAGES] : 0;
+		uint8_t *b = buf;
+		memset(b, 0, len);
+		if (off < m->header_len) {
+			size_t n = m->header_len - off < len ? m->header_len - off : len;
+			memcpy(b, m->header + off, n);
 		}
+		uint64_t lo = off > PAGES ? off : PAGES, hi = off + len;
+		if (hi > PAGES + m->tail_len)
+			hi = PAGES + m->tail_len;
+		if (lo < hi)
+			memcpy(b + (lo - off), m->tail + (lo - PAGES), hi - lo);
 		return NULL;
 	}
 	return hd_error_at(HD_ERROR_FAULT, addr, "no memory at 0x%llx",
@@ -149,7 +156,7 @@ static struct hd_error *make_target(struct mem *mem, struct hd_target **ret)
 		 .prot = HD_PROT_READ | HD_PROT_EXEC, .readable = true},
 		{.start = BIAS + DATA_VADDR, .end = BIAS + DATA_VADDR + DATA_SIZE + 0x1000,
 		 .prot = HD_PROT_READ | HD_PROT_WRITE, .readable = true},
-		{.start = SEGMENT, .end = SEGMENT + MAPPED,
+		{.start = SEGMENT, .end = SEGMENT + mem->mapped,
 		 .prot = HD_PROT_READ | HD_PROT_WRITE, .readable = true},
 	};
 	for (size_t i = 0; i < 3 && !err; i++)
@@ -188,6 +195,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	mem.tail_len = size - 24 - mem.header_len;
 	if (mem.tail_len > MAX_TAIL)
 		mem.tail_len = MAX_TAIL;
+	uint64_t slices = 0;
+	if (mem.header_len >= 232)
+		memcpy(&slices, mem.header + 224, 8);
+	mem.mapped = slices << 16;
+	if (mem.mapped < PAGES + mem.tail_len || slices > (MAX_MAPPED >> 16))
+		mem.mapped = (PAGES + mem.tail_len + 0xffff) & ~0xffffull;
 
 	struct hd_target *t;
 	struct hd_error *err = make_target(&mem, &t);
