@@ -12,7 +12,8 @@ included). A third thread allocated and exited: its segment is abandoned.
   core-blocks   on a gdb gcore: the backend is mimalloc 2.0.9, not
                 partial, no problem; every recorded block has heapdom's
                 address, usable size and state; blocks freed by another
-                thread are on thread_free or thread_delayed_free (both
+                thread are on thread_free or delayed_free (the heap's
+                thread_delayed_free list; both
                 lists seen); the main thread's blocks are in the primary
                 heap, the second thread's in its heap (found through its
                 TLS), the exited thread's in the "abandoned" region
@@ -115,15 +116,15 @@ def check_blocks(doc, truth):
                        % (hex(addr), b["size"], b["state"], t["usable"], t["state"]))
         if t["xfree"]:
             lists.add(b.get("list"))
-            if b.get("list") not in ("thread_free", "thread_delayed_free"):
+            if b.get("list") not in ("thread_free", "delayed_free"):
                 out.append("block %s freed by another thread is on list %r"
                            % (hex(addr), b.get("list")))
         if t["state"] == "used" and b["arena"] not in want_region[t["owner"]]:
             out.append("block %s of %s in region %s, expected %s"
                        % (hex(addr), t["owner"], b["arena"], sorted(want_region[t["owner"]])))
-    if lists != {"thread_free", "thread_delayed_free"}:
+    if lists != {"thread_free", "delayed_free"}:
         out.append("blocks freed by another thread were on %s; expected both thread_free "
-                   "and thread_delayed_free" % sorted(map(str, lists)))
+                   "and delayed_free" % sorted(map(str, lists)))
     return cap(out)
 
 

@@ -26,7 +26,8 @@ static const struct hd_free_list lists[MI_NUM_LISTS] = {
 	[MI_LIST_FREE] = {"free", "free: page free lists", false},
 	[MI_LIST_LOCAL_FREE] = {"local_free", "free: page local_free lists", false},
 	[MI_LIST_THREAD_FREE] = {"thread_free", "free: page thread_free lists", false},
-	[MI_LIST_DELAYED] = {"thread_delayed_free", "free: heap thread_delayed_free lists", false},
+	// The heap's thread_delayed_free list: mimalloc's "delayed free".
+	[MI_LIST_DELAYED] = {"delayed_free", "free: heap thread_delayed_free lists", false},
 	[MI_LIST_UNEXTENDED] = {"unextended", "reserve: pages past their capacity", true},
 };
 
@@ -505,7 +506,7 @@ static struct hd_error *walk(const struct hd_heap_source *src,
 	     !hd_heap_fact_uint(h, HD_NO_REGION, "unextended_bytes", c.unextended_bytes) ||
 	     !hd_heap_fact_uint(h, HD_NO_REGION, "thread_free_blocks",
 				c.lists[MI_LIST_THREAD_FREE]) ||
-	     !hd_heap_fact_uint(h, HD_NO_REGION, "thread_delayed_free_blocks",
+	     !hd_heap_fact_uint(h, HD_NO_REGION, "delayed_free_blocks",
 				c.lists[MI_LIST_DELAYED])))
 		err = &hd_error_no_memory;
 out:
