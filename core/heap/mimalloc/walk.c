@@ -204,7 +204,19 @@ static struct hd_error *collect_delayed(struct mi_walk *w)
 	size_t cap = 0;
 	for (size_t i = 0; i < w->num_heaps; i++) {
 		uint64_t b = w->heaps[i].delayed;
+		// Brent's cycle check: a list that comes back to the block it
+		// was at 2^n steps ago loops.
+		uint64_t mark = 0;
 		for (size_t k = 0; b; k++) {
+			if (b == mark) {
+				hd_heap_problem_add(w->h, b,
+						    "mimalloc heap 0x%llx: its thread_delayed_free list loops at 0x%llx; the rest is cut",
+						    (unsigned long long)w->heaps[i].addr,
+						    (unsigned long long)b);
+				break;
+			}
+			if (!(k & (k - 1)))
+				mark = b;
 			if (w->num_delayed >= MAX_DELAYED) {
 				hd_heap_problem_add(w->h, w->heaps[i].addr,
 						    "mimalloc heap 0x%llx: more than %u blocks on thread_delayed_free lists; the rest are taken for used",
@@ -230,6 +242,12 @@ static struct hd_error *collect_delayed(struct mi_walk *w)
 		}
 	}
 	hd_qsort(w->delayed, w->num_delayed, sizeof(*w->delayed), u64_cmp);
+	// A block on two heaps' lists (or twice on a looping one) counts once.
+	size_t n = 0;
+	for (size_t i = 0; i < w->num_delayed; i++)
+		if (!n || w->delayed[n - 1] != w->delayed[i])
+			w->delayed[n++] = w->delayed[i];
+	w->num_delayed = n;
 	return NULL;
 }
 
