@@ -192,7 +192,7 @@ struct hd_error *hd_mi_find_main_heap(struct mi_walk *w)
 	for (size_t o = 0; o + HEAP_SIZE <= len; o += 8) {
 		uint64_t tld = hd_mi_u64(buf + o), back;
 		if (tld < data || tld + 32 > end || tld % 8 ||
-		    hd_target_read_u64(w->t, tld + TLD_HEAP_BACKING, &back) ||
+		    !hd_mi_read64(w->t, tld + TLD_HEAP_BACKING, &back) ||
 		    back != data + o)
 			continue;
 		w->main_heap = data + o;
@@ -266,12 +266,12 @@ void hd_mi_find_tls_heaps(struct mi_walk *w)
 				continue;
 			const struct hd_mapping *m = hd_target_find_mapping(w->t, p);
 			if (!m || !(m->prot & HD_PROT_WRITE) ||
-			    hd_target_read_u64(w->t, p + HEAP_THREAD_ID, &tid) ||
+			    !hd_mi_read64(w->t, p + HEAP_THREAD_ID, &tid) ||
 			    tid != fs)
 				continue;
 			uint64_t tld, back;
-			if (hd_target_read_u64(w->t, p + HEAP_TLD, &tld) || !tld ||
-			    hd_target_read_u64(w->t, tld + TLD_HEAP_BACKING, &back) ||
+			if (!hd_mi_read64(w->t, p + HEAP_TLD, &tld) || !tld ||
+			    !hd_mi_read64(w->t, tld + TLD_HEAP_BACKING, &back) ||
 			    !back)
 				continue;
 			hd_mi_add_heap(w, p, true);
@@ -289,9 +289,9 @@ bool hd_mi_in_use(struct mi_walk *w)
 		uint64_t a = (m->start + MI_SEGMENT_SIZE - 1) & ~(MI_SEGMENT_SIZE - 1);
 		for (; a + SEG_HEADER_SIZE <= m->end && a >= m->start; a += MI_SEGMENT_SIZE) {
 			uint64_t cookie, used;
-			if (!hd_target_read_u64(w->t, a + SEG_COOKIE, &cookie) &&
+			if (hd_mi_read64(w->t, a + SEG_COOKIE, &cookie) &&
 			    cookie == (a ^ w->main_cookie) &&
-			    !hd_target_read_u64(w->t, a + SEG_USED, &used) && used)
+			    hd_mi_read64(w->t, a + SEG_USED, &used) && used)
 				return true;
 		}
 	}
@@ -367,7 +367,7 @@ struct hd_error *hd_mi_find_segments(struct mi_walk *w)
 		for (; a + SEG_HEADER_SIZE <= m->end && a >= m->start;
 		     a += MI_SEGMENT_SIZE) {
 			uint64_t cookie;
-			if (a < next || hd_target_read_u64(w->t, a + SEG_COOKIE, &cookie) ||
+			if (a < next || !hd_mi_read64(w->t, a + SEG_COOKIE, &cookie) ||
 			    cookie != (a ^ w->main_cookie))
 				continue;
 			if (w->num_segs == MAX_SEGMENTS) {

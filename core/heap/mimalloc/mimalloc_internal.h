@@ -129,6 +129,15 @@ bool hd_mi_in_use(struct mi_walk *w);
 // The smallest request mimalloc serves with a block of bsize bytes.
 uint64_t hd_mi_min_request(uint64_t bsize);
 
+// 8 bytes of the target at addr; false (the error dropped) if unreadable.
+static inline bool hd_mi_read64(struct hd_target *t, uint64_t addr,
+				uint64_t *ret)
+{
+	struct hd_error *err = hd_target_read_u64(t, addr, ret);
+	hd_error_destroy(err);
+	return !err;
+}
+
 static inline uint64_t hd_mi_u64(const uint8_t *p)
 {
 	uint64_t v;

@@ -232,7 +232,7 @@ static struct hd_error *collect_delayed(struct mi_walk *w)
 				w->delayed = n;
 			}
 			w->delayed[w->num_delayed++] = b;
-			if (hd_target_read_u64(w->t, b, &b)) {
+			if (!hd_mi_read64(w->t, b, &b)) {
 				hd_heap_problem_add(w->h, b,
 						    "mimalloc heap 0x%llx: thread_delayed_free entry 0x%llx is unreadable; the rest of the list is taken for used",
 						    (unsigned long long)w->heaps[i].addr,
@@ -279,7 +279,7 @@ static size_t mark_list(struct mi_walk *w, const struct page *p,
 		n++;
 		if (v && b + 8 <= v->addr + v->len) {
 			memcpy(&b, v->data + (b - v->addr), 8);
-		} else if (hd_target_read_u64(w->t, b, &b)) {
+		} else if (!hd_mi_read64(w->t, b, &b)) {
 			hd_heap_problem_add(w->h, b,
 					    "mimalloc page 0x%llx: %s list entry unreadable; the rest of the list is taken for used",
 					    (unsigned long long)p->addr, list_name(list));
