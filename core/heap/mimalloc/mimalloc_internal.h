@@ -17,6 +17,9 @@
 
 #include "heap/backend.h"
 
+// The one version whose layout this is.
+#define MI_KNOWN_VERSION "2.0.9"
+
 #define MI_SEGMENT_SHIFT 25
 #define MI_SEGMENT_SIZE (1ULL << MI_SEGMENT_SHIFT)
 #define MI_SLICE_SHIFT 16

@@ -45,14 +45,22 @@ static bool detect(const struct hd_heap_source *src, char *evidence,
 	w.lib = hd_mi_find_lib(src->t, evidence, len);
 	if (!w.lib)
 		return false;
+	// A version whose layout heapdom does not know, or a main heap it
+	// cannot find: mimalloc's walk says so, rather than glibc's showing
+	// an empty heap.
+	hd_mi_version(&w);
+	size_t n = strlen(evidence);
+	if (w.version[0] && strcmp(w.version, MI_KNOWN_VERSION) != 0) {
+		snprintf(evidence + n, len - n, " (mimalloc %s)", w.version);
+		return true;
+	}
 	struct hd_error *err = hd_mi_find_main_heap(&w);
 	if (err) {
 		hd_error_destroy(err);
-		return false;
+		return true;
 	}
 	if (!w.main_cookie || !hd_mi_in_use(&w))
 		return false;
-	size_t n = strlen(evidence);
 	snprintf(evidence + n, len - n, ", its segments hold pages in use");
 	return true;
 }
@@ -481,6 +489,11 @@ static struct hd_error *walk(const struct hd_heap_source *src,
 		snprintf(h->version, sizeof(h->version), "%s", w.version);
 		h->info.version = h->version;
 	}
+	if (w.version[0] && strcmp(w.version, MI_KNOWN_VERSION) != 0)
+		return hd_error_create(HD_ERROR_UNSUPPORTED,
+				       "%s: this process allocates with mimalloc %s (%s), whose layout heapdom does not know: it reads mimalloc %s's",
+				       hd_target_name(src->t), w.version, evidence,
+				       MI_KNOWN_VERSION);
 	struct hd_error *err = hd_mi_find_main_heap(&w);
 	if (err)
 		return err;
