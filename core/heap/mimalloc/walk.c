@@ -152,12 +152,12 @@ static bool for_each_page(struct mi_walk *w, const struct mi_segment_info *s,
 				c->free_span_bytes += (uint64_t)count << MI_SLICE_SHIFT;
 			}
 		} else {
-			struct page p;
-			if (report ? decode_page(w, s, idx, sl, &p) :
-				     (memset(&p, 0, sizeof(p)),
-				      p.heap = hd_mi_u64(sl + PAGE_HEAP), true))
-				if (!fn(w, s, &p, arg))
-					return false;
+			// Without report, only the page's heap is wanted (and no
+			// problem is recorded twice).
+			struct page p = {.heap = hd_mi_u64(sl + PAGE_HEAP)};
+			bool ok = !report || decode_page(w, s, idx, sl, &p);
+			if (ok && !fn(w, s, &p, arg))
+				return false;
 		}
 		idx += count;
 	}
@@ -430,9 +430,10 @@ static struct hd_error *walk_segments(struct mi_walk *w, struct counts *c)
 			region = page_region(w, s, heap);
 			abandoned += s->thread_id == 0;
 			huge += s->kind == 1;
-			if (region != HD_REGION_NONE)
-				w->h->regions[region].num_segments++,
-					w->h->regions[region].system_bytes += s->size;
+			if (region != HD_REGION_NONE) {
+				w->h->regions[region].num_segments++;
+				w->h->regions[region].system_bytes += s->size;
+			}
 		}
 		struct hd_heap_segment seg = {.start = s->addr,
 					      .end = s->addr + s->size,
