@@ -16,7 +16,9 @@ included). A third thread allocated and exited: its segment is abandoned.
                 thread_delayed_free list; both
                 lists seen); the main thread's blocks are in the primary
                 heap, the second thread's in its heap (found through its
-                TLS), the exited thread's in the "abandoned" region
+                TLS), those of a heap made with mi_heap_new in that heap
+                (found from its pages), the exited thread's in the
+                "abandoned" region
   core-oracle   heapdom's used blocks of the two heaps are exactly the
                 blocks mi_heap_visit_blocks visited, less the ones the
                 second thread freed afterwards, with the same sizes
@@ -53,7 +55,7 @@ def parse(path):
     def record(w, line):
         if w[0] == "block":
             if w[3] not in ("used", "free") or w[4] not in ("reachable", "leaked", "-") \
-                    or w[5] not in ("main", "t2", "t3"):
+                    or w[5] not in ("main", "t2", "t3", "heap"):
                 raise ValueError("bad state, verdict or owner")
             t["blocks"][int(w[1], 16)] = dict(usable=int(w[2]), state=w[3], verdict=w[4],
                                               owner=w[5], xfree=len(w) > 6 and w[6] == "xfree")
@@ -90,11 +92,14 @@ def check_blocks(doc, truth):
     main_thread = primary[0]["facts"].get("thread")
     others = [r for r in regions if r.get("kind") == "heap" and not r.get("primary")
               and r["facts"].get("thread_default_heap") and r["facts"].get("thread") != main_thread]
+    made = [r for r in regions if r.get("kind") == "heap" and not r.get("primary")
+            and not r["facts"].get("thread_default_heap") and r["facts"].get("thread") == main_thread]
     want_region = {"main": {primary[0]["addr"]}, "t2": {r["addr"] for r in others},
-                   "t3": {r["addr"] for r in abandoned}}
-    if len(others) != 1 or len(abandoned) != 1:
+                   "t3": {r["addr"] for r in abandoned}, "heap": {r["addr"] for r in made}}
+    if len(others) != 1 or len(abandoned) != 1 or len(made) != 1:
         out.append("%d other threads' default heaps (want 1, the second thread's), "
-                   "%d abandoned regions (want 1, the exited thread's)" % (len(others), len(abandoned)))
+                   "%d abandoned regions (want 1, the exited thread's), %d other heaps of the "
+                   "main thread (want 1, its mi_heap_new)" % (len(others), len(abandoned), len(made)))
     got = {int(b["addr"], 16): b for b in doc["blocks"]}
     starts = sorted(got)
     lists = set()
@@ -166,18 +171,22 @@ def check_stats(doc, truth, blocks_doc):
         c = by_region.setdefault(owner, [0, 0])
         c[0] += 1
         c[1] += n
-    regions = blocks_doc["allocator"]["regions"]
-    prim = next(r["addr"] for r in regions if r.get("primary"))
+    regions = {r["addr"]: r for r in blocks_doc["allocator"]["regions"]}
+    prim = next(a for a, r in regions.items() if r.get("primary"))
+    seen = set()
     for rs in doc.get("region_stats", []):
-        owner = "main" if rs["addr"] == prim else None
-        if owner is None and rs.get("kind") == "heap":
-            owner = "t2"
-        if owner is None:
+        r = regions.get(rs["addr"], {})
+        if r.get("kind") != "heap":
             continue
+        owner = "main" if rs["addr"] == prim else \
+            "t2" if r["facts"].get("thread_default_heap") else "heap"
+        seen.add(owner)
         used = rs["used"]
         if [used["blocks"], used["bytes"]] != by_region.get(owner):
             out.append("stats of heap %s (%s): %d used blocks, %d bytes; mi_heap_visit_blocks %s"
                        % (rs["addr"], owner, used["blocks"], used["bytes"], by_region.get(owner)))
+    if seen != {"main", "t2", "heap"}:
+        out.append("stats: heaps %s, expected main, t2 and heap" % sorted(seen))
     return out
 
 
