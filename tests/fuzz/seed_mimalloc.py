@@ -78,7 +78,7 @@ def main():
     # Small pages of 32 and 48 bytes, a medium page, a free span.
     pages = [(1, 1, 32, 64, 2036, [3, 9, 10], [20, 21], [30, 31, 40], HEAP),
              (2, 1, 48, 40, 1357, [0, 39], [], [5], HEAP),
-             (3, 8, 114688, 4, 4, [2], [], [], HEAP),
+             (3, 8, 114688, 4, 4, [0], [], [], HEAP),
              (11, 501, 0, 0, 0, [], [], [], 0)]
     hdr, tail = segment(pages)
     write(out, "small-medium", hdr, tail)
