@@ -166,6 +166,23 @@ static bool data_range(const struct hd_module *m, uint64_t *data,
 	return *data != 0;
 }
 
+// A heap's thread_id: 0 before mimalloc initialised it, else the thread
+// pointer of the thread that did (a target whose threads have no
+// registers proves nothing).
+static bool is_thread(struct hd_target *t, uint64_t id)
+{
+	bool regs = false;
+	if (!id)
+		return true;
+	for (size_t i = 0; i < hd_target_num_threads(t); i++) {
+		const struct hd_thread *th = hd_target_thread(t, i);
+		regs |= th->has_regs && th->regs.fs_base;
+		if (th->has_regs && th->regs.fs_base == id)
+			return true;
+	}
+	return !regs;
+}
+
 struct hd_error *hd_mi_find_main_heap(struct mi_walk *w)
 {
 	uint64_t data, data_end, end;
@@ -176,8 +193,10 @@ struct hd_error *hd_mi_find_main_heap(struct mi_walk *w)
 	size_t len = data_end - data;
 	if (len < HEAP_SIZE || len > (1u << 24))
 		return hd_error_create(HD_ERROR_NOT_FOUND,
-				       "%s: .data of %s is %zu bytes, too small for mimalloc's main heap",
-				       hd_target_name(w->t), w->lib->name, len);
+				       "%s: .data of %s is %zu bytes: %s",
+				       hd_target_name(w->t), w->lib->name, len,
+				       len < HEAP_SIZE ? "too small for mimalloc's main heap"
+						       : "more than heapdom searches for mimalloc's main heap (16 MiB)");
 	uint8_t *buf = malloc(len);
 	if (!buf)
 		return &hd_error_no_memory;
@@ -186,16 +205,21 @@ struct hd_error *hd_mi_find_main_heap(struct mi_walk *w)
 		free(buf);
 		return hd_error_prefix(err, "mimalloc's .data");
 	}
-	for (size_t o = 0; o + HEAP_SIZE <= len; o += 8) {
-		uint64_t tld = hd_mi_u64(buf + o), back;
-		if (tld < data || tld + 32 > end || tld % 8 ||
-		    !hd_mi_read64(w->t, tld + TLD_HEAP_BACKING, &back) ||
-		    back != data + o)
-			continue;
-		w->main_heap = data + o;
-		w->main_cookie = hd_mi_u64(buf + o + HEAP_COOKIE);
-		free(buf);
-		return NULL;
+	// First a heap of a thread the target has, then any (the thread that
+	// initialised mimalloc may have exited).
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t o = 0; o + HEAP_SIZE <= len; o += 8) {
+			uint64_t tld = hd_mi_u64(buf + o), back;
+			if (tld < data || tld + 32 > end || tld % 8 ||
+			    !hd_mi_read64(w->t, tld + TLD_HEAP_BACKING, &back) ||
+			    back != data + o ||
+			    (!pass && !is_thread(w->t, hd_mi_u64(buf + o + HEAP_THREAD_ID))))
+				continue;
+			w->main_heap = data + o;
+			w->main_cookie = hd_mi_u64(buf + o + HEAP_COOKIE);
+			free(buf);
+			return NULL;
+		}
 	}
 	free(buf);
 	return hd_error_create(HD_ERROR_NOT_FOUND,
