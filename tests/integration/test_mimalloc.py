@@ -191,6 +191,8 @@ def check_stats(doc, truth, blocks_doc):
 
 
 LIBMIMALLOC = "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2"
+# Debian's python3 (package python3), else the one running this test.
+PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 WORK_PY = '''
 import collections, difflib, email.parser, json, os, re, signal, textwrap
 doc = [{"id": i, "name": "item%d" % i, "tags": ["t%d" % (i % 17), "x"], "v": i * 0.5}
@@ -218,7 +220,7 @@ def python_case(a, run):
            "-ex", "set environment PYTHONMALLOC=malloc",
            "-ex", "set environment MIMALLOC_ORACLE=" + oracle,
            "-ex", "run", "-ex", "print (long)mimalloc_oracle_dump()",
-           "-ex", "gcore " + core, "-ex", "kill", "--args", sys.executable, script]
+           "-ex", "gcore " + core, "-ex", "kill", "--args", PYTHON, script]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=heaptest._env(),
                        stdin=subprocess.DEVNULL, errors="replace")
     if not os.path.exists(core) or not os.path.exists(oracle):
