@@ -1,5 +1,5 @@
-// Allocators heapdom does not walk (jemalloc, tcmalloc, mimalloc, musl's
-// malloc): recognised from the modules a process loaded and, for a
+// Allocators heapdom does not walk (jemalloc, tcmalloc, musl's malloc;
+// mimalloc has a backend): recognised from the modules a process loaded and, for a
 // statically linked allocator, from the executable's symbols, so a report
 // names the allocator instead of showing an empty glibc heap.
 #include <stdio.h>
@@ -23,8 +23,6 @@ static const struct signature signatures[] = {
 	{"tcmalloc", {"libtcmalloc.so", "libtcmalloc_minimal",
 		      "libtcmalloc_and_profiler", "libtcmalloc_debug"},
 	 {"tc_malloc", "TCMallocInternalMalloc", "tc_malloc_size"}},
-	{"mimalloc", {"libmimalloc.so", "libmimalloc-"},
-	 {"mi_malloc", "mi_heap_malloc"}},
 	// musl's dynamic loader is its libc; static programs carry mallocng
 	// (__malloc_context) or the bump allocator of programs that never
 	// free (__simple_malloc).

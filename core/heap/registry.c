@@ -15,6 +15,7 @@
 // order of allocators holding equal bytes (the primary is the first).
 #define HD_HEAP_BACKENDS(X) \
 	X(poolalloc) \
+	X(mimalloc) \
 	X(glibc)
 
 #define DECLARE(name) extern const struct hd_heap_backend hd_heap_backend_##name;
