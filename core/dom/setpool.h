@@ -37,7 +37,9 @@ static inline const uint32_t *hd_setpool_items(const struct hd_setpool *p,
 					       uint32_t id, size_t *n)
 {
 	*n = (size_t)(p->start[id + 1] - p->start[id]);
-	return p->items + p->start[id];
+	// While only the empty set exists items is NULL, and NULL + 0 is
+	// undefined in C (UBSan: fuzz finding 11).
+	return p->items ? p->items + p->start[id] : NULL;
 }
 
 #endif
