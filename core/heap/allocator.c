@@ -1,5 +1,4 @@
-// Allocators heapdom does not walk (jemalloc, tcmalloc, mimalloc, musl's
-// malloc): recognised from the modules a process loaded and, for a
+// Allocators heapdom does not walk (jemalloc, tcmalloc, mimalloc): recognised from the modules a process loaded and, for a
 // statically linked allocator, from the executable's symbols, so a report
 // names the allocator instead of showing an empty glibc heap.
 #include <stdio.h>
@@ -25,12 +24,8 @@ static const struct signature signatures[] = {
 	 {"tc_malloc", "TCMallocInternalMalloc", "tc_malloc_size"}},
 	{"mimalloc", {"libmimalloc.so", "libmimalloc-"},
 	 {"mi_malloc", "mi_heap_malloc"}},
-	// musl's dynamic loader is its libc; static programs carry mallocng
-	// (__malloc_context) or the bump allocator of programs that never
-	// free (__simple_malloc).
-	{"musl's malloc", {"ld-musl-", "libc.musl-"},
-	 {"__malloc_context", "__malloc_alloc_meta", "__libc_malloc_impl",
-	  "__simple_malloc"}},
+	// musl's malloc has a backend (core/heap/musl/), which also names
+	// the bump allocator of static programs that never free.
 };
 
 #define N_SIGNATURES (sizeof(signatures) / sizeof(signatures[0]))

@@ -186,11 +186,13 @@ static void render_text(FILE *out, struct hd_target *t, const struct hd_heap *h,
 	hd_format_size(free_bytes(h, &s->total), freeb, sizeof(freeb));
 	hd_text_problems(out, t, h, color);
 	size_t nr = hd_heap_num_regions(h);
+	const char *kind = nr ? hd_heap_region(h, 0)->kind : "region";
+	size_t kl = strlen(kind);
 	fprintf(out,
 		"heap of %s: %" PRIu64 " used blocks (%s), %" PRIu64 " free (%s), %zu %s%s\n",
 		hd_target_name(t), s->total.used.blocks + s->total.mmapped.blocks,
 		used, free_blocks(h, &s->total), freeb, nr,
-		nr ? hd_heap_region(h, 0)->kind : "region", nr == 1 ? "" : "s");
+		kind, nr == 1 ? "" : kl && kind[kl - 1] == 's' ? "es" : "s");
 	hd_text_allocator(out, h);
 	fputc('\n', out);
 	hd_heading(out, color, "Total");
