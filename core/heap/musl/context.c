@@ -85,30 +85,37 @@ bool musl_ctx_plausible(struct hd_target *t, const uint8_t *raw)
 	return !err && check == musl_u64(raw + MUSL_CTX_SECRET);
 }
 
-// Scans the writable memory of module m for a context; its address or 0.
+// Scans one writable mapping for a context; its address or 0.
+static uint64_t scan_mapping(struct hd_target *t, const struct hd_mapping *mp)
+{
+	if (!(mp->prot & HD_PROT_WRITE) || !mp->readable ||
+	    mp->end - mp->start < MUSL_CTX_SIZE || mp->end - mp->start > (64u << 20))
+		return 0;
+	struct hd_view v;
+	struct hd_error *err = hd_target_view(t, mp->start, mp->end - mp->start, &v);
+	if (err) {
+		hd_error_destroy(err);
+		return 0;
+	}
+	uint64_t found = 0;
+	for (size_t off = 0; off + MUSL_CTX_SIZE <= v.len && !found; off += 8)
+		if (ctx_shape(v.data + off) && musl_ctx_plausible(t, v.data + off))
+			found = mp->start + off;
+	hd_view_deinit(&v);
+	return found;
+}
+
+// Scans the writable memory of module m for a context: its mappings and
+// the anonymous one right after them (the rest of its .bss, where a static
+// program keeps the context); its address or 0.
 static uint64_t scan_module(struct hd_target *t, const struct hd_module *m)
 {
 	for (size_t i = 0; i < hd_target_num_mappings(t); i++) {
 		const struct hd_mapping *mp = hd_target_mapping(t, i);
-		if (mp->end <= m->start || mp->start >= m->end ||
-		    !(mp->prot & HD_PROT_WRITE) || !mp->readable ||
-		    mp->end - mp->start < MUSL_CTX_SIZE ||
-		    mp->end - mp->start > (64u << 20))
+		bool bss = mp->start == m->end && !mp->path;
+		if (!bss && (mp->end <= m->start || mp->start >= m->end))
 			continue;
-		struct hd_view v;
-		struct hd_error *err = hd_target_view(t, mp->start,
-						      mp->end - mp->start, &v);
-		if (err) {
-			hd_error_destroy(err);
-			continue;
-		}
-		uint64_t found = 0;
-		for (size_t off = 0; off + MUSL_CTX_SIZE <= v.len && !found;
-		     off += 8)
-			if (ctx_shape(v.data + off) &&
-			    musl_ctx_plausible(t, v.data + off))
-				found = mp->start + off;
-		hd_view_deinit(&v);
+		uint64_t found = scan_mapping(t, mp);
 		if (found)
 			return found;
 	}

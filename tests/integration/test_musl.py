@@ -1,0 +1,246 @@
+#!/usr/bin/env python3
+"""musl's mallocng (issue 22): heapdom's musl backend (core/heap/musl/)
+against the truth musl_fixture records itself.
+
+musl_fixture, built with musl-gcc both static and dynamic (run by
+/lib/ld-musl-x86_64.so.1), allocates records of every size-class family,
+two allocations past mallocng's mmap threshold, an aligned one, reallocs
+some in place, frees some, drops the last pointer to others, and lets a
+second thread allocate and free (keeping one block only in a local of its
+live stack). It records every live block (address, size asked, reachable
+or leaked) and every freed address. In mallocng a block's usable size is
+the size asked, so sizes must match exactly.
+
+For each build (static: the context from the symbol __malloc_context;
+dynamic: from libc.so's data):
+  blocks   allocator.name is musl, method symbol/heuristic; not partial, no
+           problems; the used blocks are exactly the recorded ones, each
+           with the size asked; every freed address is in no used block
+           (and, when it is still in the heap, in a free slot, on the
+           avail, freed or inactive list)
+  leaks    exactly the blocks the program dropped (one only reachable from
+           another leaked block), none of the kept ones (one held only by
+           the second thread's stack)
+  stats    used blocks and their usable bytes are the recorded ones
+  live     the same blocks and leaks attached with --pid
+  gdb      heap-blocks and heap-leaks of the gdb front-end on the core
+  kernel   a kernel core of the program (abort at the stop), when this
+           machine writes them: the same blocks and leaks
+static only:
+  stripped the static core read with a stripped executable: the context is
+           found from the data (method heuristic), the same blocks
+"""
+import argparse
+import os
+import resource
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import heaptest  # noqa: E402
+
+
+def parse(path):
+    blocks, freed = {}, set()
+
+    def record(w, line):
+        if w[0] == "block":
+            if w[3] not in ("reachable", "leaked"):
+                raise ValueError("bad verdict")
+            blocks[int(w[1], 16)] = (int(w[2]), w[3])
+        elif w[0] == "freed":
+            freed.add(int(w[1], 16))
+        else:
+            raise KeyError(w[0])
+    heaptest.read_truth(path, "musl_fixture", record)
+    if len(blocks) < 100 or len(freed) < 20:
+        raise heaptest.HarnessError("%s: %d blocks, %d freed recorded; expected more"
+                                    % (path, len(blocks), len(freed)))
+    return blocks, freed
+
+
+def limit(out, n=20):
+    return out[:n] + (["... %d more" % (len(out) - n)] if len(out) > n else [])
+
+
+def check_blocks(doc, truth, method):
+    """The used blocks, sizes and free slots of a blocks --json document."""
+    blocks, freed = truth
+    out = []
+    al = doc.get("allocator") or {}
+    if al.get("name") != "musl":
+        return ["allocator.name is %r, expected musl" % al.get("name")]
+    if method and al.get("method") != method:
+        out.append("allocator.method %r, expected %r" % (al.get("method"), method))
+    if doc.get("partial") or doc.get("problems"):
+        out.append("partial %r, problems %r" % (doc.get("partial"), (doc.get("problems") or [])[:5]))
+    used = {}
+    free = []
+    for b in doc["blocks"]:
+        addr = int(b["addr"], 16)
+        if b["state"] == "used":
+            used[addr] = b["size"]
+        elif b["state"] == "free":
+            if b.get("list") not in ("avail", "freed", "inactive"):
+                out.append("free block %s on list %r" % (b["addr"], b.get("list")))
+            free.append((addr, addr + b["size"]))
+        else:
+            out.append("block %s is %s; mallocng blocks are used or free" % (b["addr"], b["state"]))
+    want = {a: s for a, (s, _) in blocks.items()}
+    for a in sorted(set(want) | set(used)):
+        if want.get(a) != used.get(a):
+            out.append("used block %s: heapdom size %s, recorded %s" % (hex(a), used.get(a), want.get(a)))
+    free.sort()
+    starts = [f[0] for f in free]
+    import bisect
+    in_free = 0
+    for a in sorted(freed):
+        if a in used:
+            out.append("freed address %s is a used block" % hex(a))
+            continue
+        i = bisect.bisect_right(starts, a) - 1
+        in_free += i >= 0 and a < free[i][1]
+    if in_free < len(freed) // 2:
+        out.append("only %d of %d freed addresses lie in a free slot" % (in_free, len(freed)))
+    return limit(out)
+
+
+def check_leaks(doc, truth):
+    blocks, _ = truth
+    got = {int(b["addr"], 16) for b in doc["leaks"]}
+    want = {a for a, (_, v) in blocks.items() if v == "leaked"}
+    out = ["dropped block %s not reported leaked" % hex(a) for a in sorted(want - got)]
+    out += ["block %s reported leaked, recorded %s" % (hex(a), blocks.get(a)) for a in sorted(got - want)]
+    if len(want) < 2:
+        out.append("the fixture recorded %d leaked blocks; expected several" % len(want))
+    return limit(out)
+
+
+def check_stats(doc, truth):
+    blocks, _ = truth
+    tot = doc["totals"]
+    n = tot["used"]["blocks"] + tot["mmapped"]["blocks"]
+    want_b = sum(s for s, _ in blocks.values())
+    if n != len(blocks) or tot["usable"] != want_b:
+        return ["stats: %d used blocks, %d usable bytes; recorded %d, %d bytes"
+                % (n, tot["usable"], len(blocks), want_b)]
+    return []
+
+
+class Run:
+    def __init__(self, a):
+        self.a = a
+        self.run = heaptest.CaseRunner(a.workdir, a.only, a.keep)
+
+    def hd(self, args):
+        return heaptest.heapdom_json(self.a.heapdom, args)
+
+    def variant(self, kind, fixture):
+        run, a = self.run, self.a
+        method = "symbol" if kind == "static" else "heuristic"
+        core, tpath = run.path(kind + ".core"), run.path(kind + ".truth")
+        state = {}
+
+        def setup():
+            heaptest.make_core(fixture, tpath, core)
+            state["truth"] = parse(tpath)
+            return []
+        run.case("setup-%s: gcore of the %s musl_fixture and its truth" % (kind, kind), setup)
+        if "truth" not in state:
+            return
+        truth = state["truth"]
+        run.case("blocks-%s: every used block and its exact size, the freed ones free" % kind,
+                 lambda: check_blocks(self.hd(["blocks", core, "--json"]), truth, method))
+        run.case("leaks-%s: exactly the blocks the program dropped" % kind,
+                 lambda: check_leaks(self.hd(["leaks", core, "--json"]), truth))
+        run.case("stats-%s: used blocks and bytes" % kind,
+                 lambda: check_stats(self.hd(["stats", core, "--json"]), truth))
+
+        def live():
+            lt = run.path(kind + "-live.truth")
+            ready = run.path(kind + "-live.ready")
+            proc = heaptest.start_fixture(fixture, lt, ready)
+            try:
+                pid = open(ready).read().strip()
+                t = parse(lt)
+                out = check_blocks(self.hd(["blocks", "--pid", pid, "--json"]), t, method)
+                out += check_leaks(self.hd(["leaks", "--pid", pid, "--json"]), t)
+            finally:
+                heaptest.stop_fixture(proc)
+            return out
+        run.case("live-%s: blocks and leaks with --pid" % kind, live)
+
+        def gdb():
+            bj, lj = run.path(kind + "-gdb-blocks.json"), run.path(kind + "-gdb-leaks.json")
+            for p in (bj, lj):
+                if os.path.exists(p):
+                    os.unlink(p)
+            env = dict(os.environ)
+            env["HEAPDOM_LIB"] = a.lib
+            r = subprocess.run(["gdb", "-q", "-nx", "-batch", "-ex", "source " + a.gdb_plugin,
+                                "-ex", "heap-blocks --json --output " + bj,
+                                "-ex", "heap-leaks --json --output " + lj, fixture, core],
+                               capture_output=True, text=True, timeout=600, env=env)
+            if not os.path.exists(bj) or not os.path.exists(lj):
+                return ["gdb wrote no output (rc %d): %s" % (r.returncode, r.stderr[-1500:])]
+            import json
+            return (check_blocks(json.load(open(bj)), truth, method) +
+                    check_leaks(json.load(open(lj)), truth))
+        run.case("gdb-%s: heap-blocks and heap-leaks on the core" % kind, gdb)
+
+        def kernel():
+            d = run.path(kind + "-kernel")
+            shutil.rmtree(d, ignore_errors=True)
+            os.makedirs(d)
+
+            def limits():
+                resource.setrlimit(resource.RLIMIT_CORE,
+                                   (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+            subprocess.run([fixture, "truth", "--abort"], cwd=d, preexec_fn=limits,
+                           capture_output=True, timeout=120)
+            cores = [f for f in os.listdir(d) if f.startswith("core")]
+            if not cores:
+                print("skip kernel-%s: this machine wrote no kernel core (core_pattern %s)"
+                      % (kind, open("/proc/sys/kernel/core_pattern").read().strip()))
+                return []
+            kc = os.path.join(d, cores[0])
+            t = parse(os.path.join(d, "truth"))
+            out = check_blocks(self.hd(["blocks", kc, "--exe", fixture, "--json"]), t, method)
+            out += check_leaks(self.hd(["leaks", kc, "--exe", fixture, "--json"]), t)
+            if not out and not a.keep:
+                shutil.rmtree(d, ignore_errors=True)
+            return out
+        run.case("kernel-%s: a kernel core, the same blocks and leaks" % kind, kernel)
+
+        if kind == "static":
+            def stripped():
+                exe = run.path("musl_fixture_static.stripped")
+                subprocess.run(["strip", "-o", exe, fixture], check=True)
+                doc = self.hd(["blocks", core, "--exe", exe, "--json"])
+                return check_blocks(doc, truth, "heuristic")
+            run.case("stripped-static: the context found from the data of a stripped program",
+                     stripped)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--heapdom", required=True)
+    ap.add_argument("--static-fixture", required=True)
+    ap.add_argument("--dynamic-fixture", required=True)
+    ap.add_argument("--gdb-plugin", required=True)
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--only")
+    ap.add_argument("--keep", action="store_true")
+    a = ap.parse_args()
+    a.lib = os.path.abspath(a.lib)
+    os.makedirs(a.workdir, exist_ok=True)
+    r = Run(a)
+    r.variant("static", os.path.abspath(a.static_fixture))
+    r.variant("dynamic", os.path.abspath(a.dynamic_fixture))
+    return r.run.finish(remove=(".core", ".truth", ".json", ".stripped", ".ready"))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
