@@ -151,13 +151,13 @@ static struct hd_error *read_areas(struct walker *w)
 	size_t power = 1;
 	uint8_t page[MUSL_PAGE];
 	while (a) {
-		if (a == mark || w->areas == MAX_AREAS) {
+		if ((a == mark && w->areas) || w->areas == MAX_AREAS) {
 			hd_heap_problem_add(w->h, a,
 					    "the meta area list loops at 0x%llx (or passes %u areas); the rest is skipped",
 					    (unsigned long long)a, MAX_AREAS);
 			break;
 		}
-		if (w->areas == power) {
+		if (w->areas + 1 == power) {
 			mark = a;
 			power *= 2;
 		}
@@ -211,6 +211,11 @@ static struct hd_error *nest(struct walker *w)
 	size_t depth = 0;
 	for (size_t i = 0; i < w->ng; i++) {
 		struct group *g = &w->g[i];
+		// A meta read twice (a meta area list that loops, reported).
+		if (i && g->meta == w->g[i - 1].meta && g->mem == w->g[i - 1].mem) {
+			g->skip = true;
+			continue;
+		}
 		while (depth && w->g[stack[depth - 1]].end <= g->mem)
 			depth--;
 		if (depth) {
