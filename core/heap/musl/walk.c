@@ -44,13 +44,6 @@ struct group {
 	uint16_t region;
 };
 
-struct slot {
-	uint64_t addr, extent;
-	uint32_t reserved;
-	uint8_t state, list;
-	uint16_t region;
-};
-
 struct walker {
 	struct hd_target *t;
 	struct hd_heap *h;
@@ -58,8 +51,7 @@ struct walker {
 	uint64_t secret;
 	struct group *g;
 	size_t ng, capg;
-	struct slot *s;
-	size_t ns, caps;
+	uint64_t last_end; // of the last block added
 	size_t areas, nested, mapped, donated;
 	uint16_t class_region[MUSL_CLASSES];
 	// The memory of the top-level group being walked (nested groups lie
@@ -255,14 +247,24 @@ static struct hd_error *nest(struct walker *w)
 
 // --------------------------------------------------------------- slots
 
+// Adds a slot's block: slots come in address order (the nested groups'
+// in their container's place); one overlapping the last is a problem.
 static bool push_slot(struct walker *w, uint64_t addr, uint64_t extent,
 		      enum hd_block_state state, unsigned list,
 		      uint32_t reserved, uint16_t region)
 {
-	struct slot s = {.addr = addr, .extent = extent, .reserved = reserved,
-			 .state = (uint8_t)state, .list = (uint8_t)list,
-			 .region = region};
-	return HD_VEC_PUSH(w->s, w->ns, w->caps, s);
+	struct hd_heap *h = w->h;
+	if (addr - MUSL_IB < w->last_end) {
+		hd_heap_problem_add(h, addr,
+				    "slot 0x%llx overlaps the slot before it; it is skipped",
+				    (unsigned long long)addr);
+		return true;
+	}
+	w->last_end = addr - MUSL_IB + extent;
+	if (!hd_heap_add(h, addr, extent, state, list, region, 0))
+		return false;
+	hd_heap_set_reserved(h, h->num_blocks - 1, reserved);
+	return true;
 }
 
 // A used slot: where its block starts (the slot's start, or an offset the
@@ -325,23 +327,34 @@ static bool used_slot(struct walker *w, const struct group *g, unsigned i,
 			 (uint32_t)reserved, g->region);
 }
 
-static bool group_slots(struct walker *w, const struct group *g)
+// The blocks of group gi, and in each slot holding a group, that group's.
+static bool group_slots(struct walker *w, size_t gi)
 {
+	const struct group *g = &w->g[gi];
 	uint64_t storage = g->mem + MUSL_UNIT;
+	size_t next = gi + 1; // the nested groups follow it in address order
 	for (unsigned i = 0; i < g->cnt; i++) {
 		uint32_t bit = 1u << i;
 		uint64_t start = storage + g->stride * i;
-		bool ok;
-		if (g->avail & bit)
+		bool ok = true;
+		if (g->avail & bit) {
 			ok = push_slot(w, start, g->stride, HD_STATE_FREE,
 				       MUSL_LIST_AVAIL, 0, g->region);
-		else if (g->freed & bit)
+		} else if (g->freed & bit) {
 			ok = push_slot(w, start, g->stride, HD_STATE_FREE,
 				       i > g->active_idx ? MUSL_LIST_INACTIVE
 							 : MUSL_LIST_FREED,
 				       0, g->region);
-		else
-			ok = used_slot(w, g, i, g->containers & bit);
+		} else if (!(g->containers & bit)) {
+			ok = used_slot(w, g, i, false);
+		} else {
+			ok = used_slot(w, g, i, true);
+			while (next < w->ng && w->g[next].mem < g->end &&
+			       (w->g[next].parent != (int)gi || w->g[next].mem != start))
+				next++;
+			if (ok && next < w->ng && w->g[next].mem == start)
+				ok = group_slots(w, next++);
+		}
 		if (!ok)
 			return false;
 	}
@@ -421,56 +434,33 @@ static bool describe_groups(struct walker *w)
 	return true;
 }
 
-static int slot_cmp(const void *x, const void *y)
-{
-	const struct slot *a = x, *b = y;
-	return a->addr < b->addr ? -1 : a->addr > b->addr;
-}
-
 static struct hd_error *emit(struct walker *w)
 {
+	// Every slot is a block but those holding a nested group.
+	size_t total = 0;
+	for (size_t i = 0; i < w->ng; i++)
+		total += w->g[i].skip ? 0 : w->g[i].cnt - (w->g[i].parent >= 0);
+	if (!hd_heap_reserve(w->h, total))
+		return &hd_error_no_memory;
 	for (size_t i = 0; i < w->ng; i++) {
 		const struct group *g = &w->g[i];
-		if (g->skip)
+		if (g->skip || g->parent >= 0)
 			continue;
-		if (g->parent < 0) {
-			if (w->have_view)
-				hd_view_deinit(&w->v);
-			w->have_view = false;
-			if (g->end - g->mem <= MAX_VIEW) {
-				struct hd_error *err = hd_target_view(
-					w->t, g->mem, g->end - g->mem, &w->v);
-				if (err && err->code == HD_ERROR_NO_MEMORY)
-					return err;
-				hd_error_destroy(err);
-				w->have_view = !err;
-			}
+		w->have_view = false;
+		if (g->end - g->mem <= MAX_VIEW) {
+			struct hd_error *err =
+				hd_target_view(w->t, g->mem, g->end - g->mem, &w->v);
+			if (err && err->code == HD_ERROR_NO_MEMORY)
+				return err;
+			hd_error_destroy(err);
+			w->have_view = !err;
 		}
-		if (!group_slots(w, g))
+		bool ok = group_slots(w, i);
+		if (w->have_view)
+			hd_view_deinit(&w->v);
+		w->have_view = false;
+		if (!ok)
 			return &hd_error_no_memory;
-	}
-	if (w->have_view)
-		hd_view_deinit(&w->v);
-	w->have_view = false;
-	hd_qsort(w->s, w->ns, sizeof(*w->s), slot_cmp);
-	struct hd_heap *h = w->h;
-	if (!hd_heap_reserve(h, w->ns))
-		return &hd_error_no_memory;
-	uint64_t last_end = 0;
-	for (size_t i = 0; i < w->ns; i++) {
-		const struct slot *s = &w->s[i];
-		uint64_t start = s->addr - MUSL_IB;
-		if (start < last_end) {
-			hd_heap_problem_add(h, s->addr,
-					    "slot 0x%llx overlaps the slot before it; it is skipped",
-					    (unsigned long long)s->addr);
-			continue;
-		}
-		last_end = start + s->extent;
-		if (!hd_heap_add(h, s->addr, s->extent, (enum hd_block_state)s->state,
-				 s->list, s->region, 0))
-			return &hd_error_no_memory;
-		hd_heap_set_reserved(h, h->num_blocks - 1, s->reserved);
 	}
 	return NULL;
 }
@@ -526,6 +516,5 @@ struct hd_error *musl_walk(const struct hd_heap_source *src,
 	if (!err && !facts(&w))
 		err = &hd_error_no_memory;
 	free(w.g);
-	free(w.s);
 	return err;
 }
