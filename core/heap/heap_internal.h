@@ -188,7 +188,7 @@ bool hd_heap_fact_string(struct hd_heap *h, uint32_t region, const char *key,
 
 // An allocator heapdom does not walk, found in the target (allocator.c).
 struct hd_foreign_alloc {
-	const char *name;    // "jemalloc", "tcmalloc", "mimalloc", "musl's malloc"
+	const char *name;    // "jemalloc", "tcmalloc", "mimalloc"
 	char evidence[256];  // "libjemalloc.so.2", "statically linked: symbol ..."
 };
 // True (and *ret filled) if the target loaded or links such an allocator.
