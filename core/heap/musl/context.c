@@ -122,6 +122,53 @@ static uint64_t scan_module(struct hd_target *t, const struct hd_module *m)
 	return 0;
 }
 
+// musl's release, from its libc file: the dynamic loader prints
+// "Version %s" with the release string, the only string of the file shaped
+// 1.N.N. False when the file is absent or the string is not found once.
+static bool libc_version(const char *file, char *ret, size_t len)
+{
+	FILE *f = file ? fopen(file, "rb") : NULL;
+	if (!f)
+		return false;
+	static const char banner[] = "Version %s";
+	char buf[1 << 16], found[16] = "";
+	size_t n, keep = 0, hits = 0, run = 0;
+	bool has_banner = false;
+	char cur[16];
+	// One pass, string by string (NUL-terminated runs of bytes).
+	while ((n = fread(buf + keep, 1, sizeof(buf) - keep, f)) > 0) {
+		size_t end = keep + n;
+		if (!has_banner && memmem(buf, end, banner, sizeof(banner) - 1))
+			has_banner = true;
+		size_t tail = end > sizeof(banner) ? end - sizeof(banner) : 0;
+		for (size_t i = keep; i < end; i++) {
+			char c = buf[i];
+			if (c == 0) {
+				cur[run < sizeof(cur) ? run : sizeof(cur) - 1] = 0;
+				unsigned a, b, d;
+				char extra;
+				if (run && run < sizeof(cur) &&
+				    sscanf(cur, "%u.%u.%u%c", &a, &b, &d, &extra) == 3 &&
+				    cur[0] >= '0' && cur[0] <= '9' && hits++ == 0)
+					memcpy(found, cur, sizeof(found));
+				run = 0;
+			} else {
+				if (run < sizeof(cur))
+					cur[run] = c;
+				run++;
+			}
+		}
+		// Keep the end of the window for a banner across reads.
+		keep = end - tail;
+		memmove(buf, buf + tail, keep);
+	}
+	fclose(f);
+	if (!has_banner || hits != 1)
+		return false;
+	snprintf(ret, len, "%s", found);
+	return true;
+}
+
 bool musl_detect(const struct hd_heap_source *src, char *evidence,
 		 size_t len)
 {
@@ -203,6 +250,8 @@ struct hd_error *musl_find_ctx(const struct hd_heap_source *src,
 				       hd_target_name(t), (unsigned long long)addr);
 	ret->addr = addr;
 	ret->method = "heuristic";
+	if (!m->is_exe)
+		libc_version(m->file, ret->version, sizeof(ret->version));
 	snprintf(ret->how, sizeof(ret->how),
 		 "context found in %s's data (its first meta area's check word is its secret)",
 		 base_name(m->name));

@@ -58,6 +58,8 @@ struct musl_ctx {
 	uint64_t addr;
 	const char *method; // "symbol" or "heuristic"
 	char how[160];      // how it was found, for the version source
+	char version[16];   // musl's release from its libc file, or ""
+
 	uint8_t raw[MUSL_CTX_SIZE];
 };
 

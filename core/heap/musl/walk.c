@@ -482,15 +482,19 @@ static bool facts(struct walker *w)
 struct hd_error *musl_walk(const struct hd_heap_source *src,
 			   struct hd_heap *h)
 {
-	struct musl_ctx ctx;
+	struct musl_ctx ctx = {0};
 	struct hd_error *err = musl_find_ctx(src, &ctx);
 	if (err)
 		return err;
 	h->info.method = ctx.method;
-	snprintf(h->version, sizeof(h->version), "1.2.1-1.2.5");
+	// The layout is the same from 1.2.1 to 1.2.5; the release, when
+	// musl's libc file says it, is the version.
+	snprintf(h->version, sizeof(h->version), "%s",
+		 ctx.version[0] ? ctx.version : "1.2.1-1.2.5");
 	snprintf(h->version_source, sizeof(h->version_source),
-		 "mallocng's layout (unchanged from musl 1.2.1 to 1.2.5); %s",
-		 ctx.how);
+		 "mallocng's layout (unchanged from musl 1.2.1 to 1.2.5); %s%s",
+		 ctx.how,
+		 ctx.version[0] ? "; the release from libc's version string" : "");
 	if (!hd_heap_add_metadata(h, ctx.addr, ctx.addr + MUSL_CTX_SIZE,
 				  "struct malloc_context (__malloc_context)",
 				  HD_NO_REGION))
