@@ -13,7 +13,8 @@ the size asked, so sizes must match exactly.
 
 For each build (static: the context from the symbol __malloc_context;
 dynamic: from libc.so's data):
-  blocks   allocator.name is musl, method symbol/heuristic; not partial, no
+  blocks   allocator.name is musl, method symbol/heuristic, version the one
+           the loader prints (dynamic) or 1.2.1-1.2.5; not partial, no
            problems; the used blocks are exactly the recorded ones, each
            with the size asked; every freed address is in no used block
            (and, when it is still in the heap, in a free slot, on the
@@ -64,7 +65,16 @@ def limit(out, n=20):
     return out[:n] + (["... %d more" % (len(out) - n)] if len(out) > n else [])
 
 
-def check_blocks(doc, truth, method):
+def loader_version():
+    """musl's release as its dynamic loader prints it ("Version 1.2.3")."""
+    r = subprocess.run(["/lib/ld-musl-x86_64.so.1"], capture_output=True, text=True)
+    for line in (r.stdout + r.stderr).splitlines():
+        if line.startswith("Version "):
+            return line.split()[1]
+    raise heaptest.HarnessError("/lib/ld-musl-x86_64.so.1 printed no version")
+
+
+def check_blocks(doc, truth, method, version=None):
     """The used blocks, sizes and free slots of a blocks --json document."""
     blocks, freed = truth
     out = []
@@ -73,6 +83,8 @@ def check_blocks(doc, truth, method):
         return ["allocator.name is %r, expected musl" % al.get("name")]
     if method and al.get("method") != method:
         out.append("allocator.method %r, expected %r" % (al.get("method"), method))
+    if version and al.get("version") != version:
+        out.append("allocator.version %r, the loader says %r" % (al.get("version"), version))
     if doc.get("partial") or doc.get("problems"):
         out.append("partial %r, problems %r" % (doc.get("partial"), (doc.get("problems") or [])[:5]))
     used = {}
@@ -150,8 +162,11 @@ class Run:
         if "truth" not in state:
             return
         truth = state["truth"]
+        # A dynamic program's libc says its release; a static one's does not.
+        version = loader_version() if kind == "dynamic" else "1.2.1-1.2.5"
         run.case("blocks-%s: every used block and its exact size, the freed ones free" % kind,
-                 lambda: check_blocks(self.hd(["blocks", core, "--json"]), truth, method))
+                 lambda: check_blocks(self.hd(["blocks", core, "--json"]), truth, method,
+                                      version))
         run.case("leaks-%s: exactly the blocks the program dropped" % kind,
                  lambda: check_leaks(self.hd(["leaks", core, "--json"]), truth))
         run.case("stats-%s: used blocks and bytes" % kind,
