@@ -25,6 +25,8 @@ dynamic: from libc.so's data):
   stats    used blocks and their usable bytes are the recorded ones
   live     the same blocks and leaks attached with --pid
   gdb      heap-blocks and heap-leaks of the gdb front-end on the core
+  lldb     `heapdom blocks` and `heapdom leaks` of the lldb front-end on the
+           core (with --lldb-plugin)
   kernel   a kernel core of the program (abort at the stop), when this
            machine writes them: the same blocks and leaks
 static only:
@@ -40,6 +42,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import heaptest  # noqa: E402
+
+LLDB_PYTHON = "/usr/lib/llvm-14/lib/python3.11/dist-packages"
 
 
 def parse(path):
@@ -204,6 +208,28 @@ class Run:
                     check_leaks(json.load(open(lj)), truth))
         run.case("gdb-%s: heap-blocks and heap-leaks on the core" % kind, gdb)
 
+        def lldb():
+            bj, lj = run.path(kind + "-lldb-blocks.json"), run.path(kind + "-lldb-leaks.json")
+            for p in (bj, lj):
+                if os.path.exists(p):
+                    os.unlink(p)
+            env = dict(os.environ)
+            env["HEAPDOM_LIB"] = a.lib
+            if os.path.isdir(LLDB_PYTHON):
+                env["PYTHONPATH"] = LLDB_PYTHON
+            r = subprocess.run(["lldb-14", "-x", "-b", "-o", "plugin load " + a.lldb_plugin,
+                                "-o", "heapdom blocks --json --output " + bj,
+                                "-o", "heapdom leaks --json --output " + lj,
+                                "-c", core, fixture],
+                               capture_output=True, text=True, timeout=600, env=env)
+            if not os.path.exists(bj) or not os.path.exists(lj):
+                return ["lldb wrote no output (rc %d): %s" % (r.returncode, r.stdout[-1500:])]
+            import json
+            return (check_blocks(json.load(open(bj)), truth, method) +
+                    check_leaks(json.load(open(lj)), truth))
+        if a.lldb_plugin:
+            run.case("lldb-%s: heapdom blocks and leaks on the core" % kind, lldb)
+
         def kernel():
             d = run.path(kind + "-kernel")
             shutil.rmtree(d, ignore_errors=True)
@@ -245,11 +271,13 @@ def main():
     ap.add_argument("--dynamic-fixture", required=True)
     ap.add_argument("--gdb-plugin", required=True)
     ap.add_argument("--lib", required=True)
+    ap.add_argument("--lldb-plugin")
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--only")
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
     a.lib = os.path.abspath(a.lib)
+    a.lldb_plugin = a.lldb_plugin and os.path.abspath(a.lldb_plugin)
     os.makedirs(a.workdir, exist_ok=True)
     r = Run(a)
     r.variant("static", os.path.abspath(a.static_fixture))
