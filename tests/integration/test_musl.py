@@ -29,6 +29,9 @@ dynamic: from libc.so's data):
            core (with --lldb-plugin)
   kernel   a kernel core of the program (abort at the stop), when this
            machine writes them: the same blocks and leaks
+  damaged  a copy of the core with one group's pointer to its meta zeroed:
+           partial, a problem naming the group, every block of the other
+           groups exactly as recorded, no block the program never had
 static only:
   stripped the static core read with a stripped executable: the context is
            found from the data (method heuristic), the same blocks
@@ -37,6 +40,7 @@ import argparse
 import os
 import resource
 import shutil
+import struct
 import subprocess
 import sys
 
@@ -142,6 +146,77 @@ def check_stats(doc, truth):
         return ["stats: %d used blocks, %d usable bytes; recorded %d, %d bytes"
                 % (n, tot["usable"], len(blocks), want_b)]
     return []
+
+
+def load_segments(core):
+    """[(vaddr, memsz, offset, filesz)] of the core's PT_LOAD segments."""
+    with open(core, "rb") as f:
+        eh = f.read(64)
+        phoff, = struct.unpack_from("<Q", eh, 32)
+        phentsize, phnum = struct.unpack_from("<HH", eh, 54)
+        f.seek(phoff)
+        segs = []
+        for _ in range(phnum):
+            p_type, _, off, vaddr, _, filesz, memsz = struct.unpack_from(
+                "<IIQQQQQ", f.read(phentsize))
+            if p_type == 1:
+                segs.append((vaddr, memsz, off, filesz))
+        return segs
+
+
+def core_offset(segs, addr):
+    for vaddr, memsz, off, filesz in segs:
+        if vaddr <= addr < vaddr + min(memsz, filesz):
+            return off + addr - vaddr
+    raise heaptest.HarnessError("address %s is not in the core" % hex(addr))
+
+
+def damaged(a, core, truth, out):
+    """Breaks one group in a copy of the core (its pointer back to its meta
+    zeroed): heapdom must say so, naming the group, and still give every
+    block of the other groups exactly. A block's group is read from its
+    in-band header (mallocng's format: the 16-bit offset at p-2 counts
+    16-byte units from the group's slots, which start 16 bytes in)."""
+    blocks, _ = truth
+    segs = load_segments(core)
+    group_of = {}
+    with open(core, "rb") as f:
+        for b in blocks:
+            f.seek(core_offset(segs, b - 4))
+            hdr = f.read(4)
+            if hdr[0] == 0:
+                group_of[b] = b - 16 * struct.unpack_from("<H", hdr, 2)[0] - 16
+    # The group of the tenth recorded block that is not a large allocation.
+    small = sorted(b for b, (size, _) in blocks.items() if size < 2000 and b in group_of)
+    victim = group_of[small[len(small) // 2]]
+    shutil.copyfile(core, out)
+    with open(out, "r+b") as f:
+        f.seek(core_offset(segs, victim))
+        f.write(bytes(8))
+    r = heaptest.run_heapdom(a.heapdom, ["blocks", out, "--json"])
+    if r.rc != 0:
+        return [r.describe()]
+    import json
+    doc = json.loads(r.out)
+    out_ = []
+    probs = doc.get("problems") or []
+    if not doc.get("partial") or not any(int(p["addr"], 16) == victim for p in probs):
+        out_.append("no problem names the damaged group %s (partial %r, problems %r)"
+                    % (hex(victim), doc.get("partial"), probs[:5]))
+    used = {int(b["addr"], 16): b["size"] for b in doc["blocks"] if b["state"] == "used"}
+    lost = [b for b in blocks if group_of.get(b) == victim]
+    for b, (size, _) in blocks.items():
+        if group_of.get(b) == victim:
+            continue
+        if used.get(b) != size:
+            out_.append("block %s of an intact group: heapdom %s, recorded %s"
+                        % (hex(b), used.get(b), size))
+    extra = sorted(set(used) - set(blocks))
+    if extra:
+        out_.append("used blocks the program never had: %s" % [hex(x) for x in extra[:5]])
+    if not lost:
+        out_.append("the damaged group %s held no recorded block" % hex(victim))
+    return limit(out_)
 
 
 class Run:
@@ -253,6 +328,10 @@ class Run:
                 shutil.rmtree(d, ignore_errors=True)
             return out
         run.case("kernel-%s: a kernel core, the same blocks and leaks" % kind, kernel)
+
+        run.case("damaged-%s: a group's back pointer zeroed: a problem naming it, the other "
+                 "groups' blocks exact" % kind,
+                 lambda: damaged(a, core, truth, run.path(kind + "-damaged.core")))
 
         if kind == "static":
             def stripped():
