@@ -29,6 +29,8 @@ dynamic: from libc.so's data):
            core (with --lldb-plugin)
   kernel   a kernel core of the program (abort at the stop), when this
            machine writes them: the same blocks and leaks
+  fresh    a core at main: musl's heap with no used block; the static
+           program's never initialised (no_allocation_yet)
   damaged  a copy of the core with one group's pointer to its meta zeroed:
            partial, a problem naming the group, every block of the other
            groups exactly as recorded, no block the program never had
@@ -328,6 +330,32 @@ class Run:
                 shutil.rmtree(d, ignore_errors=True)
             return out
         run.case("kernel-%s: a kernel core, the same blocks and leaks" % kind, kernel)
+
+        def fresh():
+            fc = run.path(kind + "-fresh.core")
+            if os.path.exists(fc):
+                os.unlink(fc)
+            subprocess.run(["gdb", "-q", "-nx", "-batch", "-ex", "break main", "-ex", "run",
+                            "-ex", "gcore " + fc, "-ex", "kill", "--args", fixture,
+                            run.path(kind + "-fresh.truth")],
+                           capture_output=True, timeout=300)
+            if not os.path.exists(fc):
+                raise heaptest.HarnessError("gdb made no core at main")
+            doc = self.hd(["stats", fc, "--json"])
+            al = doc.get("allocator") or {}
+            used = doc["totals"]["used"]["blocks"] + doc["totals"]["mmapped"]["blocks"]
+            out = []
+            if al.get("name") != "musl" or used or doc.get("partial"):
+                out.append("allocator %r, %d used blocks, partial %r: expected musl's heap "
+                           "with no used block" % (al.get("name"), used, doc.get("partial")))
+            # A static program has allocated nothing at main; a dynamic
+            # one's loader has given malloc the ends of its data segments.
+            if (kind == "static") != bool(doc.get("no_allocation_yet")):
+                out.append("no_allocation_yet %r at main of the %s program"
+                           % (doc.get("no_allocation_yet"), kind))
+            return out
+        run.case("fresh-%s: at main, musl's heap and no used block (static: never "
+                 "initialised)" % kind, fresh)
 
         run.case("damaged-%s: a group's back pointer zeroed: a problem naming it, the other "
                  "groups' blocks exact" % kind,

@@ -502,7 +502,7 @@ struct hd_error *musl_walk(const struct hd_heap_source *src,
 	if (musl_u32(ctx.raw + MUSL_CTX_INIT_DONE) == 0) {
 		h->info.no_allocation_yet = true;
 		snprintf(h->empty_reason, sizeof(h->empty_reason),
-			 "mallocng's context at 0x%llx is not initialised (init_done 0): nothing was allocated yet",
+			 "musl's malloc was never initialised (mallocng's context at 0x%llx has init_done 0)",
 			 (unsigned long long)ctx.addr);
 		h->info.empty_reason = h->empty_reason;
 		return NULL;
