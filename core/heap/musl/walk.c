@@ -20,7 +20,9 @@
 #include "util/vec.h"
 
 #define MAX_AREAS (1u << 22)          // 16 GiB of meta areas
-#define MAX_MAPLEN (1ull << 28)       // pages: 1 TiB mapped for one group
+// Pages of one group's mapping: the block table's extents stop short of
+// 64 GiB (2^32 units of 16 bytes).
+#define MAX_MAPLEN ((1ull << 24) - 1)
 #define MAX_VIEW (1u << 20)           // groups up to this are read at once
 #define CONTAINER_CODE 6              // reserved code of a slot holding a group
 #define OFFSET_CODE 7                 // header at a slot's start: the offset
@@ -95,7 +97,7 @@ static bool add_meta(struct walker *w, uint64_t addr, const uint8_t *m)
 		 (g.sc != MUSL_CLASS_MMAP || g.cnt != 1 || !g.maplen))
 		bad = "has an impossible size class";
 	else if (g.maplen > MAX_MAPLEN)
-		bad = "has an impossible mapping length";
+		bad = "is mapped with 64 GiB or more (beyond the block table's extents, or damaged)";
 	if (bad) {
 		hd_heap_problem_add(h, addr,
 				    "meta 0x%llx: its group 0x%llx %s (class %u, %u slots, %llu pages); the group is skipped",
@@ -328,6 +330,8 @@ static bool used_slot(struct walker *w, const struct group *g, unsigned i,
 }
 
 // The blocks of group gi, and in each slot holding a group, that group's.
+// Recursion is at most 48 deep: a nested group fits one slot of its
+// container (nest() checks it), so its slots are of a smaller class.
 static bool group_slots(struct walker *w, size_t gi)
 {
 	const struct group *g = &w->g[gi];
