@@ -34,6 +34,8 @@ dynamic: from libc.so's data):
   damaged  a copy of the core with one group's pointer to its meta zeroed:
            partial, a problem naming the group, every block of the other
            groups exactly as recorded, no block the program never had
+bump: a static program that never frees (musl's bump allocator, not
+  mallocng): exit 1 naming it, no report
 static only:
   stripped the static core read with a stripped executable: the context is
            found from the data (method heuristic), the same blocks
@@ -371,6 +373,39 @@ class Run:
                      stripped)
 
 
+BUMP_PROGRAM = r"""
+#include <stdlib.h>
+void *g_records[10];
+__attribute__((noinline)) void hd_fixture_stop(void) { __asm__ volatile(""); }
+int main(void) {
+  for (int i = 0; i < 10; i++) g_records[i] = malloc(100);
+  hd_fixture_stop();
+  return 0;
+}
+"""
+
+
+def bump(a, run):
+    """A static program that never calls free links musl's bump allocator
+    (__simple_malloc), not mallocng: heapdom names it and fails, never an
+    empty heap."""
+    musl = shutil.which("musl-gcc")
+    if not musl:
+        return ["musl-gcc is not installed (package musl-tools)"]
+    src, prog, core = run.path("bump.c"), run.path("bump_static"), run.path("bump.core")
+    with open(src, "w") as f:
+        f.write(BUMP_PROGRAM)
+    subprocess.run([musl, "-static", "-g", "-O1", src, "-o", prog], check=True)
+    if os.path.exists(core):
+        os.unlink(core)
+    subprocess.run(["gdb", "-q", "-nx", "-batch", "-ex", "break hd_fixture_stop", "-ex", "run",
+                    "-ex", "gcore " + core, "-ex", "kill", prog], capture_output=True, timeout=300)
+    r = heaptest.run_heapdom(a.heapdom, ["stats", core])
+    if r.rc != 1 or "bump allocator" not in r.err or "__simple_malloc" not in r.err or r.out:
+        return ["expected exit 1 naming musl's bump allocator:\n" + r.describe()]
+    return []
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--heapdom", required=True)
@@ -389,7 +424,10 @@ def main():
     r = Run(a)
     r.variant("static", os.path.abspath(a.static_fixture))
     r.variant("dynamic", os.path.abspath(a.dynamic_fixture))
-    return r.run.finish(remove=(".core", ".truth", ".json", ".stripped", ".ready"))
+    r.run.case("bump: a static program without free (musl's bump allocator) is named, "
+               "not shown as an empty heap", lambda: bump(a, r.run))
+    return r.run.finish(remove=(".core", ".truth", ".json", ".stripped", ".ready", ".c",
+                                "bump_static"))
 
 
 if __name__ == "__main__":
