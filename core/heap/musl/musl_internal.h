@@ -1,6 +1,7 @@
 // musl's malloc (mallocng, musl 1.2.1 to 1.2.5; Debian 12 ships 1.2.3) as
 // a backend of the allocator seam: what context.c (finding the allocator's
-// state) and walk.c (its meta areas, groups and slots) share.
+// state), areas.c (its meta areas and groups), slots.c (the blocks) and
+// walk.c (driving the walk, regions, facts) share.
 //
 // The layouts, x86-64, as mallocng's meta.h declares them (unchanged from
 // 1.2.1 to 1.2.5):
@@ -88,6 +89,49 @@ struct hd_error *musl_find_ctx(const struct hd_heap_source *src,
 // Whether the 928 bytes at addr (raw) are an initialised context whose
 // meta area list starts with its secret.
 bool musl_ctx_plausible(struct hd_target *t, const uint8_t *raw);
+
+// ------------------------------------------------------------ the walk
+
+// One group, from its meta (areas.c), placed (nesting) and walked.
+struct musl_group {
+	uint64_t meta, mem, end; // the group's memory [mem, end)
+	uint64_t stride;         // bytes a slot takes
+	uint64_t maplen;         // pages of its own mapping, 0 if none
+	uint32_t avail, freed;   // the meta's masks
+	uint32_t containers;     // slots holding a nested group
+	unsigned cnt, sc, active_idx;
+	bool freeable, skip;
+	int parent;              // group whose slot holds it, -1 if none
+	uint16_t region;
+};
+
+// A walk's state (walk.c drives it: areas.c, then slots.c).
+struct musl_walker {
+	struct hd_target *t;
+	struct hd_heap *h;
+	const struct musl_ctx *ctx;
+	uint64_t secret;
+	struct musl_group *g;
+	size_t ng, capg;
+	uint64_t last_end; // of the last block added
+	size_t areas, nested, mapped, donated;
+	uint16_t class_region[MUSL_CLASSES];
+	// The memory of the top-level group being walked (nested groups lie
+	// inside it), or none.
+	struct hd_view v;
+	bool have_view;
+};
+
+// Reads n bytes at addr: from the view of the group being walked when it
+// holds them, else from the target. False if unreadable.
+bool musl_read(struct musl_walker *w, uint64_t addr, void *buf, size_t n);
+// Every meta area from the context's list and every group in use (areas.c).
+struct hd_error *musl_read_areas(struct musl_walker *w);
+// Sorts the groups by address and finds which slot holds each nested one
+// (areas.c).
+struct hd_error *musl_nest(struct musl_walker *w);
+// Adds every slot's block in address order (slots.c).
+struct hd_error *musl_emit(struct musl_walker *w);
 
 struct hd_error *musl_walk(const struct hd_heap_source *src,
 			   struct hd_heap *h);
