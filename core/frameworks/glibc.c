@@ -5,6 +5,7 @@
 // backend (hd_heap_info.labels, its metadata and lists), so the module
 // serves any allocator; it keeps the name "glibc" its users know.
 #include <stdio.h>
+#include <string.h>
 
 #include "heapdom_framework.h"
 
@@ -14,10 +15,11 @@ static struct hd_error *detect(struct hd_fw *fw, bool *detected)
 	struct hd_heap_info info;
 	hd_heap_get_info(h, &info);
 	*detected = hd_heap_num_regions(h) > 0 || hd_heap_num_metadata(h) > 0;
+	size_t nr = hd_heap_num_regions(h);
+	const char *kind = nr ? hd_heap_region(h, 0)->kind : "region";
+	size_t kl = strlen(kind);
 	hd_fw_note(fw, "%s: %zu %s%s, %zu blocks, found by %s", info.allocator,
-		   hd_heap_num_regions(h),
-		   hd_heap_num_regions(h) ? hd_heap_region(h, 0)->kind : "region",
-		   hd_heap_num_regions(h) == 1 ? "" : "s",
+		   nr, kind, nr == 1 ? "" : kl && kind[kl - 1] == 's' ? "es" : "s",
 		   hd_heap_num_blocks(h), info.method);
 	return NULL;
 }
