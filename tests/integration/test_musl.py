@@ -23,6 +23,9 @@ dynamic: from libc.so's data):
            another leaked block), none of the kept ones (one held only by
            the second thread's stack)
   stats    used blocks and their usable bytes are the recorded ones
+  why      for a sample of blocks: reachable ones reached from g_items,
+           g_thread_items or the second thread's stack, leaked ones not
+           reachable, each with its recorded size
   live     the same blocks and leaks attached with --pid
   gdb      heap-blocks and heap-leaks of the gdb front-end on the core
   lldb     `heapdom blocks` and `heapdom leaks` of the lldb front-end on the
@@ -254,6 +257,29 @@ class Run:
                  lambda: check_leaks(self.hd(["leaks", core, "--json"]), truth))
         run.case("stats-%s: used blocks and bytes" % kind,
                  lambda: check_stats(self.hd(["stats", core, "--json"]), truth))
+
+        def why():
+            blocks, _ = truth
+            kept = sorted(b for b, (_, v) in blocks.items() if v == "reachable")
+            lost = sorted(b for b, (_, v) in blocks.items() if v == "leaked")
+            out = []
+            for b in kept[::len(kept) // 8 or 1] + lost[::len(lost) // 4 or 1]:
+                doc = self.hd(["why", core, hex(b), "--json"])
+                want = blocks[b][1] == "reachable"
+                blk = doc.get("block") or {}
+                if doc.get("reachable") is not want or blk.get("size") != blocks[b][0]:
+                    out.append("why %s: reachable %r, size %r; recorded %s, %d bytes"
+                               % (hex(b), doc.get("reachable"), blk.get("size"),
+                                  blocks[b][1], blocks[b][0]))
+                    continue
+                root = ((doc.get("path") or [{}])[0]).get("root") or ""
+                if want and not (root.endswith(":g_items") or root.endswith(":g_thread_items")
+                                 or root.startswith("thread ")):
+                    out.append("why %s: the chain starts at %r, not at g_items, "
+                               "g_thread_items or the second thread's stack" % (hex(b), root))
+            return out
+        run.case("why-%s: reachable blocks from g_items, g_thread_items or a thread's stack; "
+                 "leaked ones leaked" % kind, why)
 
         def live():
             lt = run.path(kind + "-live.truth")
