@@ -30,6 +30,9 @@ dynamic: from libc.so's data):
   gdb      heap-blocks and heap-leaks of the gdb front-end on the core
   lldb     `heapdom blocks` and `heapdom leaks` of the lldb front-end on the
            core (with --lldb-plugin)
+  (--frontends none: without the gdb and lldb cases, as meson's
+  musl-backend, which the ASan build runs; --frontends only: just them, as
+  musl-frontends)
   kernel   a kernel core of the program (abort at the stop), when this
            machine writes them: the same blocks and leaks
   fresh    a core at main: musl's heap with no used block; the static
@@ -231,6 +234,13 @@ class Run:
         self.a = a
         self.run = heaptest.CaseRunner(a.workdir, a.only, a.keep)
 
+    def case(self, frontend, name, fn):
+        """A case of the CLI (frontend False) or of a debugger front-end,
+        run as --frontends says."""
+        if (self.a.frontends == "only") != frontend and self.a.frontends != "all":
+            return
+        self.run.case(name, fn)
+
     def hd(self, args):
         return heaptest.heapdom_json(self.a.heapdom, args)
 
@@ -250,13 +260,14 @@ class Run:
         truth = state["truth"]
         # A dynamic program's libc says its release; a static one's does not.
         version = loader_version() if kind == "dynamic" else "1.2.1-1.2.5"
-        run.case("blocks-%s: every used block and its exact size, the freed ones free" % kind,
-                 lambda: check_blocks(self.hd(["blocks", core, "--json"]), truth, method,
-                                      version))
-        run.case("leaks-%s: exactly the blocks the program dropped" % kind,
-                 lambda: check_leaks(self.hd(["leaks", core, "--json"]), truth))
-        run.case("stats-%s: used blocks and bytes" % kind,
-                 lambda: check_stats(self.hd(["stats", core, "--json"]), truth))
+        self.case(False, "blocks-%s: every used block and its exact size, the freed ones free"
+                  % kind,
+                  lambda: check_blocks(self.hd(["blocks", core, "--json"]), truth, method,
+                                       version))
+        self.case(False, "leaks-%s: exactly the blocks the program dropped" % kind,
+                  lambda: check_leaks(self.hd(["leaks", core, "--json"]), truth))
+        self.case(False, "stats-%s: used blocks and bytes" % kind,
+                  lambda: check_stats(self.hd(["stats", core, "--json"]), truth))
 
         def why():
             blocks, _ = truth
@@ -278,8 +289,8 @@ class Run:
                     out.append("why %s: the chain starts at %r, not at g_items, "
                                "g_thread_items or the second thread's stack" % (hex(b), root))
             return out
-        run.case("why-%s: reachable blocks from g_items, g_thread_items or a thread's stack; "
-                 "leaked ones leaked" % kind, why)
+        self.case(False, "why-%s: reachable blocks from g_items, g_thread_items or a "
+                  "thread's stack; leaked ones leaked" % kind, why)
 
         def live():
             lt = run.path(kind + "-live.truth")
@@ -293,7 +304,7 @@ class Run:
             finally:
                 heaptest.stop_fixture(proc)
             return out
-        run.case("live-%s: blocks and leaks with --pid" % kind, live)
+        self.case(False, "live-%s: blocks and leaks with --pid" % kind, live)
 
         def gdb():
             bj, lj = run.path(kind + "-gdb-blocks.json"), run.path(kind + "-gdb-leaks.json")
@@ -311,7 +322,7 @@ class Run:
             import json
             return (check_blocks(json.load(open(bj)), truth, method) +
                     check_leaks(json.load(open(lj)), truth))
-        run.case("gdb-%s: heap-blocks and heap-leaks on the core" % kind, gdb)
+        self.case(True, "gdb-%s: heap-blocks and heap-leaks on the core" % kind, gdb)
 
         def lldb():
             bj, lj = run.path(kind + "-lldb-blocks.json"), run.path(kind + "-lldb-leaks.json")
@@ -333,7 +344,7 @@ class Run:
             return (check_blocks(json.load(open(bj)), truth, method) +
                     check_leaks(json.load(open(lj)), truth))
         if a.lldb_plugin:
-            run.case("lldb-%s: heapdom blocks and leaks on the core" % kind, lldb)
+            self.case(True, "lldb-%s: heapdom blocks and leaks on the core" % kind, lldb)
 
         def kernel():
             d = run.path(kind + "-kernel")
@@ -357,7 +368,7 @@ class Run:
             if not out and not a.keep:
                 shutil.rmtree(d, ignore_errors=True)
             return out
-        run.case("kernel-%s: a kernel core, the same blocks and leaks" % kind, kernel)
+        self.case(False, "kernel-%s: a kernel core, the same blocks and leaks" % kind, kernel)
 
         def fresh():
             fc = run.path(kind + "-fresh.core")
@@ -382,12 +393,12 @@ class Run:
                 out.append("no_allocation_yet %r at main of the %s program"
                            % (doc.get("no_allocation_yet"), kind))
             return out
-        run.case("fresh-%s: at main, musl's heap and no used block (static: never "
-                 "initialised)" % kind, fresh)
+        self.case(False, "fresh-%s: at main, musl's heap and no used block (static: "
+                  "never initialised)" % kind, fresh)
 
-        run.case("damaged-%s: a group's back pointer zeroed: a problem naming it, the other "
-                 "groups' blocks exact" % kind,
-                 lambda: damaged(a, core, truth, run.path(kind + "-damaged.core")))
+        self.case(False, "damaged-%s: a group's back pointer zeroed: a problem naming it, "
+                  "the other groups' blocks exact" % kind,
+                  lambda: damaged(a, core, truth, run.path(kind + "-damaged.core")))
 
         if kind == "static":
             def stripped():
@@ -395,8 +406,8 @@ class Run:
                 subprocess.run(["strip", "-o", exe, fixture], check=True)
                 doc = self.hd(["blocks", core, "--exe", exe, "--json"])
                 return check_blocks(doc, truth, "heuristic")
-            run.case("stripped-static: the context found from the data of a stripped program",
-                     stripped)
+            self.case(False, "stripped-static: the context found from the data of a "
+                      "stripped program", stripped)
 
 
 BUMP_PROGRAM = r"""
@@ -440,6 +451,9 @@ def main():
     ap.add_argument("--gdb-plugin", required=True)
     ap.add_argument("--lib", required=True)
     ap.add_argument("--lldb-plugin")
+    ap.add_argument("--frontends", choices=("all", "none", "only"), default="all",
+                    help="the gdb and lldb cases too, not at all (an ASan build: "
+                    "gdb cannot load a sanitized library), or only them")
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--only")
     ap.add_argument("--keep", action="store_true")
@@ -450,7 +464,7 @@ def main():
     r = Run(a)
     r.variant("static", os.path.abspath(a.static_fixture))
     r.variant("dynamic", os.path.abspath(a.dynamic_fixture))
-    r.run.case("bump: a static program without free (musl's bump allocator) is named, "
+    r.case(False, "bump: a static program without free (musl's bump allocator) is named, "
                "not shown as an empty heap", lambda: bump(a, r.run))
     return r.run.finish(remove=(".core", ".truth", ".json", ".stripped", ".ready", ".c",
                                 "bump_static"))
