@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "heapdom_framework.h"
 
@@ -28,8 +29,10 @@ static struct hd_error *detect(struct hd_fw *fw, bool *detected)
 			}
 		struct hd_allocator_totals t;
 		hd_heap_allocator_totals(h, a, &t);
+		size_t kl = strlen(kind);
 		hd_fw_note(fw, "%s: %zu %s%s, %" PRIu64 " blocks, found by %s",
-			   info.allocator, nr, kind, nr == 1 ? "" : "s",
+			   info.allocator, nr, kind,
+			   nr == 1 ? "" : kl && kind[kl - 1] == 's' ? "es" : "s",
 			   t.used_blocks + t.free_blocks + t.reserve_blocks +
 				   t.internal_blocks,
 			   info.method);

@@ -1,5 +1,5 @@
-// Allocators heapdom does not walk (jemalloc, tcmalloc, musl's malloc;
-// mimalloc has a backend): recognised from the modules a process loaded and, for a
+// Allocators heapdom does not walk (jemalloc, tcmalloc; mimalloc and
+// musl's malloc have backends): recognised from the modules a process loaded and, for a
 // statically linked allocator, from the executable's symbols, so a report
 // names the allocator instead of showing an empty glibc heap.
 #include <stdio.h>
@@ -23,12 +23,8 @@ static const struct signature signatures[] = {
 	{"tcmalloc", {"libtcmalloc.so", "libtcmalloc_minimal",
 		      "libtcmalloc_and_profiler", "libtcmalloc_debug"},
 	 {"tc_malloc", "TCMallocInternalMalloc", "tc_malloc_size"}},
-	// musl's dynamic loader is its libc; static programs carry mallocng
-	// (__malloc_context) or the bump allocator of programs that never
-	// free (__simple_malloc).
-	{"musl's malloc", {"ld-musl-", "libc.musl-"},
-	 {"__malloc_context", "__malloc_alloc_meta", "__libc_malloc_impl",
-	  "__simple_malloc"}},
+	// musl's malloc has a backend (core/heap/musl/), which also names
+	// the bump allocator of static programs that never free.
 };
 
 #define N_SIGNATURES (sizeof(signatures) / sizeof(signatures[0]))

@@ -1,6 +1,6 @@
-// The neutral block table: sorted, dense ids, 15 bytes per block, and the
-// per-heap tables a backend declares (shapes, lists, regions, metadata,
-// facts).
+// The neutral block table: sorted, dense ids, 15 bytes per block (19 for a
+// backend of exact sizes), and the per-heap tables a backend declares
+// (shapes, lists, regions, metadata, facts).
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +34,7 @@ void hd_heap_destroy(struct hd_heap *h)
 	free(h->span);
 	free(h->flags);
 	free(h->region);
+	free(h->reserved);
 	free(h->regions);
 	free(h->segments);
 	free(h->metadata);
@@ -89,7 +90,13 @@ bool hd_heap_reserve(struct hd_heap *h, size_t cap)
 	uint16_t *r = realloc(h->region, cap * sizeof(*r));
 	if (r)
 		h->region = r;
-	if (!a || !c || !f || !r)
+	uint32_t *x = NULL;
+	if (h->exact_sizes) {
+		x = realloc(h->reserved, cap * sizeof(*x));
+		if (x)
+			h->reserved = x;
+	}
+	if (!a || !c || !f || !r || (h->exact_sizes && !x))
 		return false;
 	h->cap_blocks = cap;
 	return true;
@@ -114,11 +121,22 @@ bool hd_heap_add(struct hd_heap *h, uint64_t addr, uint64_t extent,
 	h->flags[i] = (uint8_t)(state | (list << HD_FLAG_LIST_SHIFT) |
 				((shape & 3) << HD_FLAG_SHAPE_SHIFT));
 	h->region[i] = region;
+	if (h->reserved)
+		h->reserved[i] = 0;
 	return true;
 }
 
 // A backend's callbacks see the whole table: on a merged heap their
 // (h, id) is the merged one, read through the accessors above.
+bool hd_heap_exact_sizes(struct hd_heap *h)
+{
+	h->exact_sizes = true;
+	if (!h->cap_blocks || h->reserved)
+		return true;
+	h->reserved = calloc(h->cap_blocks, sizeof(*h->reserved));
+	return h->reserved != NULL;
+}
+
 uint64_t hd_heap_min_request(const struct hd_heap *h, size_t id)
 {
 	const struct hd_heap_backend *b = h->allocs[hd_heap_block_alloc(h, id)].backend;
@@ -316,7 +334,8 @@ const struct hd_heap_segment *hd_heap_segment(const struct hd_heap *h,
 size_t hd_heap_table_bytes(const struct hd_heap *h)
 {
 	return h->cap_blocks * (sizeof(*h->addr) + sizeof(*h->span) +
-				sizeof(*h->flags) + sizeof(*h->region));
+				sizeof(*h->flags) + sizeof(*h->region) +
+				(h->exact_sizes ? sizeof(*h->reserved) : 0));
 }
 
 size_t hd_heap_num_free_lists(const struct hd_heap *h) { return h->num_lists; }

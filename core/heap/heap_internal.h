@@ -10,7 +10,9 @@
 // extent in units of 1 << span_shift) + 1 (flags) + 2 (region). Everything
 // else a block has is derived from a handful of per-allocator tables the
 // backend declares: its shape (header before addr, usable bytes) and its
-// list's name.
+// list's name. A backend whose allocator records each block's exact size
+// (musl's mallocng) asks for a 16th to 19th byte: the bytes it keeps back
+// at the end of the block (hd_heap_exact_sizes).
 //
 // flags: bits 0-1 state, bits 2-5 list (index into its allocator's lists,
 // 0 = none), bits 6-7 shape (index into its allocator's shapes).
@@ -71,6 +73,11 @@ struct hd_heap {
 	uint32_t *span;    // extent >> span_shift
 	uint8_t *flags;    // state | list << 2 | shape << 6
 	uint16_t *region;  // HD_REGION_NONE: a block mapped on its own
+	// Only for backends that ask (hd_heap_exact_sizes), else NULL: bytes
+	// at the end of the shape's usable range the block does not use
+	// (mallocng's "reserved" count), so its usable size is exact.
+	uint32_t *reserved;
+	bool exact_sizes;
 	size_t num_blocks, cap_blocks;
 	unsigned span_shift; // the allocator's alignment of extents (glibc 4)
 
@@ -122,6 +129,17 @@ bool hd_heap_reserve(struct hd_heap *h, size_t cap);
 bool hd_heap_add(struct hd_heap *h, uint64_t addr, uint64_t extent,
 		 enum hd_block_state state, unsigned list, uint16_t region,
 		 unsigned shape);
+// For a backend of exact sizes: the reserved column (4 bytes a block),
+// after hd_heap_declare and before the first block; false without memory.
+bool hd_heap_exact_sizes(struct hd_heap *h);
+// Block id uses reserved bytes fewer than its shape gives (exact sizes
+// only; blocks start with 0).
+static inline void hd_heap_set_reserved(struct hd_heap *h, size_t id,
+					uint32_t reserved)
+{
+	if (h->reserved)
+		h->reserved[id] = reserved;
+}
 // Id of the block whose extent [start, start + extent) contains p, or -1
 // (the walker's view; analyses ask hd_heap_find for usable bytes).
 int64_t hd_heap_find_extent(const struct hd_heap *h, uint64_t p);
@@ -178,6 +196,8 @@ static inline uint64_t hd_heap_usable(const struct hd_heap *h, size_t id)
 {
 	const struct hd_heap_shape *s = hd_heap_shape(h, id);
 	int64_t u = (int64_t)hd_heap_extent(h, id) - (int64_t)s->head + s->tail;
+	if (h->reserved)
+		u -= h->reserved[id];
 	return u < 0 ? 0 : (uint64_t)u;
 }
 // The smallest request that could have made block id: the block says how
@@ -233,7 +253,7 @@ void hd_heap_count_totals(struct hd_heap *h);
 
 // An allocator heapdom does not walk, found in the target (allocator.c).
 struct hd_foreign_alloc {
-	const char *name;    // "jemalloc", "tcmalloc", "mimalloc", "musl's malloc"
+	const char *name;    // "jemalloc", "tcmalloc", "mimalloc"
 	char evidence[256];  // "libjemalloc.so.2", "statically linked: symbol ..."
 };
 // True (and *ret filled) if the target loaded or links such an allocator.

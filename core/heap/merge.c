@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "heap/backend.h"
+#include "util/sort.h"
 #include "util/vec.h"
 
 // Moves part a's problems into h, each prefixed with its allocator's name
@@ -187,6 +188,16 @@ static void copy_blocks(struct hd_heap *h, struct cursor *cur, unsigned n)
 		uint16_t nr = (uint16_t)p->num_regions;
 		memcpy(&h->addr[o], &p->addr[i], (end - i) * sizeof(*h->addr));
 		memcpy(&h->flags[o], &p->flags[i], (end - i) * sizeof(*h->flags));
+		// Exact sizes (hd_heap_exact_sizes): kept for the allocators
+		// that record them, none for the others.
+		if (h->reserved) {
+			if (p->reserved)
+				memcpy(&h->reserved[o], &p->reserved[i],
+				       (end - i) * sizeof(*h->reserved));
+			else
+				memset(&h->reserved[o], 0,
+				       (end - i) * sizeof(*h->reserved));
+		}
 		if (c->shift) {
 			for (size_t k = i; k < end; k++) {
 				uint64_t s = (uint64_t)p->span[k] << c->shift;
@@ -257,7 +268,11 @@ struct hd_error *hd_heap_merge(struct hd_heap **parts, size_t n,
 	h->info = parts[0]->info;
 	h->num_allocs = (unsigned)n;
 	h->region_alloc = malloc(nregions ? nregions : 1);
-	if (!h->region_alloc || !hd_heap_reserve(h, nblocks ? nblocks : 1)) {
+	bool exact = false;
+	for (size_t a = 0; a < n; a++)
+		exact |= parts[a]->reserved != NULL;
+	if (!h->region_alloc || (exact && !hd_heap_exact_sizes(h)) ||
+	    !hd_heap_reserve(h, nblocks ? nblocks : 1)) {
 		err = &hd_error_no_memory;
 		goto out;
 	}
@@ -286,7 +301,7 @@ struct hd_error *hd_heap_merge(struct hd_heap **parts, size_t n,
 		move_problems(h, p);
 	}
 	// Readers walk the segments beside the blocks, both in address order.
-	qsort(h->segments, h->num_segments, sizeof(*h->segments), by_start);
+	hd_qsort(h->segments, h->num_segments, sizeof(*h->segments), by_start);
 	copy_blocks(h, cur, (unsigned)n);
 	// Each walk's heap keeps its info and strings; its blocks are here.
 	for (size_t a = 0; a < n; a++) {
@@ -295,6 +310,8 @@ struct hd_error *hd_heap_merge(struct hd_heap **parts, size_t n,
 		free(p->span);
 		free(p->flags);
 		free(p->region);
+		free(p->reserved);
+		p->reserved = NULL;
 		p->addr = NULL;
 		p->span = NULL;
 		p->flags = NULL;

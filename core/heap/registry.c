@@ -16,6 +16,7 @@
 #define HD_HEAP_BACKENDS(X) \
 	X(poolalloc) \
 	X(mimalloc) \
+	X(musl) \
 	X(glibc)
 
 #define DECLARE(name) extern const struct hd_heap_backend hd_heap_backend_##name;

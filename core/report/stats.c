@@ -244,10 +244,12 @@ static void render_text(FILE *out, struct hd_target *t, const struct hd_heap *h,
 	for (size_t i = 1; i < nr; i++)
 		if (strcmp(hd_heap_region(h, i)->kind, kind) != 0)
 			kind = "region";
+	size_t kl = strlen(kind);
 	fprintf(out,
 		"heap of %s: %" PRIu64 " used blocks (%s), %" PRIu64 " free (%s), %zu %s%s",
 		hd_target_name(t), s->total.used.blocks + s->total.mmapped.blocks,
-		used, free_blocks(h, &s->total), freeb, nr, kind, nr == 1 ? "" : "s");
+		used, free_blocks(h, &s->total), freeb, nr, kind,
+		nr == 1 ? "" : kl && kind[kl - 1] == 's' ? "es" : "s");
 	if (nal > 1)
 		fprintf(out, ", %zu allocators", nal);
 	fputc('\n', out);

@@ -529,6 +529,11 @@ static uint32_t element_count(const struct hd_heap *h, size_t id,
 	// The allocator rounds a request up by less than its slack.
 	if (!chars && (one || usable - size < hd_heap_request_slack(h, id)))
 		return 1;
+	// An allocator of exact sizes (musl's) says what was asked: a block
+	// that is no whole number of objects is one with bytes after it (a
+	// flexible array member), not an array.
+	if (!chars && h->exact_sizes && usable % size)
+		return 1;
 	uint64_t n = usable / size;
 	return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
 }

@@ -357,6 +357,48 @@ START_TEST(test_memory_per_block)
 }
 END_TEST
 
+// A backend of exact sizes (musl's mallocng) asks for a 4-byte column of
+// reserved bytes: 19 bytes a block for it, still 15 for the others, and
+// usable sizes (and lookups by address) follow the column.
+START_TEST(test_exact_sizes)
+{
+	struct hd_heap *h = heap_new();
+	ck_assert(hd_heap_reserve(h, 100));
+	size_t plain = hd_heap_table_bytes(h);
+	ck_assert_uint_eq(plain, 100 * 15);
+	ck_assert_ptr_null(h->reserved);
+	hd_heap_destroy(h);
+
+	ck_assert_no_error(hd_heap_alloc(&h));
+	static const struct hd_heap_shape slot[] = {{.head = 4, .tail = 0}};
+	static const struct hd_free_list lists[] = {{"none", NULL, false}};
+	hd_heap_declare(h, NULL, 4, slot, 1, lists, 1);
+	ck_assert(hd_heap_exact_sizes(h));
+	ck_assert(hd_heap_reserve(h, 100));
+	ck_assert_uint_eq(hd_heap_table_bytes(h), 100 * 19);
+	// Three slots of 48 bytes: 44 usable by shape, of which 44, 31 and 0
+	// are asked for.
+	static const uint32_t reserved[] = {0, 13, 44};
+	for (size_t i = 0; i < 3; i++) {
+		ck_assert(hd_heap_add(h, 0x1000 + 48 * i + 4, 48, HD_STATE_USED, 0,
+				      HD_REGION_NONE, 0));
+		hd_heap_set_reserved(h, i, reserved[i]);
+	}
+	// Growing keeps the column.
+	ck_assert(hd_heap_reserve(h, 5000));
+	for (size_t i = 0; i < 3; i++) {
+		struct hd_block b;
+		hd_heap_block(h, i, &b);
+		ck_assert_uint_eq(b.usable, 44 - reserved[i]);
+		ck_assert_uint_eq(b.extent, 48);
+	}
+	ck_assert_int_eq(hd_heap_find(h, 0x1000 + 48 + 4 + 30), 1);
+	ck_assert_int_eq(hd_heap_find(h, 0x1000 + 48 + 4 + 31), -1);
+	ck_assert_int_eq(hd_heap_find(h, 0x1000 + 96 + 4), -1);
+	hd_heap_destroy(h);
+}
+END_TEST
+
 // ------------------------------------------------------------ large table
 
 #define NBIG 1000000
@@ -569,6 +611,7 @@ int main(void)
 	tcase_add_test(tc, test_names);
 	tcase_add_test(tc, test_memory_per_block);
 	tcase_add_test(tc, test_merge);
+	tcase_add_test(tc, test_exact_sizes);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("large");
