@@ -50,7 +50,7 @@ import heaptest  # noqa: E402
 
 
 def parse(path):
-    t = {"blocks": {}, "visit": {}, "xfreed": set()}
+    t = {"blocks": {}, "visit": {}, "xfreed": set(), "lfreed": set()}
 
     def record(w, line):
         if w[0] == "block":
@@ -58,15 +58,16 @@ def parse(path):
                     or w[5] not in ("main", "t2", "t3", "heap"):
                 raise ValueError("bad state, verdict or owner")
             t["blocks"][int(w[1], 16)] = dict(usable=int(w[2]), state=w[3], verdict=w[4],
-                                              owner=w[5], xfree=len(w) > 6 and w[6] == "xfree")
+                                              owner=w[5], xfree=len(w) > 6 and w[6] == "xfree",
+                                              lfree=len(w) > 6 and w[6] == "lfree")
         elif w[0] == "visit":
             t["visit"][int(w[1], 16)] = (int(w[2]), w[3])
-        elif w[0] == "xfreed":
-            t["xfreed"].add(int(w[1], 16))
+        elif w[0] in ("xfreed", "lfreed"):
+            t[w[0]].add(int(w[1], 16))
         else:
             raise KeyError(w[0])
     heaptest.read_truth(path, "mimalloc_fixture", record)
-    if not t["blocks"] or not t["visit"] or not t["xfreed"]:
+    if not t["blocks"] or not t["visit"] or not t["xfreed"] or not t["lfreed"]:
         raise heaptest.HarnessError("%s: no blocks, visits or cross-thread frees recorded" % path)
     # A block freed and handed out again: the last record at an address
     # says what it is (the records are in program order).
@@ -124,12 +125,18 @@ def check_blocks(doc, truth):
             if b.get("list") not in ("thread_free", "delayed_free"):
                 out.append("block %s freed by another thread is on list %r"
                            % (hex(addr), b.get("list")))
+        if t["lfree"]:
+            lists.add(b.get("list"))
+            if b.get("list") not in ("local_free", "free"):
+                out.append("block %s the main thread freed is on list %r"
+                           % (hex(addr), b.get("list")))
         if t["state"] == "used" and b["arena"] not in want_region[t["owner"]]:
             out.append("block %s of %s in region %s, expected %s"
                        % (hex(addr), t["owner"], b["arena"], sorted(want_region[t["owner"]])))
-    if lists != {"thread_free", "delayed_free"}:
-        out.append("blocks freed by another thread were on %s; expected both thread_free "
-                   "and delayed_free" % sorted(map(str, lists)))
+    if not {"thread_free", "delayed_free", "local_free"} <= lists:
+        out.append("blocks freed by another thread and by main after the visit were on %s; "
+                   "expected thread_free, delayed_free and local_free"
+                   % sorted(map(str, lists)))
     return cap(out)
 
 
@@ -139,7 +146,8 @@ def check_oracle(doc, truth):
     heaps = {r["addr"] for r in al["regions"] if r.get("kind") == "heap"}
     got = {int(b["addr"], 16): b["size"] for b in doc["blocks"]
            if b["state"] == "used" and b["arena"] in heaps}
-    want = {a: n for a, (n, _) in truth["visit"].items() if a not in truth["xfreed"]}
+    later = truth["xfreed"] | truth["lfreed"]
+    want = {a: n for a, (n, _) in truth["visit"].items() if a not in later}
     out = []
     for a in sorted(set(got) | set(want)):
         if got.get(a) != want.get(a):
@@ -166,7 +174,7 @@ def check_stats(doc, truth, blocks_doc):
     out = []
     by_region = {}
     for a, (n, owner) in truth["visit"].items():
-        if a in truth["xfreed"]:
+        if a in truth["xfreed"] or a in truth["lfreed"]:
             continue
         c = by_region.setdefault(owner, [0, 0])
         c[0] += 1
