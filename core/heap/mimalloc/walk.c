@@ -315,7 +315,9 @@ static struct hd_error *walk(const struct hd_heap_source *src,
 	if (!err)
 		err = walk_segments(&w, &c);
 	if (!err &&
-	    (!hd_heap_fact_string(h, HD_NO_REGION, "library", evidence) ||
+	    (!hd_heap_fact_string(h, HD_NO_REGION, "library",
+				  strrchr(w.lib->name, '/') ? strrchr(w.lib->name, '/') + 1
+							    : w.lib->name) ||
 	     !hd_heap_fact_addr(h, HD_NO_REGION, "main_heap", w.main_heap) ||
 	     !hd_heap_fact_uint(h, HD_NO_REGION, "heaps", w.num_heaps) ||
 	     !hd_heap_fact_uint(h, HD_NO_REGION, "pages", c.pages) ||
