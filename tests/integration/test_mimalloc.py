@@ -28,6 +28,7 @@ included). A third thread allocated and exited: its segment is abandoned.
                 (--pid)
   gdb-core      the gdb front-end on the core: heap-blocks and heap-leaks
                 give the same verdicts
+  gdb-live      the same with gdb attached to the running fixture
   lldb-core     the lldb front-end on the core (with --lldb-plugin): the
                 same for heap-blocks and heap-leaks
   python        a program no one here wrote: python3 (PYTHONMALLOC=malloc,
@@ -309,8 +310,9 @@ def main():
                 check_leaks(leaks, t)]
     run.case("live: blocks, oracle and leaks of the running process", live)
 
-    def gdb_core():
-        bj, lj = run.path("gdb-blocks.json"), run.path("gdb-leaks.json")
+    def gdb_run(target, t, tag):
+        """heap-blocks and heap-leaks in gdb on TARGET (gdb's arguments)."""
+        bj, lj = run.path(tag + "-blocks.json"), run.path(tag + "-leaks.json")
         for p in (bj, lj):
             if os.path.exists(p):
                 os.unlink(p)
@@ -320,8 +322,7 @@ def main():
                "-ex", "source " + a.gdb_plugin,
                "-ex", "heap-blocks --json --output " + bj,
                "-ex", "heap-leaks --json --output " + lj,
-               "-ex", "heap-stats",
-               a.fixture, core]
+               "-ex", "heap-stats"] + target
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env,
                            stdin=subprocess.DEVNULL, errors="replace")
         if not (os.path.exists(bj) and os.path.exists(lj)):
@@ -331,11 +332,22 @@ def main():
             bdoc = json.load(f)
         with open(lj) as f:
             ldoc = json.load(f)
-        out = check_blocks(bdoc, truth) + check_oracle(bdoc, truth) + check_leaks(ldoc, truth)
+        out = check_blocks(bdoc, t) + check_oracle(bdoc, t) + check_leaks(ldoc, t)
         if "mimalloc 2.0.9" not in r.stdout:
             out.append("heap-stats does not name mimalloc 2.0.9:\n" + r.stdout[-1500:])
-        return ["gdb: " + m for m in out]
-    run.case("gdb-core: heap-blocks and heap-leaks in gdb on the core", gdb_core)
+        return [tag + ": " + m for m in out]
+    run.case("gdb-core: heap-blocks and heap-leaks in gdb on the core",
+             lambda: gdb_run([a.fixture, core], truth, "gdb"))
+
+    def gdb_live():
+        ltruth, ready = run.path("gdb-live.truth"), run.path("gdb-live.ready")
+        proc = heaptest.start_fixture(a.fixture, ltruth, ready)
+        try:
+            pid = int(open(ready).read())
+            return gdb_run(["-p", str(pid)], parse(ltruth), "gdb-live")
+        finally:
+            heaptest.stop_fixture(proc)
+    run.case("gdb-live: heap-blocks and heap-leaks in gdb attached to the fixture", gdb_live)
     def lldb_core():
         bj, lj = run.path("lldb-blocks.json"), run.path("lldb-leaks.json")
         for p in (bj, lj):
