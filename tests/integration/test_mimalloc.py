@@ -28,6 +28,7 @@ included). A third thread allocated and exited: its segment is abandoned.
                 (--pid)
   gdb-core      the gdb front-end on the core: heap-blocks and heap-leaks
                 give the same verdicts
+  gdb-live      the same with gdb attached to the running fixture
   lldb-core     the lldb front-end on the core (with --lldb-plugin): the
                 same for heap-blocks and heap-leaks
   python        a program no one here wrote: python3 (PYTHONMALLOC=malloc,
@@ -50,7 +51,7 @@ import heaptest  # noqa: E402
 
 
 def parse(path):
-    t = {"blocks": {}, "visit": {}, "xfreed": set()}
+    t = {"blocks": {}, "visit": {}, "xfreed": set(), "lfreed": set()}
 
     def record(w, line):
         if w[0] == "block":
@@ -58,15 +59,16 @@ def parse(path):
                     or w[5] not in ("main", "t2", "t3", "heap"):
                 raise ValueError("bad state, verdict or owner")
             t["blocks"][int(w[1], 16)] = dict(usable=int(w[2]), state=w[3], verdict=w[4],
-                                              owner=w[5], xfree=len(w) > 6 and w[6] == "xfree")
+                                              owner=w[5], xfree=len(w) > 6 and w[6] == "xfree",
+                                              lfree=len(w) > 6 and w[6] == "lfree")
         elif w[0] == "visit":
             t["visit"][int(w[1], 16)] = (int(w[2]), w[3])
-        elif w[0] == "xfreed":
-            t["xfreed"].add(int(w[1], 16))
+        elif w[0] in ("xfreed", "lfreed"):
+            t[w[0]].add(int(w[1], 16))
         else:
             raise KeyError(w[0])
     heaptest.read_truth(path, "mimalloc_fixture", record)
-    if not t["blocks"] or not t["visit"] or not t["xfreed"]:
+    if not t["blocks"] or not t["visit"] or not t["xfreed"] or not t["lfreed"]:
         raise heaptest.HarnessError("%s: no blocks, visits or cross-thread frees recorded" % path)
     # A block freed and handed out again: the last record at an address
     # says what it is (the records are in program order).
@@ -124,12 +126,18 @@ def check_blocks(doc, truth):
             if b.get("list") not in ("thread_free", "delayed_free"):
                 out.append("block %s freed by another thread is on list %r"
                            % (hex(addr), b.get("list")))
+        if t["lfree"]:
+            lists.add(b.get("list"))
+            if b.get("list") not in ("local_free", "free"):
+                out.append("block %s the main thread freed is on list %r"
+                           % (hex(addr), b.get("list")))
         if t["state"] == "used" and b["arena"] not in want_region[t["owner"]]:
             out.append("block %s of %s in region %s, expected %s"
                        % (hex(addr), t["owner"], b["arena"], sorted(want_region[t["owner"]])))
-    if lists != {"thread_free", "delayed_free"}:
-        out.append("blocks freed by another thread were on %s; expected both thread_free "
-                   "and delayed_free" % sorted(map(str, lists)))
+    if not {"thread_free", "delayed_free", "local_free"} <= lists:
+        out.append("blocks freed by another thread and by main after the visit were on %s; "
+                   "expected thread_free, delayed_free and local_free"
+                   % sorted(map(str, lists)))
     return cap(out)
 
 
@@ -139,7 +147,8 @@ def check_oracle(doc, truth):
     heaps = {r["addr"] for r in al["regions"] if r.get("kind") == "heap"}
     got = {int(b["addr"], 16): b["size"] for b in doc["blocks"]
            if b["state"] == "used" and b["arena"] in heaps}
-    want = {a: n for a, (n, _) in truth["visit"].items() if a not in truth["xfreed"]}
+    later = truth["xfreed"] | truth["lfreed"]
+    want = {a: n for a, (n, _) in truth["visit"].items() if a not in later}
     out = []
     for a in sorted(set(got) | set(want)):
         if got.get(a) != want.get(a):
@@ -166,7 +175,7 @@ def check_stats(doc, truth, blocks_doc):
     out = []
     by_region = {}
     for a, (n, owner) in truth["visit"].items():
-        if a in truth["xfreed"]:
+        if a in truth["xfreed"] or a in truth["lfreed"]:
             continue
         c = by_region.setdefault(owner, [0, 0])
         c[0] += 1
@@ -301,8 +310,9 @@ def main():
                 check_leaks(leaks, t)]
     run.case("live: blocks, oracle and leaks of the running process", live)
 
-    def gdb_core():
-        bj, lj = run.path("gdb-blocks.json"), run.path("gdb-leaks.json")
+    def gdb_run(target, t, tag):
+        """heap-blocks and heap-leaks in gdb on TARGET (gdb's arguments)."""
+        bj, lj = run.path(tag + "-blocks.json"), run.path(tag + "-leaks.json")
         for p in (bj, lj):
             if os.path.exists(p):
                 os.unlink(p)
@@ -312,8 +322,7 @@ def main():
                "-ex", "source " + a.gdb_plugin,
                "-ex", "heap-blocks --json --output " + bj,
                "-ex", "heap-leaks --json --output " + lj,
-               "-ex", "heap-stats",
-               a.fixture, core]
+               "-ex", "heap-stats"] + target
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env,
                            stdin=subprocess.DEVNULL, errors="replace")
         if not (os.path.exists(bj) and os.path.exists(lj)):
@@ -323,11 +332,22 @@ def main():
             bdoc = json.load(f)
         with open(lj) as f:
             ldoc = json.load(f)
-        out = check_blocks(bdoc, truth) + check_oracle(bdoc, truth) + check_leaks(ldoc, truth)
+        out = check_blocks(bdoc, t) + check_oracle(bdoc, t) + check_leaks(ldoc, t)
         if "mimalloc 2.0.9" not in r.stdout:
             out.append("heap-stats does not name mimalloc 2.0.9:\n" + r.stdout[-1500:])
-        return ["gdb: " + m for m in out]
-    run.case("gdb-core: heap-blocks and heap-leaks in gdb on the core", gdb_core)
+        return [tag + ": " + m for m in out]
+    run.case("gdb-core: heap-blocks and heap-leaks in gdb on the core",
+             lambda: gdb_run([a.fixture, core], truth, "gdb"))
+
+    def gdb_live():
+        ltruth, ready = run.path("gdb-live.truth"), run.path("gdb-live.ready")
+        proc = heaptest.start_fixture(a.fixture, ltruth, ready)
+        try:
+            pid = int(open(ready).read())
+            return gdb_run(["-p", str(pid)], parse(ltruth), "gdb-live")
+        finally:
+            heaptest.stop_fixture(proc)
+    run.case("gdb-live: heap-blocks and heap-leaks in gdb attached to the fixture", gdb_live)
     def lldb_core():
         bj, lj = run.path("lldb-blocks.json"), run.path("lldb-leaks.json")
         for p in (bj, lj):

@@ -116,6 +116,47 @@ struct mi_walk {
 	uint16_t abandoned_region;
 };
 
+// What one page is, decoded from its slice.
+struct mi_page {
+	uint64_t addr;     // the slice's address in the segment header
+	uint64_t start;    // first block
+	uint64_t size;     // bytes from start to the page's end
+	uint64_t bsize;
+	uint32_t capacity, reserved, used;
+	uint64_t free, local_free, thread_free, heap;
+};
+
+// What the walk counted, for facts.
+struct mi_counts {
+	size_t pages, free_spans, lists[MI_NUM_LISTS], used;
+	uint64_t free_span_bytes, unextended_bytes;
+	size_t delayed_matched;
+};
+
+struct mi_block_walk {
+	struct mi_counts *c;
+	uint8_t *state; // per block of the page: its list, 0 = used
+};
+
+// pages.c: the lists of the table; every page of a segment; one page's
+// blocks.
+extern const struct hd_free_list hd_mi_lists[MI_NUM_LISTS];
+typedef bool (*mi_page_fn)(struct mi_walk *w, const struct mi_segment_info *s,
+			   const struct mi_page *p, void *arg);
+// Calls fn for every page of segment s (false stops: returns false). With
+// report, pages are decoded and checked (problems recorded); without,
+// only p->heap is set. Free spans are counted in c when not NULL.
+bool hd_mi_for_each_page(struct mi_walk *w, const struct mi_segment_info *s,
+			 bool report, mi_page_fn fn, void *arg,
+			 struct mi_counts *c);
+// A mi_page_fn: the page's blocks and its unextended room into the table
+// (arg: a struct mi_block_walk).
+bool hd_mi_walk_page(struct mi_walk *w, const struct mi_segment_info *s,
+		     const struct mi_page *p, void *arg);
+// walk.c: the region of a page's blocks (its heap's, or "abandoned").
+uint16_t hd_mi_page_region(struct mi_walk *w, const struct mi_segment_info *s,
+			   uint64_t heap);
+
 // find.c: the library, its version, the main heap, the threads' heaps and
 // the segments.
 const struct hd_module *hd_mi_find_lib(struct hd_target *t, char *evidence,
