@@ -12,6 +12,7 @@
 // from the data whether a glibc heap is there.
 #define HD_HEAP_BACKENDS(X) \
 	X(poolalloc) \
+	X(jemalloc) \
 	X(glibc)
 
 #define DECLARE(name) extern const struct hd_heap_backend hd_heap_backend_##name;
