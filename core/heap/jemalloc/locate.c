@@ -9,12 +9,15 @@
 // descriptors of those pages; an array whose entry i is an arena of index
 // i). Nothing is assumed from where a global sits in the library.
 #include <capstone/capstone.h>
+#include <elf.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "debuginfo/elf_symbols.h"
 #include "heap/jemalloc/jemalloc_internal.h"
+#include <unistd.h>
 
 bool je_read64(struct hd_target *t, uint64_t addr, uint64_t *ret)
 {
@@ -195,6 +198,40 @@ static void push_cand(struct scan *s, uint64_t addr)
 		s->cand[s->ncand++] = addr;
 }
 
+// Code from the module's file when the target does not hold it (a core
+// read through lldb has no file-backed text): the PT_LOAD segment holding
+// the link-time address, read at its file offset.
+static bool read_file_code(const struct hd_module *m, uint64_t addr,
+			   uint8_t *buf, size_t len)
+{
+	if (!m->file)
+		return false;
+	int fd = open(m->file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	Elf64_Ehdr eh;
+	bool ok = false;
+	uint64_t vaddr = addr - m->bias;
+	if (pread(fd, &eh, sizeof(eh), 0) == (ssize_t)sizeof(eh) &&
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
+	    eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_phentsize == sizeof(Elf64_Phdr) &&
+	    eh.e_phnum < 256) {
+		for (unsigned i = 0; i < eh.e_phnum && !ok; i++) {
+			Elf64_Phdr ph;
+			if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + i * sizeof(ph))) !=
+			    (ssize_t)sizeof(ph))
+				break;
+			if (ph.p_type != PT_LOAD || vaddr < ph.p_vaddr ||
+			    vaddr + len > ph.p_vaddr + ph.p_filesz)
+				continue;
+			ok = pread(fd, buf, len, (off_t)(ph.p_offset + vaddr - ph.p_vaddr)) ==
+			     (ssize_t)len;
+		}
+	}
+	close(fd);
+	return ok;
+}
+
 // Decodes the functions breadth first (to depth 3), collecting the data
 // addresses they name RIP-relatively inside the module's range.
 static void scan_code(struct hd_target *t, const struct hd_module *m,
@@ -213,6 +250,8 @@ static void scan_code(struct hd_target *t, const struct hd_module *m,
 			if (!err)
 				break;
 			hd_error_destroy(err);
+			if (read_file_code(m, s->funcs[f], code, len))
+				break;
 			len /= 2;
 		}
 		if (len < 16)
@@ -318,9 +357,10 @@ struct hd_error *je_locate(const struct hd_heap_source *src,
 				       nfuncs, ncand);
 	ret->arenas = arenas;
 	snprintf(ret->method, sizeof(ret->method),
-		 "%s; arenas[] from the code of its exported functions (%zu functions, %zu addresses), both checked by shape",
-		 sym_emap ? "emap from symbol je_arena_emap_global"
-			  : "emap", nfuncs, ncand);
+		 "%s from the code of its exported functions (%zu functions, %zu data addresses), checked by shape",
+		 sym_emap ? "emap from symbol je_arena_emap_global, arenas[]"
+			  : "emap and arenas[]", nfuncs, ncand);
 	return NULL;
 }
+
 
