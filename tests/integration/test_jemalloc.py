@@ -13,10 +13,18 @@ jemalloc_fixture records (a program linked with -ljemalloc, two threads).
            mallctl("stats.allocated") exactly (jemalloc counts cached
            regions and its internal allocations as allocated)
   leaks    the leaked blocks are exactly the ones the program dropped
+  bins     per arena, the slab regions heapdom finds allocated in the
+           bitmaps equal the arena's bins' own count (bin stats curregs,
+           fact bins_curregs): jemalloc's statistics as a second oracle
   live     the same blocks, states and oracle on the running process (--pid)
+  gdb      the gdb front-end (heap-blocks --json) on the core and attached
+           to the running process: the same checks
+  lldb     the lldb front-end (heapdom blocks --json) on the core
 """
 import argparse
+import bisect
 import os
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -53,7 +61,6 @@ def check_blocks(doc, truth):
         out.append("partial %r, problems %r" % (doc.get("partial"), (doc.get("problems") or [])[:5]))
     got = {int(b["addr"], 16): b for b in doc["blocks"]}
     starts = sorted(got)
-    import bisect
     for addr, (usable, state, _) in sorted(blocks.items()):
         b = got.get(addr)
         if b is not None and (b["size"], b["state"]) == (usable, state):
@@ -78,6 +85,11 @@ def check_blocks(doc, truth):
     for want in ("tcache", "slab"):
         if not lists.get(want):
             out.append("no free block on list %r (lists %r)" % (want, lists))
+    for r in al.get("regions", []):
+        f = r.get("facts") or {}
+        if f.get("bins_curregs") != f.get("slab_regions_allocated"):
+            out.append("arena %s: %r slab regions allocated in the bitmaps, its bins count %r"
+                       % (r.get("addr"), f.get("slab_regions_allocated"), f.get("bins_curregs")))
     used = sum(b["size"] for b in doc["blocks"] if b["state"] == "used")
     cached = sum(b["size"] for b in doc["blocks"] if b.get("list") == "tcache")
     internal = sum(b["size"] for b in doc["blocks"] if b["state"] == "internal")
@@ -92,6 +104,9 @@ def main():
     ap.add_argument("--heapdom", required=True)
     ap.add_argument("--fixture", required=True)
     ap.add_argument("--workdir", required=True)
+    ap.add_argument("--lib")
+    ap.add_argument("--gdb-plugin")
+    ap.add_argument("--lldb-plugin")
     ap.add_argument("--only")
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
@@ -133,6 +148,55 @@ def main():
             heaptest.stop_fixture(proc)
         return check_blocks(doc, lt)
     run.case("live: the same on the running process (--pid)", case_live)
+
+    def env():
+        e = heaptest._env()
+        if a.lib:
+            e["HEAPDOM_LIB"] = os.path.abspath(a.lib)
+        return e
+
+    def debugger_json(cmd, out):
+        if os.path.exists(out):
+            os.unlink(out)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env(),
+                           stdin=subprocess.DEVNULL, errors="replace")
+        if not os.path.isfile(out) or not os.path.getsize(out):
+            raise heaptest.HarnessError("%s wrote no JSON (rc %d)\n%s%s" % (
+                cmd[0], r.returncode, r.stdout[-1500:], r.stderr[-1500:]))
+        import json
+        with open(out) as f:
+            return json.load(f)
+
+    def gdb_blocks(argv):
+        out = run.path("gdb.json")
+        return debugger_json(["gdb", "-q", "-nx", "-batch",
+                              "-ex", "source " + os.path.abspath(a.gdb_plugin),
+                              "-ex", "pipe heap-blocks --json | cat > " + out] + argv, out)
+
+    if a.gdb_plugin:
+        run.case("gdb: heap-blocks --json on the core",
+                 lambda: check_blocks(gdb_blocks([a.fixture, core]), t))
+
+        def case_gdb_live():
+            ltruth, ready = run.path("glive.truth"), run.path("glive.ready")
+            proc = heaptest.start_fixture(a.fixture, ltruth, ready)
+            try:
+                lt = parse(ltruth)
+                doc = gdb_blocks(["-p", str(proc.pid)])
+            finally:
+                heaptest.stop_fixture(proc)
+            return check_blocks(doc, lt)
+        run.case("gdb: heap-blocks --json attached to the running process", case_gdb_live)
+
+    if a.lldb_plugin:
+        def case_lldb():
+            out = run.path("lldb.json")
+            doc = debugger_json(["lldb-14", "-x", "-b",
+                                 "-o", "plugin load " + os.path.abspath(a.lldb_plugin),
+                                 "-o", "target create %s --core %s" % (a.fixture, core),
+                                 "-o", "heapdom blocks --json --output " + out], out)
+            return check_blocks(doc, t)
+        run.case("lldb: heapdom blocks --json on the core", case_lldb)
     return run.finish(remove=(".core", ".truth"))
 
 
