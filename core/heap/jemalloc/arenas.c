@@ -6,8 +6,9 @@
 
 #include "heap/jemalloc/jemalloc_internal.h"
 
+// Bounds over all arenas, so damaged lists cost no more than real ones.
 #define MAX_TCACHES 65536
-#define MAX_BASE_BLOCKS 1000000
+#define MAX_BASE_BLOCKS 65536
 
 struct hd_error *je_read_arenas(struct je_walk *w)
 {
@@ -51,14 +52,15 @@ static struct hd_error *walk_base(struct je_walk *w, uint64_t base,
 	struct hd_target *t = w->src->t;
 	uint64_t b;
 	*mapped = 0;
+	size_t *n = &w->base_blocks;
 	if (!je_read64(t, base + l->base_blocks, &b)) {
 		hd_heap_problem_add(w->h, base, "base 0x%llx is unreadable",
 				    (unsigned long long)base);
 		return NULL;
 	}
-	for (size_t n = 0; b; n++) {
+	for (; b; ++*n) {
 		uint64_t size, next;
-		if (n == MAX_BASE_BLOCKS || !je_read64(t, b, &size) ||
+		if (*n == MAX_BASE_BLOCKS || !je_read64(t, b, &size) ||
 		    !je_read64(t, b + l->base_block_next, &next) || !size ||
 		    size > (1ULL << 40)) {
 			hd_heap_problem_add(w->h, b,
@@ -191,9 +193,9 @@ struct hd_error *je_walk_tcaches(struct je_walk *w)
 			continue;
 		}
 		p = first;
-		for (size_t n = 0; p; n++) {
+		for (; p; w->tcaches++) {
 			uint64_t arena;
-			if (n == MAX_TCACHES || p % 8 ||
+			if (w->tcaches == MAX_TCACHES || p % 8 ||
 			    !je_read64(t, p + l->tslow_arena, &arena) ||
 			    arena != a->addr) {
 				hd_heap_problem_add(w->h, p,

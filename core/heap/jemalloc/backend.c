@@ -93,13 +93,17 @@ static bool add_facts(struct je_walk *w)
 		  hd_heap_fact_uint(h, HD_NO_REGION, "size_classes", w->l->nsizes) &&
 		  hd_heap_fact_uint(h, HD_NO_REGION, "small_classes", w->l->nbins) &&
 		  hd_heap_fact_uint(h, HD_NO_REGION, "page_size", 1ULL << w->l->lg_page);
-	uint64_t tb = 0, tn = 0, dirty = 0, muzzy = 0;
+	uint64_t tb = 0, tn = 0, dirty = 0, muzzy = 0, active = 0;
 	for (size_t i = 0; i < w->num_arenas && ok; i++) {
 		struct je_arena *a = &w->arenas[i];
 		tb += a->tcache_bytes;
 		tn += a->tcache_blocks;
 		dirty += a->dirty;
 		muzzy += a->muzzy;
+		// jemalloc's "active": the pages of its slabs and large extents
+		// (a large extent's with its cache-oblivious pad page).
+		uint64_t act = a->slab_bytes + a->large_extent_bytes;
+		active += act;
 		uint32_t r = a->region;
 		// The bins' own count of allocated regions (thread-cached
 		// ones included), read beside the bitmaps' count.
@@ -117,6 +121,7 @@ static bool add_facts(struct je_walk *w)
 		     hd_heap_fact_uint(h, r, "bins_curregs", curregs) &&
 		     hd_heap_fact_uint(h, r, "large_extents", a->large) &&
 		     hd_heap_fact_uint(h, r, "large_bytes", a->large_bytes) &&
+		     hd_heap_fact_uint(h, r, "active_bytes", act) &&
 		     hd_heap_fact_uint(h, r, "dirty_bytes", a->dirty) &&
 		     hd_heap_fact_uint(h, r, "muzzy_bytes", a->muzzy) &&
 		     hd_heap_fact_uint(h, r, "retained_bytes", a->retained) &&
@@ -131,6 +136,7 @@ static bool add_facts(struct je_walk *w)
 			h->regions[h->segments[i].region].num_segments++;
 	return ok && hd_heap_fact_uint(h, HD_NO_REGION, "tcache_blocks", tn) &&
 	       hd_heap_fact_uint(h, HD_NO_REGION, "tcache_bytes", tb) &&
+	       hd_heap_fact_uint(h, HD_NO_REGION, "active_bytes", active) &&
 	       hd_heap_fact_uint(h, HD_NO_REGION, "dirty_bytes", dirty) &&
 	       hd_heap_fact_uint(h, HD_NO_REGION, "muzzy_bytes", muzzy);
 }
@@ -179,7 +185,7 @@ static struct hd_error *walk(const struct hd_heap_source *src,
 		snprintf(h->version, sizeof(h->version), "%s", l->version);
 		h->info.version = h->version;
 		snprintf(h->version_source, sizeof(h->version_source),
-			 "version string %.60s in %.80s; %.100s", version, m->file,
+			 "version string %.56s in %.60s; %.118s", version, m->file,
 			 w.g.method);
 		h->info.version_source = h->version_source;
 	}

@@ -2,9 +2,14 @@
 // (free when its bitmap says so), a large extent's one block, the dirty,
 // muzzy and retained extents the arenas keep, and the segments they tile.
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "heap/jemalloc/jemalloc_internal.h"
+#include "util/sort.h"
+
+// Leaves of the rtree read at most: each maps 1 GiB of address space.
+#define JE_MAX_LEAVES 4096
 
 static uint16_t region_of(struct je_walk *w, unsigned ind, uint64_t edata)
 {
@@ -127,6 +132,7 @@ static struct hd_error *large(struct je_walk *w, const struct extent *e,
 	if (a) {
 		a->large++;
 		a->large_bytes += usize;
+		a->large_extent_bytes += e->size;
 	}
 	w->large++;
 	return add(w, e->addr, usize, HD_STATE_USED, JE_LIST_NONE, region);
@@ -243,6 +249,12 @@ static struct hd_error *walk_leaf(struct je_walk *w, uint64_t leaf,
 	return err;
 }
 
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
 struct hd_error *je_walk_extents(struct je_walk *w)
 {
 	const struct je_layout *l = w->l;
@@ -252,15 +264,49 @@ struct hd_error *je_walk_extents(struct je_walk *w)
 					      nroot * 8, &root);
 	if (err)
 		return err;
+	// Each leaf maps its own GiB: a leaf named twice is damage, and more
+	// leaves than JE_MAX_LEAVES (TiBs of heap) are not read, so a corrupt
+	// root costs no more than a real one.
+	uint64_t *leaves = malloc(nroot * sizeof(*leaves));
+	size_t nleaves = 0;
+	if (!leaves) {
+		hd_view_deinit(&root);
+		return &hd_error_no_memory;
+	}
+	for (size_t i = 0; i < nroot; i++) {
+		uint64_t leaf;
+		memcpy(&leaf, root.data + i * 8, 8);
+		if (leaf)
+			leaves[nleaves++] = leaf;
+	}
+	hd_qsort(leaves, nleaves, sizeof(*leaves), u64_cmp);
 	uint64_t next = 0;
+	size_t walked = 0;
 	for (size_t i = 0; i < nroot && !err; i++) {
 		uint64_t leaf;
 		memcpy(&leaf, root.data + i * 8, 8);
 		if (!leaf)
 			continue;
 		uint64_t leaf_base = (uint64_t)i << (l->rtree_bits1 + l->lg_page);
+		uint64_t *at = bsearch(&leaf, leaves, nleaves, sizeof(*leaves), u64_cmp);
+		bool twice = (at > leaves && at[-1] == leaf) ||
+			     (at && at + 1 < leaves + nleaves && at[1] == leaf);
+		if (leaf % 8 || twice) {
+			hd_heap_problem_add(w->h, leaf,
+					    "rtree leaf 0x%llx (pages 0x%llx-) is misaligned or named for two ranges; skipped",
+					    (unsigned long long)leaf,
+					    (unsigned long long)leaf_base);
+			continue;
+		}
+		if (walked++ == JE_MAX_LEAVES) {
+			hd_heap_problem_add(w->h, leaf,
+					    "more than %d rtree leaves; the extents of pages 0x%llx and up are not shown",
+					    JE_MAX_LEAVES, (unsigned long long)leaf_base);
+			break;
+		}
 		err = walk_leaf(w, leaf, leaf_base, &next);
 	}
+	free(leaves);
 	hd_view_deinit(&root);
 	if (!err && !flush_segment(w))
 		err = &hd_error_no_memory;

@@ -112,7 +112,8 @@ struct je_arena {
 	unsigned ind;
 	uint16_t region;
 	uint64_t base;   // its base_t
-	uint64_t slabs, large, slab_bytes, large_bytes, dirty, muzzy,
+	uint64_t slabs, large, slab_bytes, large_bytes, large_extent_bytes,
+		dirty, muzzy,
 		retained, tcaches, tcache_blocks, tcache_bytes, used_regions;
 };
 
@@ -130,6 +131,7 @@ struct je_walk {
 	struct hd_heap_segment seg;
 	bool seg_open;
 	uint64_t extents, slabs, large;
+	size_t tcaches, base_blocks; // read so far, over all arenas
 	bool missing_arena_reported;
 };
 
