@@ -16,6 +16,9 @@
 #               functions, registers and a stack (seed_unwind.py)
 #   pool        poolalloc memory images: pools, blocks, free lists
 #               (seed_pool.py)
+#   jemalloc    jemalloc 5.3.0 memory images: slabs, large and dirty
+#               extents, an arena, its base, a thread cache
+#               (seed_jemalloc.py)
 # usage: seeds.sh OUT HEAPDOM   (HEAPDOM: the fuzz build's CLI)
 set -euo pipefail
 out=$1
@@ -23,7 +26,7 @@ heapdom=$2
 src=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-mkdir -p "$out"/{core,heap,dwarf,snapshot,trace,decode,unwind,pool}
+mkdir -p "$out"/{core,heap,dwarf,snapshot,trace,decode,unwind,pool,jemalloc}
 
 for v in 2.17 2.23 2.27 2.31 2.35 2.43; do
 	python3 "$src/tests/synth/mkcore.py" --version "$v" "$tmp/glibc-$v.core" >/dev/null
@@ -90,6 +93,7 @@ gcc -g -O1 -fno-asynchronous-unwind-tables -o "$tmp/frames_fixture_df" \
 python3 "$src/tests/fuzz/seed_unwind.py" "$out/unwind" "$out/dwarf/frames_fixture_O0" \
 	"$out/dwarf/frames_fixture_O2" "$tmp/frames_fixture_df"
 python3 "$src/tests/fuzz/seed_pool.py" "$out/pool"
+python3 "$src/tests/fuzz/seed_jemalloc.py" "$out/jemalloc"
 
 # decode: 216 bytes of registers (struct hd_regs) then code.
 objcopy -O binary --only-section=.text "$out/dwarf/type_sample_v5" "$tmp/text"
