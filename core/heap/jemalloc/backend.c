@@ -94,6 +94,7 @@ static bool add_facts(struct je_walk *w)
 		  hd_heap_fact_uint(h, HD_NO_REGION, "small_classes", w->l->nbins) &&
 		  hd_heap_fact_uint(h, HD_NO_REGION, "page_size", 1ULL << w->l->lg_page);
 	uint64_t tb = 0, tn = 0, dirty = 0, muzzy = 0, active = 0;
+	uint64_t all_curregs = 0, all_used = 0;
 	for (size_t i = 0; i < w->num_arenas && ok; i++) {
 		struct je_arena *a = &w->arenas[i];
 		tb += a->tcache_bytes;
@@ -114,6 +115,8 @@ static bool add_facts(struct je_walk *w)
 					    (uint64_t)b * w->l->bin_size + w->l->bin_curregs, &v))
 				curregs += v;
 		}
+		all_curregs += curregs;
+		all_used += a->used_regions;
 		ok = hd_heap_fact_uint(h, r, "index", a->ind) &&
 		     hd_heap_fact_uint(h, r, "slabs", a->slabs) &&
 		     hd_heap_fact_uint(h, r, "slab_bytes", a->slab_bytes) &&
@@ -131,6 +134,13 @@ static bool add_facts(struct je_walk *w)
 		h->regions[r].system_bytes = a->slab_bytes + a->large_bytes +
 					     a->dirty + a->muzzy;
 	}
+	// Without statistics (--disable-stats) jemalloc neither counts its
+	// bins' regions nor lists its thread caches in the arenas: the
+	// regions the caches hold cannot be found, so the verdicts are
+	// partial, and say so.
+	if (all_used && !all_curregs)
+		hd_heap_problem_add(h, w->g.arenas,
+				    "jemalloc keeps no statistics (its bins count no allocated region): its thread caches are not listed, and the regions they hold are shown used");
 	for (size_t i = 0; i < h->num_segments; i++)
 		if (h->segments[i].region < h->num_regions)
 			h->regions[h->segments[i].region].num_segments++;
