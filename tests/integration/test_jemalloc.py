@@ -93,6 +93,9 @@ def check_blocks(doc, truth):
     used = sum(b["size"] for b in doc["blocks"] if b["state"] == "used")
     cached = sum(b["size"] for b in doc["blocks"] if b.get("list") == "tcache")
     internal = sum(b["size"] for b in doc["blocks"] if b["state"] == "internal")
+    if (al.get("facts") or {}).get("allocated_bytes") != stats["allocated"]:
+        out.append("fact allocated_bytes %r, stats.allocated %d"
+                   % ((al.get("facts") or {}).get("allocated_bytes"), stats["allocated"]))
     if used + cached + internal != stats["allocated"]:
         out.append("used %d + thread-cached %d + internal %d = %d bytes; stats.allocated %d"
                    % (used, cached, internal, used + cached + internal, stats["allocated"]))

@@ -144,7 +144,16 @@ static bool add_facts(struct je_walk *w)
 	for (size_t i = 0; i < h->num_segments; i++)
 		if (h->segments[i].region < h->num_regions)
 			h->regions[h->segments[i].region].num_segments++;
-	return ok && hd_heap_fact_uint(h, HD_NO_REGION, "tcache_blocks", tn) &&
+	// jemalloc's "allocated" (stats.allocated, redis's allocator_allocated):
+	// every region handed out of a bin or large extent, thread-cached and
+	// internal ones included.
+	uint64_t allocated = 0;
+	for (size_t i = 0; i < h->num_blocks; i++)
+		if (hd_heap_state(h, i) != HD_STATE_FREE ||
+		    hd_heap_block_list(h, i) == JE_LIST_TCACHE)
+			allocated += hd_heap_usable(h, i);
+	return ok && hd_heap_fact_uint(h, HD_NO_REGION, "allocated_bytes", allocated) &&
+	       hd_heap_fact_uint(h, HD_NO_REGION, "tcache_blocks", tn) &&
 	       hd_heap_fact_uint(h, HD_NO_REGION, "tcache_bytes", tb) &&
 	       hd_heap_fact_uint(h, HD_NO_REGION, "active_bytes", active) &&
 	       hd_heap_fact_uint(h, HD_NO_REGION, "dirty_bytes", dirty) &&
