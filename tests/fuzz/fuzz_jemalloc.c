@@ -135,11 +135,13 @@ static struct hd_error *read_mem(void *arg, uint64_t addr, void *buf, size_t len
 		return NULL;
 	}
 	if (addr >= LEAF && addr - LEAF <= LEAF_SIZE && len <= LEAF_SIZE - (addr - LEAF)) {
+		// Zeros but the entries of the image's pages.
 		uint64_t first = LEAF + 8 * (IMAGE >> 12);
-		for (size_t i = 0; i < len; i++) {
-			uint64_t a = addr + i;
-			out[i] = a >= first && a < first + ENTRIES ? m->entries[a - first] : 0;
-		}
+		uint64_t lo = addr > first ? addr : first;
+		uint64_t hi = addr + len < first + ENTRIES ? addr + len : first + ENTRIES;
+		memset(out, 0, len);
+		if (lo < hi)
+			memcpy(out + (lo - addr), m->entries + (lo - first), hi - lo);
 		return NULL;
 	}
 	if (addr >= IMAGE && addr - IMAGE <= m->mapped && len <= m->mapped - (addr - IMAGE)) {
