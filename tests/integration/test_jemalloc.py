@@ -19,7 +19,8 @@ jemalloc_fixture records (a program linked with -ljemalloc, two threads).
   live     the same blocks, states and oracle on the running process (--pid)
   gdb      the gdb front-end (heap-blocks --json) on the core and attached
            to the running process: the same checks
-  lldb     the lldb front-end (heapdom blocks --json) on the core
+  lldb     the lldb front-end (heapdom blocks --json) on the core and
+           attached to the running process
 """
 import argparse
 import bisect
@@ -192,14 +193,25 @@ def main():
         run.case("gdb: heap-blocks --json attached to the running process", case_gdb_live)
 
     if a.lldb_plugin:
-        def case_lldb():
+        def lldb_blocks(target):
             out = run.path("lldb.json")
-            doc = debugger_json(["lldb-14", "-x", "-b",
-                                 "-o", "plugin load " + os.path.abspath(a.lldb_plugin),
-                                 "-o", "target create %s --core %s" % (a.fixture, core),
-                                 "-o", "heapdom blocks --json --output " + out], out)
-            return check_blocks(doc, t)
-        run.case("lldb: heapdom blocks --json on the core", case_lldb)
+            return debugger_json(["lldb-14", "-x", "-b",
+                                  "-o", "plugin load " + os.path.abspath(a.lldb_plugin)]
+                                 + target + ["-o", "heapdom blocks --json --output " + out], out)
+
+        run.case("lldb: heapdom blocks --json on the core", lambda: check_blocks(
+            lldb_blocks(["-o", "target create %s --core %s" % (a.fixture, core)]), t))
+
+        def case_lldb_live():
+            ltruth, ready = run.path("llive.truth"), run.path("llive.ready")
+            proc = heaptest.start_fixture(a.fixture, ltruth, ready)
+            try:
+                lt = parse(ltruth)
+                doc = lldb_blocks(["-p", str(proc.pid)])
+            finally:
+                heaptest.stop_fixture(proc)
+            return check_blocks(doc, lt)
+        run.case("lldb: heapdom blocks --json attached to the running process", case_lldb_live)
     return run.finish(remove=(".core", ".truth"))
 
 
