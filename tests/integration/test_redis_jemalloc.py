@@ -8,6 +8,8 @@ libjemalloc.so.2, loaded with a known number of keys and cored with gdb.
               allocator_allocated (jemalloc's stats.allocated, taken just
               before the core; it also counts thread-cached regions and
               jemalloc's internal allocations)
+  live        heapdom stats --pid on the running server: jemalloc, complete,
+              used bytes within 2% of allocator_allocated
   dominators  the db's dictionary is found: an accumulation point that is a
               block the size of the dict's bucket table (8 bytes per
               bucket, a power of two >= the keys), retaining at least three
@@ -132,6 +134,7 @@ def main():
                                timeout=300, env=heaptest._env())
             if not os.path.isfile(core):
                 raise heaptest.HarnessError("gdb made no core (rc %d): %s" % (r.returncode, r.stderr[-1500:]))
+            state["live"] = heaptest.heapdom_json(a.heapdom, ["stats", "--pid", str(proc.pid), "--json"])
             sock.close()
         finally:
             proc.kill()
@@ -164,6 +167,19 @@ def main():
             return ["used %d bytes, INFO allocator_allocated %d: more than 2%% apart" % (used, want)]
         return []
     run.case("allocated: used bytes within 2% of INFO's allocator_allocated", case_allocated)
+
+    def case_live():
+        doc = state["live"]
+        al = doc.get("allocator") or {}
+        used, want = doc["totals"]["used"]["bytes"], int(info["allocator_allocated"])
+        out = []
+        if al.get("name") != "jemalloc" or doc.get("partial") or doc.get("problems"):
+            out.append("allocator %r partial %r problems %r" % (al.get("name"), doc.get("partial"),
+                                                                (doc.get("problems") or [])[:3]))
+        if abs(used - want) > 0.02 * want:
+            out.append("live: used %d bytes, allocator_allocated %d" % (used, want))
+        return out
+    run.case("live: heapdom stats --pid on the running server", case_live)
 
     def case_dominators():
         doc = heaptest.heapdom_json(a.heapdom, ["dominators", core, "--json"])
