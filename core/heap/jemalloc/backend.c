@@ -188,6 +188,18 @@ static struct hd_error *walk(const struct hd_heap_source *src,
 				       hd_target_name(src->t), version, evidence);
 	struct je_walk w = {.src = src, .h = h, .l = l};
 	struct hd_error *err = je_locate(src, m, l, &w.g);
+	if (err && je_never_initialised(src->t, m)) {
+		hd_error_destroy(err);
+		h->info.no_allocation_yet = true;
+		snprintf(h->empty_reason, sizeof(h->empty_reason),
+			 "jemalloc %s (%s) is not initialised yet: nothing was allocated",
+			 l->version, evidence);
+		h->info.empty_reason = h->empty_reason;
+		snprintf(h->version, sizeof(h->version), "%s", l->version);
+		h->info.version = h->version;
+		h->info.method = "code";
+		return NULL;
+	}
 	if (!err)
 		err = je_read_arenas(&w);
 	if (!err)

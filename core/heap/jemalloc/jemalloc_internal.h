@@ -101,6 +101,9 @@ struct hd_error *je_locate(const struct hd_heap_source *src,
 			   const struct hd_module *m,
 			   const struct je_layout *l, struct je_globals *ret);
 
+// True if the module's .bss is all zeros: jemalloc never initialised.
+bool je_never_initialised(struct hd_target *t, const struct hd_module *m);
+
 // True if the word at emap looks like jemalloc's emap: a base of index 0,
 // and a root whose first leaf maps a page to a descriptor of that page.
 bool je_emap_shape(struct hd_target *t, const struct je_layout *l,

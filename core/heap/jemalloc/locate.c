@@ -364,3 +364,33 @@ struct hd_error *je_locate(const struct hd_heap_source *src,
 }
 
 
+
+// jemalloc never initialised (nothing allocated yet): its library's .bss,
+// where every global it writes lives, is still all zeros.
+bool je_never_initialised(struct hd_target *t, const struct hd_module *m)
+{
+	struct hd_elf_section *secs;
+	size_t nsecs;
+	if (!m->file || hd_elf_sections(m->file, &secs, &nsecs))
+		return false;
+	bool zero = false;
+	for (size_t i = 0; i < nsecs; i++) {
+		if (strcmp(secs[i].name, ".bss") != 0 || !secs[i].size ||
+		    secs[i].size > (64u << 20))
+			continue;
+		struct hd_view v;
+		struct hd_error *err = hd_target_view(t, secs[i].addr + m->bias,
+						      secs[i].size, &v);
+		if (err) {
+			hd_error_destroy(err);
+			break;
+		}
+		zero = true;
+		for (size_t k = 0; k < v.len && zero; k++)
+			zero = !v.data[k];
+		hd_view_deinit(&v);
+		break;
+	}
+	hd_elf_free_sections(secs, nsecs);
+	return zero;
+}
