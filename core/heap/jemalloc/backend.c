@@ -152,7 +152,12 @@ static bool add_facts(struct je_walk *w)
 		if (hd_heap_state(h, i) != HD_STATE_FREE ||
 		    hd_heap_block_list(h, i) == JE_LIST_TCACHE)
 			allocated += hd_heap_usable(h, i);
+	// Fragmentation in jemalloc's sense: active pages not allocated (free
+	// slab regions, large extents' pad pages); redis shows active /
+	// allocated as allocator_frag_ratio.
 	return ok && hd_heap_fact_uint(h, HD_NO_REGION, "allocated_bytes", allocated) &&
+	       hd_heap_fact_uint(h, HD_NO_REGION, "fragmentation_bytes",
+				 active > allocated ? active - allocated : 0) &&
 	       hd_heap_fact_uint(h, HD_NO_REGION, "tcache_blocks", tn) &&
 	       hd_heap_fact_uint(h, HD_NO_REGION, "tcache_bytes", tb) &&
 	       hd_heap_fact_uint(h, HD_NO_REGION, "active_bytes", active) &&
