@@ -7,7 +7,9 @@ libjemalloc.so.2, loaded with a known number of keys and cored with gdb.
   allocated   heapdom's used bytes are within 2% of redis's own INFO memory
               allocator_allocated (jemalloc's stats.allocated, taken just
               before the core; it also counts thread-cached regions and
-              jemalloc's internal allocations)
+              jemalloc's internal allocations); the facts allocated_bytes and
+              active_bytes within 2% of allocator_allocated and
+              allocator_active
   live        heapdom stats --pid on the running server: jemalloc, complete,
               used bytes within 2% of allocator_allocated
   dominators  the db's dictionary is found: an accumulation point that is a
@@ -163,9 +165,16 @@ def main():
         want = int(info["allocator_allocated"])
         print("    used %d bytes in %d blocks; allocator_allocated %d (%.2f%%)"
               % (used, doc["totals"]["used"]["blocks"], want, 100.0 * (want - used) / want))
+        out = []
         if abs(used - want) > 0.02 * want:
-            return ["used %d bytes, INFO allocator_allocated %d: more than 2%% apart" % (used, want)]
-        return []
+            out.append("used %d bytes, INFO allocator_allocated %d: more than 2%% apart" % (used, want))
+        facts = (doc.get("allocator") or {}).get("facts") or {}
+        for fact, key in (("allocated_bytes", "allocator_allocated"), ("active_bytes", "allocator_active")):
+            got, ref = facts.get(fact), int(info[key])
+            print("    fact %s %r, INFO %s %d" % (fact, got, key, ref))
+            if got is None or abs(got - ref) > 0.02 * ref:
+                out.append("fact %s %r, INFO %s %d: more than 2%% apart" % (fact, got, key, ref))
+        return out
     run.case("allocated: used bytes within 2% of INFO's allocator_allocated", case_allocated)
 
     def case_live():
