@@ -11,7 +11,9 @@ jemalloc_fixture records (a program linked with -ljemalloc, two threads).
   tcache   both threads' caches are read: blocks on list "tcache", and the
            bytes heapdom shows used + thread-cached + internal equal
            mallctl("stats.allocated") exactly (jemalloc counts cached
-           regions and its internal allocations as allocated)
+           regions and its internal allocations as allocated); the facts
+           allocated_bytes and active_bytes equal stats.allocated and
+           stats.active
   leaks    the leaked blocks are exactly the ones the program dropped
   bins     per arena, the slab regions heapdom finds allocated in the
            bitmaps equal the arena's bins' own count (bin stats curregs,
@@ -97,6 +99,9 @@ def check_blocks(doc, truth):
     if (al.get("facts") or {}).get("allocated_bytes") != stats["allocated"]:
         out.append("fact allocated_bytes %r, stats.allocated %d"
                    % ((al.get("facts") or {}).get("allocated_bytes"), stats["allocated"]))
+    if "active" in stats and (al.get("facts") or {}).get("active_bytes") != stats["active"]:
+        out.append("fact active_bytes %r, stats.active %d"
+                   % ((al.get("facts") or {}).get("active_bytes"), stats["active"]))
     if used + cached + internal != stats["allocated"]:
         out.append("used %d + thread-cached %d + internal %d = %d bytes; stats.allocated %d"
                    % (used, cached, internal, used + cached + internal, stats["allocated"]))
