@@ -1,4 +1,4 @@
-// Allocators heapdom does not walk (jemalloc, tcmalloc; mimalloc and
+// Allocators heapdom does not walk (tcmalloc; jemalloc, mimalloc and
 // musl's malloc have backends): recognised from the modules a process loaded and, for a
 // statically linked allocator, from the executable's symbols, so a report
 // names the allocator instead of showing an empty glibc heap.
@@ -17,9 +17,6 @@ struct signature {
 };
 
 static const struct signature signatures[] = {
-	{"jemalloc", {"libjemalloc.so"},
-	 {"je_malloc", "je_mallocx", "mallocx", "je_malloc_stats_print",
-	  "malloc_stats_print"}},
 	{"tcmalloc", {"libtcmalloc.so", "libtcmalloc_minimal",
 		      "libtcmalloc_and_profiler", "libtcmalloc_debug"},
 	 {"tc_malloc", "TCMallocInternalMalloc", "tc_malloc_size"}},

@@ -15,6 +15,7 @@
 // order of allocators holding equal bytes (the primary is the first).
 #define HD_HEAP_BACKENDS(X) \
 	X(poolalloc) \
+	X(jemalloc) \
 	X(mimalloc) \
 	X(musl) \
 	X(glibc)
