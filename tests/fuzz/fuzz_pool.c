@@ -224,6 +224,17 @@ static void fuzz_merge(struct hd_session *s, const uint8_t *data, size_t size)
 	hd_heap_destroy(h);
 }
 
+struct input {
+	const uint8_t *data;
+	size_t size;
+};
+
+static void merge_after(struct hd_session *s, void *arg)
+{
+	const struct input *in = arg;
+	fuzz_merge(s, in->data, in->size);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (!module_path[0])
@@ -242,46 +253,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		hd_error_destroy(err);
 		return 0;
 	}
-	struct hd_session_options so = {.debug = {.debug_dir = hd_fuzz_empty_dir()},
-					.untyped = true};
-	struct hd_session *s;
-	err = hd_session_create(t, &so, &s);
-	if (err) {
-		hd_error_destroy(err);
-		hd_target_destroy(t);
-		return 0;
-	}
-	const struct hd_heap *h;
-	err = hd_session_heap(s, &h);
-	if (!err) {
-		size_t n = hd_heap_num_blocks(h);
-		for (size_t i = 0; i < n; i++) {
-			struct hd_block b;
-			hd_heap_block(h, i, &b);
-			hd_heap_find(h, b.addr);
-		}
-		for (size_t i = 0; i < hd_heap_num_problems(h); i++)
-			(void)hd_heap_problem(h, i);
-		const struct hd_dom *d;
-		err = hd_session_dom_view(s, HD_DOM_RANKED, &d);
-		if (!err) {
-			struct hd_render_options ro = {.format = HD_FORMAT_JSON,
-						       .state_filter = -1,
-						       .partial = true};
-			hd_error_destroy(hd_render_stats(hd_fuzz_sink(), s, &ro));
-			hd_error_destroy(hd_render_dominators(hd_fuzz_sink(), s, &ro));
-			hd_error_destroy(hd_render_leaks(hd_fuzz_sink(), s, &ro));
-		}
-		fuzz_merge(s, data + 8, size - 8);
-	}
-	if (getenv("HD_FUZZ_VERBOSE")) {
-		if (err)
-			fprintf(stderr, "error: %s\n", err->message);
-		else
-			fprintf(stderr, "%zu blocks, %zu problems\n", hd_heap_num_blocks(h),
-				hd_heap_num_problems(h));
-	}
-	hd_error_destroy(err);
-	hd_session_destroy(s);
+	struct input in = {data + 8, size - 8};
+	hd_fuzz_analyse(t, false, merge_after, &in);
 	return 0;
 }

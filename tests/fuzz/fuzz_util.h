@@ -83,4 +83,75 @@ static inline void hd_fuzz_report(struct hd_error *err)
 	hd_error_destroy(err);
 }
 
+// The analysis `heapdom dominators` makes, over target t (taken: on
+// success the session owns it, on failure it is destroyed): a session
+// without debug files (hd_fuzz_empty_dir), untyped — the types have a
+// harness of their own (fuzz_dwarf); every block found again by its
+// address; the problems read; the ranked dominators (and the plain ones
+// with both_views); the stats, dominators and leaks reports. Then
+// after(s, arg), when the heap was walked, for a harness's own checks.
+// HD_FUZZ_VERBOSE prints the allocator, the counts and the first problem
+// (=2: every block too), to see where the inputs stop.
+static inline void hd_fuzz_analyse(struct hd_target *t, bool both_views,
+				   void (*after)(struct hd_session *s, void *arg),
+				   void *arg)
+{
+	struct hd_session_options so = {.debug = {.debug_dir = hd_fuzz_empty_dir()},
+					.untyped = true};
+	struct hd_session *s;
+	struct hd_error *err = hd_session_create(t, &so, &s);
+	if (err) {
+		// A session not made leaves the target to its caller.
+		hd_error_destroy(err);
+		hd_target_destroy(t);
+		return;
+	}
+	const struct hd_heap *h;
+	err = hd_session_heap(s, &h);
+	if (!err) {
+		size_t n = hd_heap_num_blocks(h);
+		for (size_t i = 0; i < n; i++) {
+			struct hd_block b;
+			hd_heap_block(h, i, &b);
+			hd_heap_find(h, b.addr);
+		}
+		for (size_t i = 0; i < hd_heap_num_problems(h); i++)
+			(void)hd_heap_problem(h, i);
+		const struct hd_dom *d;
+		err = hd_session_dom_view(s, HD_DOM_RANKED, &d);
+		if (!err) {
+			if (both_views)
+				hd_error_destroy(hd_session_dom_view(s, HD_DOM_PLAIN, &d));
+			struct hd_render_options ro = {.format = HD_FORMAT_JSON,
+						       .state_filter = -1,
+						       .partial = true};
+			hd_error_destroy(hd_render_stats(hd_fuzz_sink(), s, &ro));
+			hd_error_destroy(hd_render_dominators(hd_fuzz_sink(), s, &ro));
+			hd_error_destroy(hd_render_leaks(hd_fuzz_sink(), s, &ro));
+		}
+		if (after)
+			after(s, arg);
+	}
+	const char *verbose = getenv("HD_FUZZ_VERBOSE");
+	if (verbose && err) {
+		fprintf(stderr, "error: %s\n", err->message);
+	} else if (verbose) {
+		struct hd_heap_info info;
+		hd_heap_get_info(h, &info);
+		size_t np = hd_heap_num_problems(h);
+		fprintf(stderr, "%s: %zu blocks, %zu problems%s%s\n", info.allocator,
+			hd_heap_num_blocks(h), np, np ? ": " : "",
+			np ? hd_heap_problem(h, 0)->message : "");
+		for (size_t i = 0; verbose[0] == '2' && i < hd_heap_num_blocks(h); i++) {
+			struct hd_block b;
+			hd_heap_block(h, i, &b);
+			fprintf(stderr, "  block 0x%llx %s %llu\n", (unsigned long long)b.addr,
+				b.list_name ? b.list_name : hd_block_state_name(b.state),
+				(unsigned long long)b.usable);
+		}
+	}
+	hd_error_destroy(err);
+	hd_session_destroy(s);
+}
+
 #endif
