@@ -601,6 +601,35 @@ static bool parse_maps_line(char *line, struct hd_mapping *m)
 	return true;
 }
 
+// A process with no mappings is a kernel thread (PF_KTHREAD in the flags
+// of /proc/PID/stat) or one whose memory is already gone: killed or
+// exiting while heapdom reads it (the kernel empties maps before the
+// process becomes a zombie), which the user must be told as such.
+static struct hd_error *no_mappings_error(int pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	unsigned long flags = 0;
+	FILE *f = fopen(path, "re");
+	if (f) {
+		size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+		buf[n] = '\0';
+		fclose(f);
+		// Fields after the command's closing parenthesis: state, ppid,
+		// pgrp, session, tty_nr, tpgid, flags.
+		const char *p = strrchr(buf, ')');
+		if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) != 1)
+			flags = 0;
+	}
+	if (flags & 0x00200000ul) // PF_KTHREAD
+		return hd_error_create(HD_ERROR_NOT_FOUND,
+				       "process %d is a kernel thread: it has no memory of its own to analyse",
+				       pid);
+	return hd_error_create(HD_ERROR_NOT_FOUND,
+			       "process %d exited (or was killed) during the analysis: its memory is gone",
+			       pid);
+}
+
 static struct hd_error *read_mappings(struct hd_target *t)
 {
 	struct live_target *lt = t->impl;
@@ -627,9 +656,7 @@ static struct hd_error *read_mappings(struct hd_target *t)
 	free(line);
 	fclose(f);
 	if (!err && !t->num_mappings)
-		err = hd_error_create(HD_ERROR_NOT_FOUND,
-			"process %d has no memory mappings (a kernel thread, or it is exiting)",
-			lt->pid);
+		err = no_mappings_error(lt->pid);
 	return err;
 }
 
