@@ -380,6 +380,18 @@ static struct hd_error *wait_stop(struct live_target *lt,
 					   "waiting for thread %d of process %d to stop",
 					   th->tid, lt->pid);
 		}
+		// A thread killed or exiting as it was seized never stops: a
+		// zombie (Z) or dead (X) one is gone, not late. Checked once
+		// the first polls have passed, when waiting gets slower.
+		if (delay_ns >= 1280000) {
+			char st = thread_state(lt->pid, th->tid);
+			if (st == 'Z' || st == 'X' || st == 0) {
+				th->state = LIVE_GONE;
+				registry_release(th->slot);
+				th->slot = -1;
+				return NULL;
+			}
+		}
 		if (now_ms() >= deadline) {
 			char state = thread_state(lt->pid, th->tid);
 			struct hd_error *err = hd_error_create(HD_ERROR_OS,
