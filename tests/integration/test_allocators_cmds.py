@@ -11,7 +11,8 @@ diff, graph --format dot, and check what must hold:
   stats    per allocator, the held-but-unused figure is the held bytes less
            its used bytes, its parts (free, internal, other) add up, the
            held bytes cover its regions' system bytes; jemalloc's held
-           bytes are its own statistics' active + dirty + muzzy pages
+           bytes are its own statistics' active + dirty + muzzy pages;
+           mimalloc's other bytes hold its free spans and unextended pages
   leaks    typed and --untyped leak sets are equal, and equal the blocks the
            fixture recorded as dropped (where it records verdicts)
   dominators  the top-level holders partition the used heap (ranked and
@@ -151,6 +152,13 @@ def check_stats(doc, fx):
                 out.append("jemalloc: held %d, its arenas' active + dirty + muzzy %d" % (held, want))
             if held - used - frag["free"] - frag["internal"] != frag["other"]:
                 out.append("jemalloc: other %r" % frag)
+        if name == "mimalloc":
+            # Its segments' free spans and its pages' unextended tails
+            # (mimalloc's own counts, as facts) are held and in no block.
+            f = al["facts"]
+            if frag["other"] < f["free_span_bytes"] + f["unextended_bytes"]:
+                out.append("mimalloc: other %d < free spans %d + unextended %d"
+                           % (frag["other"], f["free_span_bytes"], f["unextended_bytes"]))
     return out
 
 
