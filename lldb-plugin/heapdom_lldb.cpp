@@ -131,8 +131,12 @@ void describe_address_space(hd_target *t, lldb::SBTarget &target,
 		}
 		if (!have_bias || lo >= hi)
 			continue;
+		// The file itself, as the kernel names it in a core's NT_FILE
+		// and /proc/PID/maps (the CLI's name): lldb gives the loader's
+		// name, often a symlink (libmimalloc.so.2 -> .so.2.0).
+		char real[4096];
 		hd_module m = {};
-		m.name = path;
+		m.name = realpath(path, real) ? real : path;
 		m.bias = bias;
 		m.start = lo;
 		m.end = hi;

@@ -131,8 +131,10 @@ static bool add_facts(struct je_walk *w)
 		     hd_heap_fact_uint(h, r, "tcaches", a->tcaches) &&
 		     hd_heap_fact_uint(h, r, "tcache_blocks", a->tcache_blocks) &&
 		     hd_heap_fact_uint(h, r, "tcache_bytes", a->tcache_bytes);
-		h->regions[r].system_bytes = a->slab_bytes + a->large_bytes +
-					     a->dirty + a->muzzy;
+		// Its pages: active ones (large extents with their pad page, so
+		// the held-but-unused figure of `stats` counts the pads) and
+		// the dirty and muzzy ones it keeps; retained ones are given back.
+		h->regions[r].system_bytes = act + a->dirty + a->muzzy;
 	}
 	// Without statistics (--disable-stats) jemalloc neither counts its
 	// bins' regions nor lists its thread caches in the arenas: the
