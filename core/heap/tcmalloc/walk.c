@@ -351,6 +351,7 @@ static struct hd_error *walk_thread_caches(struct tc_walker *w)
 			break;
 		}
 		w->caches++;
+		uint64_t before = w->bytes[TC_LIST_THREAD];
 		if (!hd_heap_add_metadata(w->h, tc, tc + TC_TC_SIZE,
 					  "tcmalloc ThreadCache", HD_NO_REGION))
 			return &hd_error_no_memory;
@@ -369,6 +370,14 @@ static struct hd_error *walk_thread_caches(struct tc_walker *w)
 						    (unsigned long long)tc, sc, len,
 						    (unsigned long long)n);
 		}
+		// The cache's own count of the bytes its lists hold.
+		int32_t size;
+		memcpy(&size, buf + TC_TC_BYTES, 4);
+		if ((uint64_t)(int64_t)size != w->bytes[TC_LIST_THREAD] - before)
+			hd_heap_problem_add(w->h, tc + TC_TC_BYTES,
+					    "tcmalloc thread cache at 0x%llx counts %d bytes on its lists; they hold %llu",
+					    (unsigned long long)tc, size,
+					    (unsigned long long)(w->bytes[TC_LIST_THREAD] - before));
 		memcpy(&tc, buf + TC_TC_NEXT, 8);
 	}
 	return NULL;
