@@ -35,6 +35,7 @@ struct tc_walker {
 	uint64_t large, free_spans, returned_spans, leaves, caches;
 	uint64_t bytes[TC_LIST_COUNT]; // free bytes by list
 	uint64_t overhead;             // tails of small spans (central's)
+	uint64_t sampled, sampled_tail; // sampled spans, bytes past their block
 	uint64_t listed[TC_LIST_COUNT];
 };
 
@@ -69,6 +70,16 @@ static bool seg_add(struct tc_walker *w, uint64_t start, uint64_t end)
 	w->seg_open = true;
 	w->h->regions[w->heap_region].num_segments++;
 	return true;
+}
+
+// What tcmalloc gives for a request of n bytes: the smallest class that
+// holds it, or whole pages past the largest class.
+static uint64_t nallocx(const struct tc_globals *g, uint64_t n)
+{
+	for (unsigned c = 1; c < g->num_classes; c++)
+		if (g->size[c] >= n)
+			return g->size[c];
+	return (n + (1u << TC_PAGE_SHIFT) - 1) & ~((1ull << TC_PAGE_SHIFT) - 1);
 }
 
 // One span whose first page is key (read at addr).
@@ -109,7 +120,27 @@ static struct hd_error *span(struct tc_walker *w, uint64_t addr,
 	}
 	if (sc == 0) {
 		w->large++;
-		if (!hd_heap_add(h, base, bytes, HD_STATE_USED, TC_LIST_NONE,
+		uint64_t usable = bytes;
+		// A sampled allocation (the heap profiler's, libtcmalloc's
+		// TCMALLOC_SAMPLE_PARAMETER) has a span of its own whose
+		// objects word points to its StackTrace, whose first word is
+		// the size asked; malloc_usable_size says that size rounded
+		// as an unsampled request would be (tc_nallocx).
+		if ((bits >> 26) & 1) {
+			uint64_t asked;
+			w->sampled++;
+			if (!tc_read64(w->t, s[4], &asked) ||
+			    (usable = nallocx(w->g, asked)) > bytes) {
+				hd_heap_problem_add(h, addr,
+						    "tcmalloc sampled span at 0x%llx: its stack trace at 0x%llx is unreadable or asks more than the span's %llu bytes; the whole span is shown as the block",
+						    (unsigned long long)addr,
+						    (unsigned long long)s[4],
+						    (unsigned long long)bytes);
+				usable = bytes;
+			}
+			w->sampled_tail += bytes - usable;
+		}
+		if (!hd_heap_add(h, base, usable, HD_STATE_USED, TC_LIST_NONE,
 				 w->heap_region, 0))
 			return &hd_error_no_memory;
 		return NULL;
@@ -387,7 +418,8 @@ static bool facts(struct tc_walker *w)
 {
 	struct hd_heap *h = w->h;
 	const struct tc_globals *g = w->g;
-	uint64_t used = 0;
+	// tcmalloc counts a sampled span's pages past its block allocated.
+	uint64_t used = w->sampled_tail;
 	for (size_t i = 0; i < h->num_blocks; i++)
 		if (hd_heap_state(h, i) == HD_STATE_USED)
 			used += hd_heap_extent(h, i);
@@ -419,6 +451,8 @@ static bool facts(struct tc_walker *w)
 	       hd_heap_fact_uint(h, HD_NO_REGION, "pageheap_unmapped_bytes",
 				 w->bytes[TC_LIST_RETURNED]) &&
 	       hd_heap_fact_uint(h, HD_NO_REGION, "span_tail_bytes", w->overhead) &&
+	       hd_heap_fact_uint(h, HD_NO_REGION, "sampled_spans", w->sampled) &&
+	       hd_heap_fact_uint(h, HD_NO_REGION, "sampled_tail_bytes", w->sampled_tail) &&
 	       // The page heap's own counters (PageHeap::Stats).
 	       hd_heap_fact_uint(h, HD_NO_REGION, "pageheap_system_bytes", stats[0]) &&
 	       hd_heap_fact_uint(h, HD_NO_REGION, "pageheap_stats_free_bytes", stats[1]) &&
