@@ -45,6 +45,8 @@ def image(loop=False, badclass=False, inited=True):
         struct.pack_into("<QQQQ", dummies, 48 * k, 0, 0, a, a)
     rec(out, 0, PH_FREE, dummies)
     rec(out, 0, PH_ROOT, struct.pack("<Q", IMAGE + LEAF))
+    # stats_: system bytes (the seven pages of the spans below), free bytes.
+    rec(out, 0, PH_FREE + 256 * 48, struct.pack("<QQ", 7 << 13, 2 << 13))
     central = bytearray(4 * CFL)
     for i in range(4):
         c = BSS + CENTRAL + CFL * i

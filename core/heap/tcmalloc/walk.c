@@ -426,6 +426,13 @@ static bool facts(struct tc_walker *w)
 	uint64_t stats[4] = {0};
 	struct hd_error *err = hd_target_read(w->t, g->pageheap + TC_PH_STATS,
 					      stats, sizeof(stats));
+	// Every byte the page heap got from the system is in a span the
+	// page map names: a difference means spans this walk did not see.
+	if (!err && stats[0] != h->regions[w->heap_region].system_bytes)
+		hd_heap_problem_add(h, g->pageheap + TC_PH_STATS,
+				    "tcmalloc's page heap counts %llu bytes from the system; the spans its page map names hold %llu",
+				    (unsigned long long)stats[0],
+				    (unsigned long long)h->regions[w->heap_region].system_bytes);
 	hd_error_destroy(err);
 	return hd_heap_fact_addr(h, HD_NO_REGION, "pageheap", g->pageheap) &&
 	       hd_heap_fact_addr(h, HD_NO_REGION, "central_cache", g->central) &&
