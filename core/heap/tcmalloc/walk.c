@@ -82,6 +82,17 @@ static uint64_t nallocx(const struct tc_globals *g, uint64_t n)
 	return (n + (1u << TC_PAGE_SHIFT) - 1) & ~((1ull << TC_PAGE_SHIFT) - 1);
 }
 
+// The page map's entry for page p (0 if none or unreadable).
+static uint64_t pagemap_get(struct tc_walker *w, uint64_t p)
+{
+	uint64_t leaf, v;
+	if (p >> TC_LEAF_BITS >= TC_ROOT_LEN ||
+	    !tc_read64(w->t, w->g->pageheap + TC_PH_ROOT + 8 * (p >> TC_LEAF_BITS), &leaf) ||
+	    !leaf || !tc_read64(w->t, leaf + 8 * (p & (TC_LEAF_LEN - 1)), &v))
+		return 0;
+	return v;
+}
+
 // One span whose first page is key (read at addr).
 static struct hd_error *span(struct tc_walker *w, uint64_t addr,
 			     const uint64_t *s, uint64_t *next_key)
@@ -97,6 +108,17 @@ static struct hd_error *span(struct tc_walker *w, uint64_t addr,
 				    "tcmalloc span at 0x%llx (page 0x%llx) has length %llu and location %u: damaged, its pages are skipped",
 				    (unsigned long long)addr, (unsigned long long)start,
 				    (unsigned long long)len, loc);
+		return NULL;
+	}
+	// Its last page maps to it too (in use: every page; free: the
+	// first and last): else its length is damaged, and jumping over it
+	// would hide the spans it claims.
+	if (len > 1 && pagemap_get(w, start + len - 1) != addr) {
+		hd_heap_problem_add(h, addr,
+				    "tcmalloc span at 0x%llx (page 0x%llx) says %llu pages, but the page map does not name it for its last page: damaged, skipped",
+				    (unsigned long long)addr, (unsigned long long)start,
+				    (unsigned long long)len);
+		*next_key = start + 1;
 		return NULL;
 	}
 	uint64_t base = start << TC_PAGE_SHIFT, bytes = len << TC_PAGE_SHIFT;
