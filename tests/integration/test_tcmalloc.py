@@ -19,7 +19,9 @@ the truth tcmalloc_fixture records (a program linked with
            span_tail_bytes; tcmalloc counts them there),
            tcmalloc.pageheap_free_bytes = bytes on "page heap",
            tcmalloc.pageheap_unmapped_bytes = bytes on "returned"
-  leaks    the leaked blocks are exactly the ones the program dropped
+  leaks    the leaked blocks are exactly the ones the program dropped,
+           and the one block gperftools leaks itself (a default
+           MallocExtension whose only pointer Register() overwrites)
   live     the same on the running process (--pid)
   gdb      the gdb front-end (heap-blocks --json) on the core and attached
            to the running process: the same checks
