@@ -1,7 +1,9 @@
-// Allocators heapdom does not walk (tcmalloc; jemalloc, mimalloc and
-// musl's malloc have backends): recognised from the modules a process loaded and, for a
-// statically linked allocator, from the executable's symbols, so a report
-// names the allocator instead of showing an empty glibc heap.
+// Allocators heapdom does not walk: a tcmalloc linked into the executable
+// (the tcmalloc backend walks gperftools' shared libraries; jemalloc,
+// mimalloc and musl's malloc have backends), recognised from the modules a
+// process loaded and, for a statically linked allocator, from the
+// executable's symbols, so a report names the allocator instead of
+// showing an empty glibc heap.
 #include <stdio.h>
 #include <string.h>
 
@@ -17,8 +19,10 @@ struct signature {
 };
 
 static const struct signature signatures[] = {
-	{"tcmalloc", {"libtcmalloc.so", "libtcmalloc_minimal",
-		      "libtcmalloc_and_profiler", "libtcmalloc_debug"},
+	// gperftools' shared libraries have a backend (core/heap/tcmalloc/);
+	// a copy linked into the executable (or Google's newer tcmalloc,
+	// TCMallocInternalMalloc) does not.
+	{"tcmalloc", {NULL},
 	 {"tc_malloc", "TCMallocInternalMalloc", "tc_malloc_size"}},
 	// musl's malloc has a backend (core/heap/musl/), which also names
 	// the bump allocator of static programs that never free.

@@ -18,6 +18,7 @@
 	X(jemalloc) \
 	X(mimalloc) \
 	X(musl) \
+	X(tcmalloc) \
 	X(glibc)
 
 #define DECLARE(name) extern const struct hd_heap_backend hd_heap_backend_##name;

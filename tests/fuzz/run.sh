@@ -22,7 +22,7 @@ while [ $# -gt 1 ]; do
 	esac
 done
 seconds=${1:?usage: tests/fuzz/run.sh [--results FILE] [--only NAMES] SECONDS}
-targets="core heap dwarf snapshot trace decode unwind pool mimalloc musl jemalloc"
+targets="core heap dwarf snapshot trace decode unwind pool mimalloc musl jemalloc tcmalloc"
 [ -n "$only" ] && targets=${only//,/ }
 bd=build-fuzz
 

@@ -24,6 +24,10 @@
 #   jemalloc    jemalloc 5.3.0 memory images: slabs, large and dirty
 #               extents, an arena, its base, a thread cache
 #               (seed_jemalloc.py)
+#   tcmalloc    gperftools 2.10 memory images: page heap and page map,
+#               central free lists with a transfer cache slot, size map,
+#               small, large and free spans, a thread cache
+#               (seed_tcmalloc.py)
 # usage: seeds.sh OUT HEAPDOM   (HEAPDOM: the fuzz build's CLI)
 set -euo pipefail
 out=$1
@@ -31,7 +35,7 @@ heapdom=$2
 src=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-mkdir -p "$out"/{core,heap,dwarf,snapshot,trace,decode,unwind,pool,mimalloc,musl,jemalloc}
+mkdir -p "$out"/{core,heap,dwarf,snapshot,trace,decode,unwind,pool,mimalloc,musl,jemalloc,tcmalloc}
 
 for v in 2.17 2.23 2.27 2.31 2.35 2.43; do
 	python3 "$src/tests/synth/mkcore.py" --version "$v" "$tmp/glibc-$v.core" >/dev/null
@@ -101,6 +105,7 @@ python3 "$src/tests/fuzz/seed_pool.py" "$out/pool"
 python3 "$src/tests/fuzz/seed_mimalloc.py" "$out/mimalloc"
 python3 "$src/tests/fuzz/seed_musl.py" "$out/musl"
 python3 "$src/tests/fuzz/seed_jemalloc.py" "$out/jemalloc"
+python3 "$src/tests/fuzz/seed_tcmalloc.py" "$out/tcmalloc"
 
 # decode: 216 bytes of registers (struct hd_regs) then code.
 objcopy -O binary --only-section=.text "$out/dwarf/type_sample_v5" "$tmp/text"
