@@ -173,54 +173,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		hd_error_destroy(err);
 		return 0;
 	}
-	struct hd_session_options so = {.debug = {.debug_dir = hd_fuzz_empty_dir()},
-					.untyped = true};
-	struct hd_session *s;
-	err = hd_session_create(t, &so, &s);
-	if (err) {
-		hd_error_destroy(err);
-		hd_target_destroy(t);
-		return 0;
-	}
-	const struct hd_heap *h;
-	err = hd_session_heap(s, &h);
-	if (!err) {
-		size_t n = hd_heap_num_blocks(h);
-		for (size_t i = 0; i < n; i++) {
-			struct hd_block b;
-			hd_heap_block(h, i, &b);
-			hd_heap_find(h, b.addr);
-		}
-		for (size_t i = 0; i < hd_heap_num_problems(h); i++)
-			(void)hd_heap_problem(h, i);
-		const struct hd_dom *d;
-		err = hd_session_dom_view(s, HD_DOM_RANKED, &d);
-		if (!err) {
-			struct hd_render_options ro = {.format = HD_FORMAT_JSON,
-						       .state_filter = -1,
-						       .partial = true};
-			hd_error_destroy(hd_render_stats(hd_fuzz_sink(), s, &ro));
-			hd_error_destroy(hd_render_dominators(hd_fuzz_sink(), s, &ro));
-			hd_error_destroy(hd_render_leaks(hd_fuzz_sink(), s, &ro));
-		}
-	}
-	if (getenv("HD_FUZZ_VERBOSE")) {
-		if (err)
-			fprintf(stderr, "error: %s\n", err->message);
-		else
-			fprintf(stderr, "%zu blocks, %zu problems\n", hd_heap_num_blocks(h),
-				hd_heap_num_problems(h));
-		for (size_t i = 0; !err && i < hd_heap_num_blocks(h); i++) {
-			struct hd_block b;
-			hd_heap_block(h, i, &b);
-			fprintf(stderr, "  block 0x%llx %s %llu\n", (unsigned long long)b.addr,
-				b.list_name ? b.list_name : hd_block_state_name(b.state),
-				(unsigned long long)b.usable);
-		}
-		for (size_t i = 0; !err && i < hd_heap_num_problems(h); i++)
-			fprintf(stderr, "  problem: %s\n", hd_heap_problem(h, i)->message);
-	}
-	hd_error_destroy(err);
-	hd_session_destroy(s);
+	hd_fuzz_analyse(t, false, NULL, NULL);
 	return 0;
 }

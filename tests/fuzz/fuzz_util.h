@@ -149,6 +149,8 @@ static inline void hd_fuzz_analyse(struct hd_target *t, bool both_views,
 				b.list_name ? b.list_name : hd_block_state_name(b.state),
 				(unsigned long long)b.usable);
 		}
+		for (size_t i = 0; verbose[0] == '2' && i < np; i++)
+			fprintf(stderr, "  problem: %s\n", hd_heap_problem(h, i)->message);
 	}
 	hd_error_destroy(err);
 	hd_session_destroy(s);
