@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Every command on every allocator (issue 22): for a core of each
-allocator's fixture -- glibc (heap_fixture), jemalloc, mimalloc, musl
+allocator's fixture -- glibc (heap_fixture), jemalloc, mimalloc, tcmalloc, musl
 static and dynamic, poolalloc beside glibc (pool_fixture --malloc) -- run
 stats (text and JSON), blocks, dominators (ranked, --plain, --semantic),
 leaks (typed and --untyped), why on a few blocks, types, snapshot and
@@ -322,6 +322,7 @@ def main():
     ap.add_argument("--mimalloc-fixture")
     ap.add_argument("--musl-static-fixture")
     ap.add_argument("--musl-dynamic-fixture")
+    ap.add_argument("--tcmalloc-fixture")
     ap.add_argument("--sample-jemalloc")
     ap.add_argument("--sample-mimalloc")
     ap.add_argument("--lib")
@@ -347,6 +348,10 @@ def main():
         fixtures.append(Fixture("musl-static", a.musl_static_fixture, [], ["musl"], verdicts_musl))
     if a.musl_dynamic_fixture:
         fixtures.append(Fixture("musl-dynamic", a.musl_dynamic_fixture, [], ["musl"], verdicts_musl))
+    if a.tcmalloc_fixture:
+        # No recorded verdicts here: gperftools leaks a block of its own,
+        # which test_tcmalloc.py checks by type; here the invariants.
+        fixtures.append(Fixture("tcmalloc", a.tcmalloc_fixture, [], ["tcmalloc"]))
 
     cores = {}
     for fx in fixtures:
