@@ -159,7 +159,8 @@ struct hd_error *hd_cfa_check(const uint8_t *p, uint64_t len,
 	return NULL;
 }
 
-struct hd_error *hd_cfa_check_fde(Dwarf_Debug dbg, Dwarf_Fde fde)
+struct hd_error *hd_cfa_check_fde(Dwarf_Debug dbg, Dwarf_Fde fde,
+				  const char *section)
 {
 	Dwarf_Error derr = NULL;
 	Dwarf_Addr lo = 0;
@@ -171,11 +172,12 @@ struct hd_error *hd_cfa_check_fde(Dwarf_Debug dbg, Dwarf_Fde fde)
 	if (dwarf_get_fde_range(fde, &lo, &flen, &fde_bytes, &fde_len, &cie_off,
 				&cie_index, &fde_off, &derr) == DW_DLV_OK)
 		snprintf(what, sizeof(what),
-			 "the FDE at section offset 0x%" PRIx64
+			 "the FDE at %s offset 0x%" PRIx64
 			 " for [0x%" PRIx64 ", 0x%" PRIx64 ")",
-			 (uint64_t)fde_off, (uint64_t)lo, (uint64_t)(lo + flen));
+			 section, (uint64_t)fde_off, (uint64_t)lo,
+			 (uint64_t)(lo + flen));
 	else
-		snprintf(what, sizeof(what), "an FDE");
+		snprintf(what, sizeof(what), "an FDE of %s", section);
 	if (derr) {
 		dwarf_dealloc_error(dbg, derr);
 		derr = NULL;
@@ -211,8 +213,8 @@ struct hd_error *hd_cfa_check_fde(Dwarf_Debug dbg, Dwarf_Fde fde)
 				      "corrupt CFI: the CIE of %s has no initial instructions",
 				      what);
 	} else if ((err = hd_cfa_check(instr, ilen, asize))) {
-		err = hd_error_prefix(err, "the initial instructions of the CIE at section offset 0x%" PRIx64 " of %s",
-				      (uint64_t)cie_off, what);
+		err = hd_error_prefix(err, "the initial instructions of the CIE at %s offset 0x%" PRIx64 " of %s",
+				      section, (uint64_t)cie_off, what);
 	}
 	if (derr) {
 		dwarf_dealloc_error(dbg, derr);

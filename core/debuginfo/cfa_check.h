@@ -19,7 +19,9 @@ struct hd_error *hd_cfa_check(const uint8_t *instr, uint64_t len,
 
 // Checks the instructions libdwarf runs for fde of dbg (its CIE's initial
 // instructions, then its own) with hd_cfa_check; the error names the FDE
-// (its pc range and section offset) and which of the two streams is bad.
-struct hd_error *hd_cfa_check_fde(Dwarf_Debug dbg, Dwarf_Fde fde);
+// (section, the name of the one its list came from, its offset there and
+// its pc range) and which of the two streams is bad.
+struct hd_error *hd_cfa_check_fde(Dwarf_Debug dbg, Dwarf_Fde fde,
+				  const char *section);
 
 #endif
