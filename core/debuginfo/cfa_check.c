@@ -10,9 +10,14 @@
 // loop, still "before the end", reads the next opcode and its operands
 // there: freed memory, unmapped memory (docs/fuzzing.md, finding 12).
 //
-// So before each step heapdom decodes both streams itself and refuses an
-// FDE whose instructions have an unknown opcode or an operand or block
-// that runs past their end; the unwinder stops that thread's backtrace
+// And the instruction bytes themselves come from the FDE's and CIE's
+// length fields and augmentation data length, which libdwarf does not
+// hold to the section's end: an FDE near the end with a large length has
+// "instructions" past the section.
+//
+// So before each step heapdom checks that both streams lie within the
+// section, decodes them itself and refuses an FDE whose instructions have
+// an unknown opcode or an operand or block that runs past their end; the unwinder stops that thread's backtrace
 // with the message. The check is linear in the instructions' bytes (a few
 // dozen per FDE), less than libdwarf's own run of them, so it is not
 // cached.
@@ -159,29 +164,73 @@ struct hd_error *hd_cfa_check(const uint8_t *p, uint64_t len,
 	return NULL;
 }
 
-struct hd_error *hd_cfa_check_fde(Dwarf_Debug dbg, Dwarf_Fde fde,
-				  const char *section)
+// The size of the section libdwarf read fde's list from, as loaded
+// (decompressed); false when libdwarf does not give it.
+static bool section_size(Dwarf_Debug dbg, bool eh, uint64_t *size)
 {
+	Dwarf_Error derr = NULL;
+	if (eh) {
+		Dwarf_Addr addr;
+		Dwarf_Unsigned sz = 0;
+		int rc = dwarf_get_section_info_by_name(dbg, ".eh_frame", &addr,
+							&sz, &derr);
+		if (derr)
+			dwarf_dealloc_error(dbg, derr);
+		*size = sz;
+		return rc == DW_DLV_OK;
+	}
+	Dwarf_Unsigned s[20] = {0};
+	if (dwarf_get_section_max_offsets_d(dbg, &s[0], &s[1], &s[2], &s[3],
+					    &s[4], &s[5], &s[6], &s[7], &s[8],
+					    &s[9], &s[10], &s[11], &s[12],
+					    &s[13], &s[14], &s[15], &s[16],
+					    &s[17], &s[18], &s[19]) != DW_DLV_OK)
+		return false;
+	*size = s[8]; // debug_frame_size
+	return true;
+}
+
+// Whether [p, p + len) lies within the section [sec, sec + size). libdwarf
+// computes an FDE's or CIE's instruction bytes from its length field and
+// its augmentation data, neither checked against the section's end.
+static bool within(const void *sec, uint64_t size, const void *p, uint64_t len)
+{
+	uintptr_t s = (uintptr_t)sec, q = (uintptr_t)p;
+	return q >= s && q - s <= size && len <= size - (q - s);
+}
+
+struct hd_error *hd_cfa_check_fde(Dwarf_Debug dbg, Dwarf_Fde fde, bool eh)
+{
+	const char *section = eh ? ".eh_frame" : ".debug_frame";
 	Dwarf_Error derr = NULL;
 	Dwarf_Addr lo = 0;
 	Dwarf_Unsigned flen = 0, fde_len = 0;
-	Dwarf_Ptr fde_bytes;
-	Dwarf_Off cie_off = 0, fde_off = 0;
+	Dwarf_Ptr fde_bytes = NULL;
+	Dwarf_Off cie_off, fde_off = 0;
 	Dwarf_Signed cie_index;
 	char what[128];
-	if (dwarf_get_fde_range(fde, &lo, &flen, &fde_bytes, &fde_len, &cie_off,
-				&cie_index, &fde_off, &derr) == DW_DLV_OK)
-		snprintf(what, sizeof(what),
-			 "the FDE at %s offset 0x%" PRIx64
-			 " for [0x%" PRIx64 ", 0x%" PRIx64 ")",
-			 section, (uint64_t)fde_off, (uint64_t)lo,
-			 (uint64_t)(lo + flen));
-	else
-		snprintf(what, sizeof(what), "an FDE of %s", section);
+	int rc = dwarf_get_fde_range(fde, &lo, &flen, &fde_bytes, &fde_len,
+				     &cie_off, &cie_index, &fde_off, &derr);
 	if (derr) {
 		dwarf_dealloc_error(dbg, derr);
 		derr = NULL;
 	}
+	if (rc != DW_DLV_OK || !fde_bytes)
+		return hd_error_create(HD_ERROR_FORMAT,
+				       "corrupt CFI: an FDE of %s cannot be read",
+				       section);
+	snprintf(what, sizeof(what),
+		 "the FDE at %s offset 0x%" PRIx64 " for [0x%" PRIx64
+		 ", 0x%" PRIx64 ")",
+		 section, (uint64_t)fde_off, (uint64_t)lo, (uint64_t)(lo + flen));
+	// The section's bytes as libdwarf holds them: the FDE's offset is
+	// from their start.
+	const uint8_t *sec = (const uint8_t *)fde_bytes - fde_off;
+	uint64_t sec_size;
+	if (!section_size(dbg, eh, &sec_size))
+		return hd_error_create(HD_ERROR_FORMAT,
+				       "corrupt CFI: %s: the size of %s is not known",
+				       what, section);
 	// DW_CFA_set_loc's operand: libdwarf reads the CIE's address size,
 	// which for .eh_frame and for .debug_frame before version 4 is the
 	// file's; a version 4 CIE's own field is not available through
@@ -202,19 +251,25 @@ struct hd_error *hd_cfa_check_fde(Dwarf_Debug dbg, Dwarf_Fde fde,
 	Dwarf_Half ra, offset_size;
 	Dwarf_Ptr instr = NULL;
 	struct hd_error *err = NULL;
+	// The CIE's section offset (dwarf_get_fde_range's is .eh_frame's
+	// relative CIE pointer as written).
+	Dwarf_Off cie_sec_off = 0;
 	if (dwarf_get_cie_of_fde(fde, &cie, &derr) != DW_DLV_OK ||
+	    dwarf_cie_section_offset(dbg, cie, &cie_sec_off, &derr) != DW_DLV_OK ||
 	    dwarf_get_cie_info_b(cie, &bytes, &version, &aug, &code, &daf, &ra,
 				 &instr, &ilen, &offset_size, &derr) != DW_DLV_OK) {
 		err = hd_error_create(HD_ERROR_FORMAT,
-				      "corrupt CFI: the CIE of %s cannot be read",
+				      "%s: corrupt CFI: its CIE cannot be read",
 				      what);
-	} else if (ilen && !instr) {
+	} else if (ilen && !within(sec, sec_size, instr, ilen)) {
 		err = hd_error_create(HD_ERROR_FORMAT,
-				      "corrupt CFI: the CIE of %s has no initial instructions",
-				      what);
+				      "%s: corrupt CFI: the initial instructions of its CIE at offset 0x%" PRIx64
+				      " (0x%" PRIx64 " bytes by its length fields) lie outside %s (0x%" PRIx64 " bytes)",
+				      what, (uint64_t)cie_sec_off, (uint64_t)ilen,
+				      section, sec_size);
 	} else if ((err = hd_cfa_check(instr, ilen, asize))) {
 		err = hd_error_prefix(err, "the initial instructions of the CIE at %s offset 0x%" PRIx64 " of %s",
-				      section, (uint64_t)cie_off, what);
+				      section, (uint64_t)cie_sec_off, what);
 	}
 	if (derr) {
 		dwarf_dealloc_error(dbg, derr);
@@ -225,11 +280,15 @@ struct hd_error *hd_cfa_check_fde(Dwarf_Debug dbg, Dwarf_Fde fde,
 
 	ilen = 0;
 	instr = NULL;
-	if (dwarf_get_fde_instr_bytes(fde, &instr, &ilen, &derr) != DW_DLV_OK ||
-	    (ilen && !instr))
+	if (dwarf_get_fde_instr_bytes(fde, &instr, &ilen, &derr) != DW_DLV_OK)
 		err = hd_error_create(HD_ERROR_FORMAT,
-				      "corrupt CFI: the instructions of %s cannot be read",
+				      "%s: corrupt CFI: its instructions cannot be read",
 				      what);
+	else if (ilen && !within(sec, sec_size, instr, ilen))
+		err = hd_error_create(HD_ERROR_FORMAT,
+				      "%s: corrupt CFI: its instructions (0x%" PRIx64
+				      " bytes by its length fields) lie outside %s (0x%" PRIx64 " bytes)",
+				      what, (uint64_t)ilen, section, sec_size);
 	else if ((err = hd_cfa_check(instr, ilen, asize)))
 		err = hd_error_prefix(err, "%s", what);
 	if (derr)

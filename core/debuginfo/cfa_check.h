@@ -3,6 +3,7 @@
 #ifndef HD_DEBUGINFO_CFA_CHECK_H
 #define HD_DEBUGINFO_CFA_CHECK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <libdwarf.h>
@@ -18,10 +19,10 @@ struct hd_error *hd_cfa_check(const uint8_t *instr, uint64_t len,
 			      unsigned address_size);
 
 // Checks the instructions libdwarf runs for fde of dbg (its CIE's initial
-// instructions, then its own) with hd_cfa_check; the error names the FDE
-// (section, the name of the one its list came from, its offset there and
-// its pc range) and which of the two streams is bad.
-struct hd_error *hd_cfa_check_fde(Dwarf_Debug dbg, Dwarf_Fde fde,
-				  const char *section);
+// instructions, then its own): that they lie within the section its list
+// came from (.eh_frame if eh, else .debug_frame), then hd_cfa_check. The
+// error names the FDE (section, offset, pc range) and which of the two
+// streams is bad.
+struct hd_error *hd_cfa_check_fde(Dwarf_Debug dbg, Dwarf_Fde fde, bool eh);
 
 #endif

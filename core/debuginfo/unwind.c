@@ -128,18 +128,17 @@ enum hd_unwind_status hd_cfi_step(struct hd_mod_dwarf *md, uint64_t lookup_pc,
 		load_cfi(md);
 	Dwarf_Fde fde;
 	Dwarf_Debug dbg = md->file_dbg;
-	const char *section = ".eh_frame";
+	bool eh = true;
 	if (!find_fde(dbg, md->eh_fdes, md->num_eh_fdes, lookup_pc, &fde)) {
 		dbg = md->debug_dbg ? md->debug_dbg : md->file_dbg;
-		section = md->debug_dbg ? ".debug_frame (debug file)"
-					: ".debug_frame";
+		eh = false;
 		if (!find_fde(dbg, md->df_fdes, md->num_df_fdes, lookup_pc, &fde))
 			return HD_UNWIND_NO_CFI;
 	}
 	*signal_frame = is_signal_cie(dbg, fde);
 	// libdwarf 20210528 runs off the end of corrupt instructions
 	// (cfa_check.c): check them first.
-	if ((*corrupt = hd_cfa_check_fde(dbg, fde, section)))
+	if ((*corrupt = hd_cfa_check_fde(dbg, fde, eh)))
 		return HD_UNWIND_CORRUPT;
 	static __thread Dwarf_Regtable_Entry3 rules[RULE_COLUMNS];
 	Dwarf_Regtable3 table = {.rt3_reg_table_size = RULE_COLUMNS,

@@ -8,11 +8,11 @@
 // (every opcode with its operands, a block ending exactly at the end)
 // pass; and every FDE (with its CIE) of real objects passes:
 // this test's own .eh_frame, the frames fixture's and libc's. And the
-// fuzzer's input, through hd_cfi_step as the unwinder calls it: the step
+// fuzzer's inputs, through hd_cfi_step as the unwinder calls it: the step
 // is refused with the FDE named (in the gcc build, without the check,
 // libdwarf's wild read happens not to crash there, so this is what fails).
 //
-// Usage: test_cfa_check FRAMES_FIXTURE REGRESS_INPUT
+// Usage: test_cfa_check FRAMES_FIXTURE REGRESS_DIR (tests/fuzz/regress/unwind)
 #include <check.h>
 #include <dlfcn.h>
 #include <elf.h>
@@ -27,7 +27,15 @@
 #include "heapdom.h"
 #include "../fuzz/fuzz_util.h"
 
-static const char *frames_fixture, *regress_input;
+static const char *frames_fixture, *regress_dir;
+
+// regress_dir/name, in a static buffer.
+static const char *regress_dir_file(const char *name)
+{
+	static char buf[4096];
+	snprintf(buf, sizeof(buf), "%s/%s", regress_dir, name);
+	return buf;
+}
 
 // hd_cfa_check on bytes must fail with exactly message want.
 #define REFUSED(want, ...)                                                    \
@@ -159,7 +167,7 @@ static long check_object(const char *path)
 			continue;
 		for (Dwarf_Signed i = 0; i < nfdes; i++) {
 			struct hd_error *e = hd_cfa_check_fde(
-				md.file_dbg, fdes[i], eh ? ".eh_frame" : ".debug_frame");
+				md.file_dbg, fdes[i], eh);
 			ck_assert_msg(!e, "%s: %s", path, e ? e->message : "");
 			n++;
 		}
@@ -199,11 +207,14 @@ static bool no_memory(void *arg, uint64_t addr, uint64_t *ret)
 	return false;
 }
 
-START_TEST(test_regress_input)
+// One hd_cfi_step, as the unwinder makes it, at the pc of the fuzz_unwind
+// input in path: its status, *corrupt its error.
+static enum hd_unwind_status step_input(const char *path_in,
+					struct hd_error **corrupt)
 {
 	static uint8_t in[65536];
-	gzFile gz = gzopen(regress_input, "rb");
-	ck_assert_msg(gz, "cannot open %s", regress_input);
+	gzFile gz = gzopen(path_in, "rb");
+	ck_assert_msg(gz, "cannot open %s", path_in);
 	int n = gzread(gz, in, sizeof(in));
 	gzclose(gz);
 	struct head h;
@@ -252,34 +263,63 @@ START_TEST(test_regress_input)
 	struct hd_unwind_regs caller;
 	uint64_t cfa;
 	bool sig;
-	struct hd_error *corrupt = NULL;
+	*corrupt = NULL;
 	enum hd_unwind_status st = hd_cfi_step(&md, h.pc, &regs, no_memory, NULL,
-					       &caller, &cfa, &sig, &corrupt);
+					       &caller, &cfa, &sig, corrupt);
 	hd_mod_dwarf_close(&md);
-	// What the input holds, decoded by hand: pc 0x138d is covered by the
-	// .debug_frame FDE at offset 0xd8 (initial location 0x138d, range
-	// 0x068641000000005a), whose 34 instruction bytes are 9c 7c (offset
-	// r28), 00 (nop), 0e 00 (def_cfa_offset 0), then at offset 5 10 00
-	// (expression r0) with a 10-byte length 2^64 - 3141, 17 bytes left.
-	ck_assert_int_eq(st, HD_UNWIND_CORRUPT);
-	ck_assert(corrupt);
-	ck_assert_int_eq(corrupt->code, HD_ERROR_FORMAT);
-	ck_assert_str_eq(corrupt->message,
+	return st;
+}
+
+START_TEST(test_regress_inputs)
+{
+	// What the inputs hold, decoded by hand (a few lines of Python over
+	// the harness's layout), not taken from heapdom:
+	// - the libdwarf finding: pc 0x138d is covered by the .debug_frame
+	//   FDE at offset 0xd8 (initial location 0x138d, range
+	//   0x068641000000005a), whose 34 instruction bytes are 9c 7c (offset
+	//   r28), 00 (nop), 0e 00 (def_cfa_offset 0), then at offset 5 10 00
+	//   (expression r0) with a 10-byte block length 2^64 - 3141, 17
+	//   bytes left;
+	// - the one the fuzzer then found in this check's first version: the
+	//   FDE at .eh_frame offset 0x48 has its CIE at 0x30 (pointer 0x1c),
+	//   20 bytes long, whose augmentation data length 0x1b puts its
+	//   instructions 19 bytes past its end: length -19. (Its pc range is
+	//   libdwarf's reading of a corrupt pointer encoding: not checked.)
+	struct hd_error *e;
+	ck_assert_int_eq(step_input(regress_dir_file("cfa-expression-block-past-end.gz"), &e),
+			 HD_UNWIND_CORRUPT);
+	ck_assert(e);
+	ck_assert_int_eq(e->code, HD_ERROR_FORMAT);
+	ck_assert_str_eq(e->message,
 			 "the FDE at .debug_frame offset 0xd8 for [0x138d, 0x6864100000013e7): "
 			 "corrupt CFI: DW_CFA_expression at offset 5: its expression block needs "
 			 "18446744073709548475 bytes, 17 left");
-	hd_error_destroy(corrupt);
+	hd_error_destroy(e);
+
+	ck_assert_int_eq(step_input(regress_dir_file("cie-augmentation-past-cie.gz"), &e),
+			 HD_UNWIND_CORRUPT);
+	ck_assert(e);
+	ck_assert_int_eq(e->code, HD_ERROR_FORMAT);
+	ck_assert_msg(strncmp(e->message, "the FDE at .eh_frame offset 0x48 for [", 38) == 0,
+		      "%s", e->message);
+	const char *tail = strstr(e->message, "): corrupt CFI: ");
+	ck_assert_msg(tail, "%s", e->message);
+	ck_assert_str_eq(tail,
+			 "): corrupt CFI: the initial instructions of its CIE at offset 0x30 "
+			 "(0xffffffffffffffed bytes by its length fields) lie outside "
+			 ".eh_frame (0x88 bytes)");
+	hd_error_destroy(e);
 }
 END_TEST
 
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
-		fprintf(stderr, "usage: %s FRAMES_FIXTURE REGRESS_INPUT\n", argv[0]);
+		fprintf(stderr, "usage: %s FRAMES_FIXTURE REGRESS_DIR\n", argv[0]);
 		return 2;
 	}
 	frames_fixture = argv[1];
-	regress_input = argv[2];
+	regress_dir = argv[2];
 	Suite *s = suite_create("cfa_check");
 	TCase *tc = tcase_create("core");
 	tcase_set_timeout(tc, 60);
@@ -288,7 +328,7 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, test_unknown_opcodes);
 	tcase_add_test(tc, test_sound_streams);
 	tcase_add_test(tc, test_real_objects);
-	tcase_add_test(tc, test_regress_input);
+	tcase_add_test(tc, test_regress_inputs);
 	suite_add_tcase(s, tc);
 	return hd_run_suite(s) ? 1 : 0;
 }
