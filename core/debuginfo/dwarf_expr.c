@@ -23,16 +23,18 @@ static bool uleb(const uint8_t **p, const uint8_t *end, uint64_t *ret)
 
 static bool sleb(const uint8_t **p, const uint8_t *end, uint64_t *ret)
 {
-	int64_t v = 0;
+	// Unsigned arithmetic: the sign extension of a 63-bit value
+	// (-(1 << 63) in int64_t) is undefined (docs/fuzzing.md, finding 13).
+	uint64_t v = 0;
 	unsigned shift = 0;
 	while (*p < end && shift < 64) {
 		uint8_t b = *(*p)++;
-		v |= (int64_t)((uint64_t)(b & 0x7f) << shift);
+		v |= (uint64_t)(b & 0x7f) << shift;
 		shift += 7;
 		if (!(b & 0x80)) {
 			if (shift < 64 && (b & 0x40))
-				v |= -((int64_t)1 << shift);
-			*ret = (uint64_t)v;
+				v |= ~(uint64_t)0 << shift;
+			*ret = v;
 			return true;
 		}
 	}

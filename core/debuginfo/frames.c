@@ -281,12 +281,18 @@ static struct hd_error *unwind_thread(struct pass *p, const struct hd_thread *th
 		struct hd_unwind_regs caller;
 		uint64_t cfa = 0;
 		bool sig = false;
+		struct hd_error *corrupt = NULL;
 		enum hd_unwind_status st =
 			md ? hd_cfi_step(md, link, &regs, read_word, p->t, &caller,
-					 &cfa, &sig)
+					 &cfa, &sig, &corrupt)
 			   : HD_UNWIND_NO_CFI;
 		if (st == HD_UNWIND_OUTERMOST)
 			return NULL;
+		if (st == HD_UNWIND_CORRUPT) {
+			stopped(p, th->tid, level, pc, corrupt->message);
+			hd_error_destroy(corrupt);
+			return NULL;
+		}
 		// A module whose file is not used (not found, another
 		// build) has its own warning, which says frames stop there.
 		if (st == HD_UNWIND_NO_CFI && !m->file)

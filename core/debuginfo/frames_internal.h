@@ -69,6 +69,7 @@ enum hd_unwind_status {
 	HD_UNWIND_OUTERMOST, // the CFI says there is no caller (_start, clone)
 	HD_UNWIND_NO_CFI,    // no FDE covers the pc
 	HD_UNWIND_BAD,       // a rule needs a register or memory not known
+	HD_UNWIND_CORRUPT,   // the FDE's instructions are corrupt (*corrupt)
 };
 
 // One step of CFI unwinding: from the registers of a frame whose code is
@@ -76,11 +77,13 @@ enum hd_unwind_status {
 // (its pc in r[HD_DW_RA], its stack pointer = this frame's CFA) and this
 // frame's CFA. *signal_frame tells whether the FDE's CIE is a signal
 // trampoline's ("S" augmentation): its caller's pc is looked up as is.
+// HD_UNWIND_CORRUPT: *corrupt is the HD_ERROR_FORMAT error naming the FDE
+// and the problem (cfa_check.h), the caller's to destroy.
 enum hd_unwind_status hd_cfi_step(struct hd_mod_dwarf *md, uint64_t lookup_pc,
 				  const struct hd_unwind_regs *regs,
 				  hd_unwind_read_fn read, void *arg,
 				  struct hd_unwind_regs *caller, uint64_t *cfa,
-				  bool *signal_frame);
+				  bool *signal_frame, struct hd_error **corrupt);
 // Frees the FDE lists.
 void hd_cfi_release(struct hd_mod_dwarf *md);
 

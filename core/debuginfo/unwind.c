@@ -7,6 +7,7 @@
 
 #include <dwarf.h>
 
+#include "debuginfo/cfa_check.h"
 #include "debuginfo/frames_internal.h"
 
 // Columns the rule table has: x86-64 CIEs name registers up to the
@@ -120,18 +121,25 @@ enum hd_unwind_status hd_cfi_step(struct hd_mod_dwarf *md, uint64_t lookup_pc,
 				  const struct hd_unwind_regs *regs,
 				  hd_unwind_read_fn read, void *arg,
 				  struct hd_unwind_regs *caller, uint64_t *cfa_ret,
-				  bool *signal_frame)
+				  bool *signal_frame, struct hd_error **corrupt)
 {
+	*corrupt = NULL;
 	if (!md->cfi_loaded)
 		load_cfi(md);
 	Dwarf_Fde fde;
 	Dwarf_Debug dbg = md->file_dbg;
+	bool eh = true;
 	if (!find_fde(dbg, md->eh_fdes, md->num_eh_fdes, lookup_pc, &fde)) {
 		dbg = md->debug_dbg ? md->debug_dbg : md->file_dbg;
+		eh = false;
 		if (!find_fde(dbg, md->df_fdes, md->num_df_fdes, lookup_pc, &fde))
 			return HD_UNWIND_NO_CFI;
 	}
 	*signal_frame = is_signal_cie(dbg, fde);
+	// libdwarf 20210528 runs off the end of corrupt instructions
+	// (cfa_check.c): check them first.
+	if ((*corrupt = hd_cfa_check_fde(dbg, fde, eh)))
+		return HD_UNWIND_CORRUPT;
 	static __thread Dwarf_Regtable_Entry3 rules[RULE_COLUMNS];
 	Dwarf_Regtable3 table = {.rt3_reg_table_size = RULE_COLUMNS,
 				 .rt3_rules = rules};

@@ -108,8 +108,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint64_t lookup = k == 0 || sig ? pc : pc - 1;
 		struct hd_unwind_regs caller;
 		uint64_t cfa = 0;
-		if (hd_cfi_step(&md, lookup, &regs, read_stack, &st, &caller, &cfa,
-				&sig) != HD_UNWIND_OK)
+		struct hd_error *corrupt;
+		enum hd_unwind_status status =
+			hd_cfi_step(&md, lookup, &regs, read_stack, &st, &caller,
+				    &cfa, &sig, &corrupt);
+		if (status == HD_UNWIND_CORRUPT) {
+			if (getenv("HD_FUZZ_VERBOSE"))
+				fprintf(stderr, "%s\n", corrupt->message);
+			hd_error_destroy(corrupt);
+		}
+		if (status != HD_UNWIND_OK)
 			break;
 		regs = caller;
 	}
