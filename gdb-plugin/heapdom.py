@@ -38,7 +38,8 @@ class _SessionOptions(ctypes.Structure):
     _fields_ = [("debug_dir", ctypes.c_char_p),
                 ("no_libc_debuginfo", ctypes.c_bool),
                 ("untyped", ctypes.c_bool),
-                ("allocators", ctypes.c_char_p)]
+                ("allocators", ctypes.c_char_p),
+                ("threads", ctypes.c_uint)]
 
 
 class _Mapping(ctypes.Structure):

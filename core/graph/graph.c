@@ -16,13 +16,11 @@ struct hd_error *hd_graph_build(struct hd_target *t, struct hd_debuginfo *di,
 	return err;
 }
 
-struct hd_error *hd_graph_build_with(struct hd_target *t,
-				     struct hd_debuginfo *di,
-				     const struct hd_heap *h,
-				     const struct hd_index *ix,
-				     hd_pointer_map_fn map, void *map_arg,
-				     const struct hd_suballoc *sub,
-				     struct hd_graph **ret)
+static struct hd_error *build(struct hd_target *t, struct hd_debuginfo *di,
+			      const struct hd_heap *h, const struct hd_index *ix,
+			      const struct hd_refs *refs, hd_pointer_map_fn map,
+			      void *map_arg, const struct hd_suballoc *sub,
+			      struct hd_graph **ret)
 {
 	struct hd_graph *g = calloc(1, sizeof(*g));
 	if (!g)
@@ -30,6 +28,7 @@ struct hd_error *hd_graph_build_with(struct hd_target *t,
 	g->pointer_map = map;
 	g->pointer_map_arg = map_arg;
 	g->sub = sub;
+	g->refs = refs;
 	struct hd_error *err = hd_roots_collect(g, t, di, h);
 	if (!err)
 		err = hd_graph_scan(g, t, h, ix);
@@ -40,8 +39,31 @@ struct hd_error *hd_graph_build_with(struct hd_target *t,
 	// The address index is the caller's, and is freed after the scan.
 	g->info.bytes = 2 * ((size_t)g->num_vertices + 1) * sizeof(uint64_t) +
 			2 * g->info.edges * sizeof(uint32_t);
+	g->refs = NULL; // the caller frees them
 	*ret = g;
 	return NULL;
+}
+
+struct hd_error *hd_graph_build_with(struct hd_target *t,
+				     struct hd_debuginfo *di,
+				     const struct hd_heap *h,
+				     const struct hd_index *ix,
+				     hd_pointer_map_fn map, void *map_arg,
+				     const struct hd_suballoc *sub,
+				     struct hd_graph **ret)
+{
+	return build(t, di, h, ix, NULL, map, map_arg, sub, ret);
+}
+
+struct hd_error *hd_graph_build_refs(struct hd_target *t,
+				     struct hd_debuginfo *di,
+				     const struct hd_heap *h,
+				     const struct hd_index *ix,
+				     const struct hd_refs *refs,
+				     hd_pointer_map_fn map, void *map_arg,
+				     struct hd_graph **ret)
+{
+	return build(t, di, h, ix, refs, map, map_arg, NULL, ret);
 }
 
 void hd_graph_destroy(struct hd_graph *g)

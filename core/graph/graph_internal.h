@@ -81,6 +81,9 @@ struct hd_graph {
 	// heap's blocks; NULL for the plain graph. Not owned.
 	const struct hd_suballoc *sub;
 	size_t num_sub;
+	// The heap's references (graph/refs.h), which make the block edges
+	// without reading the heap again; NULL: the scan reads it. Not owned.
+	const struct hd_refs *refs;
 	void *pointer_map_arg;
 	struct hd_root *roots;
 	size_t num_roots, cap_roots;
@@ -126,6 +129,15 @@ struct hd_error *hd_graph_build_with(struct hd_target *t,
 				     const struct hd_index *ix,
 				     hd_pointer_map_fn map, void *map_arg,
 				     const struct hd_suballoc *sub,
+				     struct hd_graph **ret);
+// The same from the heap's references (no sub-allocators).
+struct hd_refs;
+struct hd_error *hd_graph_build_refs(struct hd_target *t,
+				     struct hd_debuginfo *di,
+				     const struct hd_heap *h,
+				     const struct hd_index *ix,
+				     const struct hd_refs *refs,
+				     hd_pointer_map_fn map, void *map_arg,
 				     struct hd_graph **ret);
 // Scans roots and used blocks and builds g->fwd and g->rev.
 struct hd_error *hd_graph_scan(struct hd_graph *g, struct hd_target *t,

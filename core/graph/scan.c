@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "graph/graph_internal.h"
+#include "graph/refs.h"
 #include "graph/suballoc.h"
 #include "heap/heap_internal.h"
 #include "util/sort.h"
@@ -351,6 +352,65 @@ static struct hd_error *scan_blocks(struct builder *b, struct hd_target *t)
 	return NULL;
 }
 
+// scan_blocks from the heap's references: each block's edges are its
+// references but the one to itself, deduplicated.
+static struct hd_error *refs_blocks(struct builder *b, struct hd_target *t)
+{
+	const struct hd_heap *h = b->h;
+	const struct hd_refs *r = b->g->refs;
+	uint32_t v0 = b->first_block_vertex;
+	for (size_t id = 0; id < h->num_blocks; id++) {
+		b->offsets[v0 + id] = b->n;
+		const uint32_t *targets, *words;
+		uint32_t n = hd_refs_row(r, id, &targets, &words);
+		if (hd_heap_state(h, id) != HD_STATE_USED)
+			continue;
+		struct hd_block blk;
+		hd_heap_block(h, id, &blk);
+		if (blk.usable / 8 >= HD_REF_FAR_WORD) {
+			// Words past 2^32 are not told apart: read it again.
+			struct hd_view v;
+			struct hd_error *err = hd_target_view(t, blk.addr, blk.usable, &v);
+			if (err) {
+				if (err->code == HD_ERROR_NO_MEMORY)
+					return err;
+				hd_error_destroy(err);
+				continue;
+			}
+			const uint8_t *typed = b->g->pointer_map
+				? b->g->pointer_map(b->g->pointer_map_arg, id,
+						    blk.usable / 8)
+				: NULL;
+			bool ok = scan_words(b, &v, blk.addr, blk.usable,
+					     (int64_t)id, typed);
+			hd_view_deinit(&v);
+			if (!ok)
+				return &hd_error_no_memory;
+			continue;
+		}
+		if (!n)
+			continue;
+		if (!reserve(b, n))
+			return &hd_error_no_memory;
+		const uint8_t *typed = b->g->pointer_map
+			? b->g->pointer_map(b->g->pointer_map_arg, id, blk.usable / 8)
+			: NULL;
+		uint64_t start = b->n;
+		for (uint32_t j = 0; j < n; j++) {
+			uint32_t to = targets[j] & ~HD_EDGE_INTERIOR;
+			if (to == id)
+				continue;
+			b->targets[b->n++] = (v0 + to) | (targets[j] & HD_EDGE_INTERIOR);
+			if (typed && (typed[words[j] / 8] & (1u << (words[j] % 8))))
+				b->typed_found++;
+		}
+		b->n = start + dedupe(b->targets + start, b->n - start);
+	}
+	b->g->info.words_scanned += r->words_scanned;
+	b->g->info.words_skipped += r->words_skipped;
+	return NULL;
+}
+
 struct hd_error *hd_graph_scan(struct hd_graph *g, struct hd_target *t,
 			       const struct hd_heap *h,
 			       const struct hd_index *ix)
@@ -381,7 +441,7 @@ struct hd_error *hd_graph_scan(struct hd_graph *g, struct hd_target *t,
 				b.targets[b.n++] = 1 + (uint32_t)i;
 	struct hd_error *err = scan_roots(&b, t);
 	if (!err)
-		err = scan_blocks(&b, t);
+		err = g->refs && !b.sa ? refs_blocks(&b, t) : scan_blocks(&b, t);
 	if (!err && b.sa)
 		err = scan_subblocks(&b, t);
 	if (err) {

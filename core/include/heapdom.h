@@ -827,6 +827,10 @@ struct hd_session_options {
 	bool untyped;           // no DWARF typing: scan every block conservatively
 	// Walk these allocators only (hd_heap_options.allocators), or NULL.
 	const char *allocators;
+	// Threads the analysis may use (0: HEAPDOM_THREADS from the
+	// environment, else one per CPU, at most 8). Results do not depend
+	// on it.
+	unsigned threads;
 };
 
 // Takes ownership of t.
@@ -862,6 +866,10 @@ HD_EXPORT struct hd_error *hd_session_typing(struct hd_session *s,
 // Seconds the semantic tree took (framework modules, its graph and
 // dominators), 0 if not computed.
 HD_EXPORT double hd_session_semantic_seconds(const struct hd_session *s);
+// Seconds the scan of the heap's words took (0 if not run), the threads it
+// used and the references it found.
+HD_EXPORT double hd_session_scan_seconds(const struct hd_session *s,
+					 unsigned *threads, uint64_t *refs);
 // Seconds the CLI's own unwinding took (a core or a ptrace-attached
 // process: frames and locals of every thread), 0 if not run.
 HD_EXPORT double hd_session_frames_seconds(const struct hd_session *s);

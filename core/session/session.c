@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "debuginfo/debuginfo_internal.h"
+#include "graph/refs.h"
 #include "heapdom.h"
 #include "semantic/semantic_internal.h"
 #include "session/session_internal.h"
@@ -20,6 +21,11 @@ struct hd_session {
 	struct hd_heap *h;
 	struct hd_index ix;
 	bool have_ix;
+	struct hd_refs refs; // the heap's references, until the graph is built
+	bool have_refs;
+	double t_scan;
+	unsigned scan_threads;
+	uint64_t scan_refs;
 	struct hd_typing *ty;
 	struct hd_prefetch *prefetch; // reading DWARF ahead of typing
 	struct hd_graph *g;
@@ -127,6 +133,9 @@ static void drop_heap(struct hd_session *s)
 	hd_dom_destroy(s->d_plain);
 	hd_graph_destroy(s->g);
 	hd_typing_destroy(s->ty);
+	if (s->have_refs)
+		hd_refs_deinit(&s->refs);
+	s->have_refs = false;
 	if (s->have_ix)
 		hd_index_deinit(&s->ix);
 	hd_heap_destroy(s->h);
@@ -221,6 +230,34 @@ static struct hd_error *session_index(struct hd_session *s)
 	return err;
 }
 
+// The heap's references, for typing and the graph: one scan of the heap.
+static struct hd_error *session_refs(struct hd_session *s)
+{
+	if (s->have_refs)
+		return NULL;
+	struct hd_error *err = session_index(s);
+	if (err)
+		return err;
+	err = hd_refs_init(&s->refs, s->t, s->h, &s->ix, s->opts.threads);
+	if (err)
+		return err;
+	s->have_refs = true;
+	s->t_scan = s->refs.seconds;
+	s->scan_threads = s->refs.threads;
+	s->scan_refs = s->refs.num;
+	return NULL;
+}
+
+double hd_session_scan_seconds(const struct hd_session *s, unsigned *threads,
+			       uint64_t *refs)
+{
+	if (threads)
+		*threads = s->scan_threads;
+	if (refs)
+		*refs = s->scan_refs;
+	return s->t_scan;
+}
+
 // A core or a ptrace-attached process has no debugger to tell its frames:
 // unwind its threads here, once, before typing (typed locals type blocks)
 // and the graph (frames and locals are roots). Front-ends' targets come
@@ -254,11 +291,11 @@ struct hd_error *hd_session_typing(struct hd_session *s,
 					       "typing must be computed before the graph");
 		struct hd_error *err = session_frames(s);
 		if (!err)
-			err = session_index(s);
+			err = session_refs(s);
 		if (err)
 			return err;
 		double t0 = now();
-		err = hd_typing_compute(s->t, s->di, s->h, &s->ix, &s->ty);
+		err = hd_typing_compute(s->t, s->di, s->h, &s->ix, &s->refs, &s->ty);
 		hd_session_join_prefetch(s);
 		if (err)
 			return err;
@@ -278,17 +315,21 @@ struct hd_error *hd_session_graph(struct hd_session *s,
 			err = session_index(s);
 		if (!err && !s->opts.untyped)
 			err = hd_session_typing(s, &ty);
+		if (!err)
+			err = session_refs(s);
 		if (err)
 			return err;
 		double t0 = now();
-		err = hd_graph_build_with(s->t, s->di, s->h, &s->ix,
+		err = hd_graph_build_refs(s->t, s->di, s->h, &s->ix, &s->refs,
 					  ty ? hd_typing_pointer_map : NULL,
-					  (void *)ty, NULL, &s->g);
+					  (void *)ty, &s->g);
 		if (err)
 			return err;
 		s->t_graph = now() - t0;
-		// Typing (if any) and the graph are built: the address index
-		// has done its work.
+		// Typing (if any) and the graph are built: the references and
+		// the address index have done their work.
+		hd_refs_deinit(&s->refs);
+		s->have_refs = false;
 		hd_index_deinit(&s->ix);
 		s->have_ix = false;
 	}
@@ -354,7 +395,7 @@ static char *framework_key(const char *const *names, size_t n)
 
 static struct hd_error *framework_run(struct hd_session *s,
 				      const char *const *names, size_t n,
-				      struct hd_fw **ret_fw,
+				      bool borrow, struct hd_fw **ret_fw,
 				      struct hd_graph **ret_g);
 
 struct hd_error *hd_session_semantic(struct hd_session *s,
@@ -380,7 +421,7 @@ struct hd_error *hd_session_semantic(struct hd_session *s,
 	double t0 = now();
 	struct hd_fw *fw;
 	struct hd_graph *g;
-	struct hd_error *err = framework_run(s, names, n, &fw, &g);
+	struct hd_error *err = framework_run(s, names, n, false, &fw, &g);
 	if (err)
 		return err;
 	err = hd_semantic_compute(fw, g, &s->sem);
@@ -407,9 +448,14 @@ static struct hd_error *default_names(struct hd_session *s)
 		return NULL;
 	struct hd_fw *fw;
 	struct hd_graph *g;
-	struct hd_error *err = framework_run(s, NULL, 0, &fw, &g);
+	struct hd_error *err = framework_run(s, NULL, 0, true, &fw, &g);
 	if (err)
 		return err;
+	if (!g) {
+		// The modules added no block: they ran over the plain graph.
+		s->names_fw = fw;
+		return NULL;
+	}
 	if (has_used_subblocks(fw)) {
 		// Their blocks are vertices of the semantic graph alone: keep
 		// its tree for the reports that count or explain them.
@@ -454,10 +500,13 @@ struct hd_error *hd_session_subblock_semantic(struct hd_session *s,
 
 // The framework modules named (n == 0: the default ones) after analyze,
 // over a graph of their own: the sub-allocators' blocks are vertices of it,
-// and the plain graph of this stop stays as it was.
+// and the plain graph of this stop stays as it was. With borrow, modules
+// that add no block run over the plain graph instead (its vertices and
+// edges are what theirs would be), and *ret_g is NULL: a second scan of
+// the heap saved.
 static struct hd_error *framework_run(struct hd_session *s,
 				      const char *const *names, size_t n,
-				      struct hd_fw **ret_fw,
+				      bool borrow, struct hd_fw **ret_fw,
 				      struct hd_graph **ret_g)
 {
 	const struct hd_heap *h;
@@ -471,6 +520,22 @@ static struct hd_error *framework_run(struct hd_session *s,
 	err = hd_fw_create(s->t, s->di, h, ty, names, n, &fw);
 	if (err)
 		return err;
+	if (borrow && !fw->sa.num_blocks) {
+		const struct hd_graph *pg;
+		err = hd_session_graph(s, &pg);
+		if (!err)
+			err = hd_fw_analyze(fw, pg);
+		struct hd_error *lost = check_lost(s);
+		if (err || lost) {
+			hd_fw_destroy(fw);
+			if (lost)
+				hd_error_destroy(err);
+			return lost ? lost : err;
+		}
+		*ret_fw = fw;
+		*ret_g = NULL;
+		return NULL;
+	}
 	bool had_ix = s->have_ix;
 	err = session_frames(s);
 	if (!err)

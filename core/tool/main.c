@@ -73,6 +73,8 @@ static const char usage[] =
 	"  --json            same as --format json (see docs/json-format.md)\n"
 	"  --output FILE     write the report to FILE\n"
 	"  --profile         print phase times and memory use to stderr\n"
+	"  --threads N       use N threads (default: HEAPDOM_THREADS, else one\n"
+	"                    per CPU, at most 8); the output does not depend on it\n"
 	"  -h, --help        this text\n"
 	"  --version         print the version\n";
 
@@ -159,6 +161,14 @@ static int parse_args(int argc, char **argv, struct args *a)
 			a->profile = true;
 		} else if (strcmp(argv[i], "--untyped") == 0) {
 			a->session.untyped = true;
+		} else if ((v = target_opt(argc, argv, &i, "--threads"))) {
+			char *end;
+			unsigned long n = strtoul(v, &end, 10);
+			if (*end || n < 1 || n > 64) {
+				fprintf(stderr, "heapdom: --threads takes a number from 1 to 64, not '%s'\n", v);
+				exit(2);
+			}
+			a->session.threads = (unsigned)n;
 		} else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
 			fputs(usage, stdout);
 			exit(0);
@@ -328,6 +338,12 @@ static void print_profile(struct hd_session *s, double open, double total)
 	if (frames > 0)
 		fprintf(stderr, ", frames %.3f s (%zu frames and locals)", frames,
 			hd_target_num_frames(hd_session_target(s)));
+	unsigned threads;
+	uint64_t refs;
+	double scan = hd_session_scan_seconds(s, &threads, &refs);
+	if (scan > 0)
+		fprintf(stderr, ", scan %.3f s (%u thread%s, %" PRIu64 " references)",
+			scan, threads, threads == 1 ? "" : "s", refs);
 	const struct hd_typing *ty;
 	if (types > 0 && !hd_session_typing(s, &ty)) {
 		struct hd_typing_info ti;
@@ -354,7 +370,7 @@ static void print_profile(struct hd_session *s, double open, double total)
 	if (sem > 0)
 		fprintf(stderr, ", semantic %.3f s (modules, its graph, dominators)", sem);
 	fprintf(stderr, ", report %.3f s; total %.3f s\n",
-		total - open - walk - frames - types - graph - dom - sem, total);
+		total - open - walk - frames - scan - types - graph - dom - sem, total);
 	{
 		struct hd_target *t = hd_session_target(s);
 		uint64_t un = hd_target_unpopulated_bytes(t);

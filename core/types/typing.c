@@ -323,9 +323,12 @@ struct propagation {
 	struct hd_typing *ty;
 	const struct hd_heap *h;
 	const struct hd_index *ix;
+	const struct hd_refs *refs; // or NULL: read each member from memory
 	struct memory mem;
+	// The blocks to follow next (the next level: head stays 0).
 	uint32_t *queue;
 	size_t head, tail, cap;
+	uint64_t *bits; // scratch for sorting a level, a bit per block
 	size_t conflicts; // blocks whose typings contradicted each other
 };
 
@@ -627,6 +630,32 @@ static struct hd_error *follow(struct propagation *p, uint16_t module,
 	return NULL;
 }
 
+// The word -> slot table that lets a block's references stand for reads of
+// its members: only when every slot is a whole word and the slots come in
+// offset order, so that following the references in word order visits the
+// slots in the order reading the members would.
+static struct hd_error *word_slots(struct hd_type_entry *e)
+{
+	uint64_t esize = e->count ? e->size / e->count : 0;
+	if (!e->nslots || !esize || esize % 8 || esize / 8 > (1u << 20))
+		return NULL;
+	for (size_t i = 0; i < e->nslots; i++)
+		if (e->slots[i].offset % 8 || e->slots[i].offset + 8 > esize ||
+		    (i && e->slots[i].offset < e->slots[i - 1].offset))
+			return NULL;
+	uint32_t nw = (uint32_t)(esize / 8);
+	int32_t *ws = malloc(nw * sizeof(*ws));
+	if (!ws)
+		return &hd_error_no_memory;
+	for (uint32_t w = 0; w < nw; w++)
+		ws[w] = -1;
+	for (size_t i = e->nslots; i-- > 0;)
+		ws[e->slots[i].offset / 8] = (int32_t)i;
+	e->word_slot = ws;
+	e->element_words = nw;
+	return NULL;
+}
+
 // Resolves an entry's typed pointer members once.
 static struct hd_error *entry_slots(struct hd_typing *ty, uint32_t ei)
 {
@@ -664,6 +693,80 @@ static struct hd_error *entry_slots(struct hd_typing *ty, uint32_t ei)
 	// Another entry may have been added meanwhile: e may have moved.
 	ty->entries[ei].slots = ts;
 	ty->entries[ei].nslots = k;
+	return word_slots(&ty->entries[ei]);
+}
+
+// Types block t, which slot i of entry ei's block points at the start of.
+static struct hd_error *type_target(struct propagation *p, uint32_t ei,
+				    size_t i, uint32_t t)
+{
+	struct hd_typing *ty = p->ty;
+	const struct hd_typed_slot *s = &ty->entries[ei].slots[i];
+	uint32_t n = element_count(p->h, t, s->psize, s->chars, s->one);
+	if (!n)
+		return NULL;
+	uint32_t e;
+	if (n == 1) {
+		// The same single-object entry for every block.
+		if (s->single == HD_ENTRY_NONE) {
+			struct hd_error *err = get_entry(ty, ty->entries[ei].module,
+							 s->pointee, 1, NULL, &e);
+			if (err)
+				return err;
+			// get_entry may have moved the entries.
+			ty->entries[ei].slots[i].single = e;
+		}
+		e = ty->entries[ei].slots[i].single;
+	} else {
+		struct hd_error *err = get_entry(ty, ty->entries[ei].module,
+						 s->pointee, n, NULL, &e);
+		if (err)
+			return err;
+	}
+	return assign(p, t, e, 1);
+}
+
+// follow_block through the block's references: the words of its typed
+// members that point at a used block's start were found by the scan, in
+// word order, which is the order of the members (word_slots).
+static struct hd_error *follow_refs(struct propagation *p, uint32_t id,
+				    uint32_t ei)
+{
+	struct hd_typing *ty = p->ty;
+	const struct hd_heap *h = p->h;
+	const uint32_t *targets, *words;
+	uint32_t n = hd_refs_row(p->refs, id, &targets, &words);
+	if (!n)
+		return NULL;
+	uint32_t wpe = ty->entries[ei].element_words;
+	// Elements past the ones the request surely held may be malloc's
+	// rounding, with stale bytes in it: they type nothing.
+	uint64_t count = sure_count(h, &ty->entries[ei], id);
+	uint64_t whole = hd_heap_usable(h, id) / ((uint64_t)wpe * 8);
+	uint64_t wlimit = (count < whole ? count : whole) * wpe;
+	for (uint32_t j = 0; j < n; j++) {
+		uint32_t w = words[j];
+		if (w >= wlimit)
+			break;
+		// Only a pointer to the start types a block: a member
+		// pointer says nothing about what contains it.
+		if (targets[j] & HD_EDGE_INTERIOR)
+			continue;
+		uint32_t r = w % wpe;
+		int32_t first = ty->entries[ei].word_slot[r];
+		if (first < 0)
+			continue;
+		// Slots of one word: a union's pointer members.
+		for (size_t i = (size_t)first; i < ty->entries[ei].nslots &&
+					       ty->entries[ei].slots[i].offset / 8 == r;
+		     i++) {
+			if (!ty->entries[ei].slots[i].usable)
+				continue;
+			struct hd_error *err = type_target(p, ei, i, targets[j]);
+			if (err)
+				return err;
+		}
+	}
 	return NULL;
 }
 
@@ -682,13 +785,15 @@ static struct hd_error *follow_block(struct propagation *p, uint32_t id)
 	if (err)
 		return err;
 	uint64_t usable_src = hd_heap_usable(h, id);
+	if (p->refs && ty->entries[ei].word_slot &&
+	    usable_src / 8 < HD_REF_FAR_WORD)
+		return follow_refs(p, id, ei);
 	uint64_t limit = h->addr[id] + usable_src;
 	uint32_t count = ty->entries[ei].count;
 	uint64_t esize = count ? ty->entries[ei].size / count : 0;
 	// Elements past the ones the request surely held may be malloc's
 	// rounding, with stale bytes in it: they type nothing.
 	count = sure_count(h, &ty->entries[ei], id);
-	uint16_t module = ty->entries[ei].module;
 	const uint8_t *data = view_of(&p->mem, h->addr[id], usable_src);
 	// Elements in memory never populated hold only zeros: no pointer
 	// to follow (an array of 4 GiB never touched is not walked).
@@ -728,33 +833,83 @@ static struct hd_error *follow_block(struct propagation *p, uint32_t id)
 			if (t < 0 || h->addr[t] != v ||
 			    hd_heap_state(h, (size_t)t) != HD_STATE_USED)
 				continue;
-			uint32_t n = element_count(h, (size_t)t,
-						   s->psize, s->chars, s->one);
-			if (!n)
-				continue;
-			uint32_t e;
-			if (n == 1) {
-				// The same single-object entry for every block.
-				if (s->single == HD_ENTRY_NONE) {
-					uint32_t pointee = s->pointee;
-					err = get_entry(ty, module, pointee, 1, NULL, &e);
-					if (err)
-						return err;
-					ty->entries[ei].slots[i].single = e;
-				}
-				e = ty->entries[ei].slots[i].single;
-			} else {
-				err = get_entry(ty, module, ty->entries[ei].slots[i].pointee,
-						n, NULL, &e);
-				if (err)
-					return err;
-			}
-			err = assign(p, (uint32_t)t, e, 1);
+			err = type_target(p, ei, i, (uint32_t)t);
 			if (err)
 				return err;
 		}
 	}
 	return NULL;
+}
+
+static int id_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+// Sorts a level's blocks and drops repeats (a block queued twice in one
+// level is followed with the typing it has then, once is enough).
+static struct hd_error *sort_level(struct propagation *p, uint32_t *ids,
+				   size_t *n)
+{
+	size_t nb = p->h->num_blocks, k = *n;
+	if (k < 2)
+		return NULL;
+	if (k < nb / 1024 || k < 64) {
+		hd_qsort(ids, k, sizeof(*ids), id_cmp);
+		size_t out = 1;
+		for (size_t i = 1; i < k; i++)
+			if (ids[i] != ids[out - 1])
+				ids[out++] = ids[i];
+		*n = out;
+		return NULL;
+	}
+	// Large levels: a bitmap, read back in order (and left zeroed).
+	if (!p->bits) {
+		p->bits = calloc(nb / 64 + 1, sizeof(*p->bits));
+		if (!p->bits)
+			return &hd_error_no_memory;
+	}
+	for (size_t i = 0; i < k; i++)
+		p->bits[ids[i] / 64] |= 1ull << (ids[i] % 64);
+	size_t out = 0;
+	for (size_t w = 0; w <= nb / 64; w++) {
+		uint64_t b = p->bits[w];
+		if (!b)
+			continue;
+		p->bits[w] = 0;
+		while (b) {
+			ids[out++] = (uint32_t)(w * 64 + (unsigned)__builtin_ctzll(b));
+			b &= b - 1;
+		}
+	}
+	*n = out;
+	return NULL;
+}
+
+// Follows the queued blocks to the fixpoint, level by level, each level
+// in address order: a level of a hash table's entries is a million blocks
+// in hash order, and following them in the order they lie in memory turns
+// a cache miss per block into a stream.
+static struct hd_error *follow_levels(struct propagation *p)
+{
+	uint32_t *cur = NULL;
+	size_t cap = 0;
+	struct hd_error *err = NULL;
+	while (!err && p->tail) {
+		uint32_t *level = p->queue;
+		size_t n = p->tail, lcap = p->cap;
+		p->queue = cur;
+		p->cap = cap;
+		p->head = p->tail = 0;
+		cur = level;
+		cap = lcap;
+		err = sort_level(p, cur, &n);
+		for (size_t i = 0; !err && i < n; i++)
+			err = follow_block(p, cur[i]);
+	}
+	free(cur);
+	return err;
 }
 
 static struct hd_error *typed_globals(struct propagation *p)
@@ -999,6 +1154,7 @@ static struct hd_error *vtable_types(struct propagation *p, struct hd_target *t,
 struct hd_error *hd_typing_compute(struct hd_target *t, struct hd_debuginfo *di,
 				   const struct hd_heap *h,
 				   const struct hd_index *ix,
+				   const struct hd_refs *refs,
 				   struct hd_typing **ret)
 {
 	struct hd_typing *ty = calloc(1, sizeof(*ty));
@@ -1009,7 +1165,7 @@ struct hd_error *hd_typing_compute(struct hd_target *t, struct hd_debuginfo *di,
 	ty->num_blocks = h->num_blocks;
 	ty->block_entry = malloc((h->num_blocks ? h->num_blocks : 1) * sizeof(uint32_t));
 	ty->strength = calloc(h->num_blocks ? h->num_blocks : 1, 1);
-	struct propagation p = {.ty = ty, .h = h, .ix = ix};
+	struct propagation p = {.ty = ty, .h = h, .ix = ix, .refs = refs};
 	struct hd_error *err = NULL;
 	if (!ty->block_entry || !ty->strength)
 		err = &hd_error_no_memory;
@@ -1041,13 +1197,12 @@ struct hd_error *hd_typing_compute(struct hd_target *t, struct hd_debuginfo *di,
 			err = typed_globals(&p);
 		if (!err)
 			err = typed_locals(&p, t);
-		while (!err && p.head < p.tail) {
-			uint32_t id = p.queue[p.head++];
-			err = follow_block(&p, id);
-		}
+		if (!err)
+			err = follow_levels(&p);
 	}
 	memory_deinit(&p.mem);
 	free(p.queue);
+	free(p.bits);
 	if (err) {
 		hd_typing_destroy(ty);
 		return err;
@@ -1082,6 +1237,7 @@ void hd_typing_destroy(struct hd_typing *ty)
 		free(ty->entries[i].name);
 		free(ty->entries[i].typed);
 		free(ty->entries[i].slots);
+		free(ty->entries[i].word_slot);
 	}
 	free(ty->entries);
 	struct dedupe *d = ty->dedupe;

@@ -5,6 +5,7 @@
 #define HD_TYPING_H
 
 #include "graph/graph_internal.h"
+#include "graph/refs.h"
 #include "heapdom.h"
 #include "types/type_index.h"
 
@@ -36,6 +37,11 @@ struct hd_type_entry {
 	struct hd_typed_slot *slots; // typed pointer members of one element
 	size_t nslots;
 	bool slots_ready;
+	// For following a block's references (graph/refs.h): per word of one
+	// element, the first slot at that word, or -1; NULL when the slots
+	// are not whole words in offset order (memory is then read).
+	int32_t *word_slot;
+	uint32_t element_words;
 };
 
 struct hd_typing_module {
@@ -68,6 +74,7 @@ struct hd_typing {
 struct hd_error *hd_typing_compute(struct hd_target *t, struct hd_debuginfo *di,
 				   const struct hd_heap *h,
 				   const struct hd_index *ix,
+				   const struct hd_refs *refs,
 				   struct hd_typing **ret);
 void hd_typing_destroy(struct hd_typing *ty);
 
