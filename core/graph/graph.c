@@ -55,6 +55,27 @@ struct hd_error *hd_graph_build_with(struct hd_target *t,
 	return build(t, di, h, ix, NULL, map, map_arg, sub, ret);
 }
 
+struct hd_error *hd_graph_build_vertices(struct hd_target *t,
+					 struct hd_debuginfo *di,
+					 const struct hd_heap *h,
+					 const struct hd_suballoc *sub,
+					 struct hd_graph **ret)
+{
+	struct hd_graph *g = calloc(1, sizeof(*g));
+	if (!g)
+		return &hd_error_no_memory;
+	g->sub = sub;
+	struct hd_error *err = hd_roots_collect(g, t, di, h);
+	if (!err)
+		err = hd_graph_number(g, h);
+	if (err) {
+		hd_graph_destroy(g);
+		return err;
+	}
+	*ret = g;
+	return NULL;
+}
+
 struct hd_error *hd_graph_build_refs(struct hd_target *t,
 				     struct hd_debuginfo *di,
 				     const struct hd_heap *h,

@@ -7,17 +7,24 @@
 #include "heapdom.h"
 
 // Address -> block id in O(1): ranges of contiguous blocks, each with a
-// table of the first block overlapping every 128-byte granule (glibc's
-// blocks are at least 32 bytes, so a lookup walks at most 4 blocks from
-// there; a slab allocator's 8-byte blocks, 16).
+// table of one 64-bit cell per 128-byte granule: the id of the first block
+// whose address lies at or after the granule's start, and a bit for each
+// of the granule's sixteen 8-byte units that holds a block's address. The
+// block at or below an address is then that id plus a population count,
+// with no look at the block table; a pointer to a block's start (most
+// pointers) needs only its cell.
 #define HD_GRANULE_SHIFT 7
 
 struct hd_index_range {
 	uint64_t lo, hi;       // [lo, hi): extent bytes and usable bytes covered
 	uint32_t first_block;  // block id of the extent at lo
 	uint32_t last_block;   // block id of the range's last extent
-	uint32_t *granules;    // num_granules entries, one per granule
-	uint64_t num_granules; // 0 (no table) for a range of one block
+	uint64_t *cells;       // num_granules cells; NULL: no table
+	uint64_t num_granules; // 0 for a range of one block, or addresses
+			       // closer than 8 bytes (binary search then)
+	// Every address 8-aligned (lo too) and every usable size nonzero: a
+	// set bit at an aligned address is the block that starts there.
+	bool exact_bits;
 };
 
 struct hd_index {
@@ -32,14 +39,12 @@ struct hd_index {
 struct hd_error *hd_index_init(struct hd_index *ix, const struct hd_heap *h);
 void hd_index_deinit(struct hd_index *ix);
 
-// Id of the block whose usable bytes hold p, or -1: the same answer as
-// hd_heap_find, in O(1). A block's usable bytes may end inside the next
-// extent's header (glibc's prev_size word), so an address in a header
-// belongs to the block before it or to none.
-static inline int64_t hd_index_lookup(const struct hd_index *ix, uint64_t p)
+// The range that holds p, or NULL.
+static inline const struct hd_index_range *hd_index_range_of(const struct hd_index *ix,
+							     uint64_t p)
 {
 	if (p - ix->lo >= ix->hi - ix->lo)
-		return -1;
+		return NULL;
 	size_t lo = 0, hi = ix->num_ranges;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
@@ -49,21 +54,61 @@ static inline int64_t hd_index_lookup(const struct hd_index *ix, uint64_t p)
 			hi = mid;
 	}
 	if (lo == ix->num_ranges || p < ix->ranges[lo].lo)
+		return NULL;
+	return &ix->ranges[lo];
+}
+
+// The last block of r at or below p, without a table.
+int64_t hd_index_search(const struct hd_index *ix,
+			const struct hd_index_range *r, uint64_t p);
+
+// Id of the block whose usable bytes hold p, or -1: the same answer as
+// hd_heap_find, in O(1); *exact says whether p is the block's start. A
+// block's usable bytes may end inside the next extent's header (glibc's
+// prev_size word), so an address in a header belongs to the block before
+// it or to none.
+static inline int64_t hd_index_find(const struct hd_index *ix, uint64_t p,
+				    bool *exact)
+{
+	const struct hd_index_range *r = hd_index_range_of(ix, p);
+	if (!r)
 		return -1;
-	const struct hd_index_range *r = &ix->ranges[lo];
-	uint64_t g = (p - r->lo) >> HD_GRANULE_SHIFT;
-	uint32_t id = !r->num_granules ? r->first_block
-		      : r->granules[g < r->num_granules ? g : r->num_granules - 1];
-	// The block whose extent holds p; the last block of the range also
-	// takes the bytes its usable area lends past the range.
-	while (id < r->last_block && hd_heap_extent_end(ix->h, id) <= p)
-		id++;
-	if (p < ix->addr[id]) {
-		if (id == r->first_block)
+	int64_t id;
+	if (r->num_granules) {
+		uint64_t off = p - r->lo;
+		uint64_t cell = r->cells[off >> HD_GRANULE_SHIFT];
+		unsigned u = (unsigned)(off >> 3) & 15;
+		uint32_t bits = (uint32_t)(cell >> 32);
+		int64_t k = (int64_t)(uint32_t)cell +
+			    __builtin_popcount(bits & ((1u << u) - 1));
+		if (bits & (1u << u)) {
+			if (r->exact_bits && !(p & 7)) {
+				*exact = true;
+				return k;
+			}
+			id = ix->addr[k] <= p ? k : k - 1;
+		} else {
+			id = k - 1;
+		}
+		if (id < (int64_t)r->first_block)
 			return -1;
-		id--;
+	} else if (r->first_block == r->last_block) {
+		id = r->first_block;
+		if (p < ix->addr[id])
+			return -1;
+	} else {
+		id = hd_index_search(ix, r, p);
+		if (id < 0)
+			return -1;
 	}
-	return p - ix->addr[id] < hd_heap_usable(ix->h, id) ? (int64_t)id : -1;
+	*exact = p == ix->addr[id];
+	return p - ix->addr[id] < hd_heap_usable(ix->h, (size_t)id) ? id : -1;
+}
+
+static inline int64_t hd_index_lookup(const struct hd_index *ix, uint64_t p)
+{
+	bool exact;
+	return hd_index_find(ix, p, &exact);
 }
 
 // The words of a block the typing calls pointers (bit i for word i), or
@@ -139,6 +184,15 @@ struct hd_error *hd_graph_build_refs(struct hd_target *t,
 				     const struct hd_refs *refs,
 				     hd_pointer_map_fn map, void *map_arg,
 				     struct hd_graph **ret);
+// The graph's vertices and roots without its edges (fwd and rev empty),
+// for framework modules whose blocks hold nothing and that read no edge.
+struct hd_error *hd_graph_build_vertices(struct hd_target *t,
+					 struct hd_debuginfo *di,
+					 const struct hd_heap *h,
+					 const struct hd_suballoc *sub,
+					 struct hd_graph **ret);
+// Numbers g's vertices (super-root, roots, blocks, sub-blocks).
+struct hd_error *hd_graph_number(struct hd_graph *g, const struct hd_heap *h);
 // Scans roots and used blocks and builds g->fwd and g->rev.
 struct hd_error *hd_graph_scan(struct hd_graph *g, struct hd_target *t,
 			       const struct hd_heap *h,

@@ -1,4 +1,4 @@
-// The address index: built once per heap, 4 bytes per 128 heap bytes.
+// The address index: built once per heap, 8 bytes per 128 heap bytes.
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,30 +19,54 @@ static struct hd_error *add_range(struct hd_index *ix, size_t first,
 		.last_block = (uint32_t)last,
 	};
 	// A range of one block needs no table: an mmapped chunk of 4 GiB
-	// would cost 128 MiB of granules that all name it.
-	if (first == last) {
-		if (!HD_VEC_PUSH(ix->ranges, ix->num_ranges, ix->cap_ranges, r))
+	// would cost 128 MiB of cells that all name it.
+	bool table = first != last;
+	// The cells tell blocks apart by 8-byte unit.
+	for (size_t i = first + 1; table && i <= last; i++)
+		if (h->addr[i] - h->addr[i - 1] < 8)
+			table = false;
+	if (table) {
+		size_t n = ((r.hi - 1 - r.lo) >> HD_GRANULE_SHIFT) + 1;
+		r.cells = malloc(n * sizeof(*r.cells));
+		if (!r.cells)
 			return &hd_error_no_memory;
-		return NULL;
-	}
-	size_t n = ((extent_end - r.lo) >> HD_GRANULE_SHIFT) + 1;
-	r.num_granules = n;
-	r.granules = malloc(n * sizeof(*r.granules));
-	if (!r.granules)
-		return &hd_error_no_memory;
-	size_t id = first;
-	for (size_t g = 0; g < n; g++) {
-		uint64_t p = r.lo + ((uint64_t)g << HD_GRANULE_SHIFT);
-		while (id < last && hd_heap_extent_end(h, id) <= p)
-			id++;
-		r.granules[g] = (uint32_t)id;
+		r.num_granules = n;
+		r.exact_bits = !(r.lo & 7);
+		size_t id = first;
+		for (size_t g = 0; g < n; g++) {
+			uint64_t start = r.lo + ((uint64_t)g << HD_GRANULE_SHIFT);
+			uint64_t end = start + (1u << HD_GRANULE_SHIFT);
+			while (id <= last && h->addr[id] < start)
+				id++;
+			uint64_t cell = (uint32_t)id;
+			for (size_t k = id; k <= last && h->addr[k] < end; k++) {
+				cell |= 1ull << (32 + ((h->addr[k] - start) >> 3));
+				if ((h->addr[k] & 7) || !hd_heap_usable(h, k))
+					r.exact_bits = false;
+			}
+			r.cells[g] = cell;
+		}
+		ix->bytes += n * sizeof(*r.cells);
 	}
 	if (!HD_VEC_PUSH(ix->ranges, ix->num_ranges, ix->cap_ranges, r)) {
-		free(r.granules);
+		free(r.cells);
 		return &hd_error_no_memory;
 	}
-	ix->bytes += n * sizeof(*r.granules);
 	return NULL;
+}
+
+int64_t hd_index_search(const struct hd_index *ix,
+			const struct hd_index_range *r, uint64_t p)
+{
+	size_t lo = r->first_block, hi = (size_t)r->last_block + 1;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (ix->addr[mid] <= p)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo == r->first_block ? -1 : (int64_t)lo - 1;
 }
 
 struct hd_error *hd_index_init(struct hd_index *ix, const struct hd_heap *h)
@@ -75,7 +99,7 @@ struct hd_error *hd_index_init(struct hd_index *ix, const struct hd_heap *h)
 void hd_index_deinit(struct hd_index *ix)
 {
 	for (size_t i = 0; i < ix->num_ranges; i++)
-		free(ix->ranges[i].granules);
+		free(ix->ranges[i].cells);
 	free(ix->ranges);
 	memset(ix, 0, sizeof(*ix));
 }

@@ -86,11 +86,12 @@ static bool scan_stretch(struct worker *w, const uint8_t *data, uint64_t first,
 			memcpy(&v, data + 8 * i, 8);
 			if (v - ix->lo >= ix->hi - ix->lo)
 				continue;
-			int64_t id = hd_index_lookup(ix, v);
+			bool exact;
+			int64_t id = hd_index_find(ix, v, &exact);
 			if (id < 0 || hd_heap_state(h, (size_t)id) != HD_STATE_USED)
 				continue;
 			uint32_t t = (uint32_t)id;
-			if (v != h->addr[id])
+			if (!exact)
 				t |= HD_EDGE_INTERIOR;
 			targets[n] = t;
 			words[n] = (uint32_t)i;

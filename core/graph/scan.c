@@ -110,13 +110,14 @@ static inline void add_word(struct builder *b, uint64_t w, int64_t self)
 heap:;
 	// Like valgrind, a pointer just past a block's usable bytes does not
 	// point into it.
-	int64_t id = hd_index_lookup(b->ix, w);
+	bool exact;
+	int64_t id = hd_index_find(b->ix, w, &exact);
 	if (id < 0)
 		return;
 	if (id == self || hd_heap_state(h, (size_t)id) != HD_STATE_USED)
 		return;
 	uint32_t t = b->first_block_vertex + (uint32_t)id;
-	if (w != b->h->addr[id])
+	if (!exact)
 		t |= HD_EDGE_INTERIOR;
 	b->targets[b->n++] = t;
 }
@@ -411,11 +412,8 @@ static struct hd_error *refs_blocks(struct builder *b, struct hd_target *t)
 	return NULL;
 }
 
-struct hd_error *hd_graph_scan(struct hd_graph *g, struct hd_target *t,
-			       const struct hd_heap *h,
-			       const struct hd_index *ix)
+struct hd_error *hd_graph_number(struct hd_graph *g, const struct hd_heap *h)
 {
-	struct builder b = {.g = g, .h = h, .ix = ix, .sa = g->sub, .self_sub = -1};
 	g->num_blocks = h->num_blocks;
 	g->num_sub = g->sub ? g->sub->num_blocks : 0;
 	uint64_t nv = 1 + (uint64_t)g->num_roots + h->num_blocks + g->num_sub;
@@ -424,6 +422,18 @@ struct hd_error *hd_graph_scan(struct hd_graph *g, struct hd_target *t,
 				       "%llu blocks and roots: more than the graph's 2^31 vertices",
 				       (unsigned long long)nv);
 	g->num_vertices = (uint32_t)nv;
+	return NULL;
+}
+
+struct hd_error *hd_graph_scan(struct hd_graph *g, struct hd_target *t,
+			       const struct hd_heap *h,
+			       const struct hd_index *ix)
+{
+	struct builder b = {.g = g, .h = h, .ix = ix, .sa = g->sub, .self_sub = -1};
+	struct hd_error *err = hd_graph_number(g, h);
+	if (err)
+		return err;
+	uint64_t nv = g->num_vertices;
 	b.first_block_vertex = 1 + (uint32_t)g->num_roots;
 	b.first_sub_vertex = b.first_block_vertex + (uint32_t)h->num_blocks;
 	b.offsets = malloc((nv + 1) * sizeof(*b.offsets));
@@ -439,7 +449,7 @@ struct hd_error *hd_graph_scan(struct hd_graph *g, struct hd_target *t,
 		for (size_t i = 0; i < g->num_roots; i++)
 			if (hd_root_rank(g->roots[i].kind) == r)
 				b.targets[b.n++] = 1 + (uint32_t)i;
-	struct hd_error *err = scan_roots(&b, t);
+	err = scan_roots(&b, t);
 	if (!err)
 		err = g->refs && !b.sa ? refs_blocks(&b, t) : scan_blocks(&b, t);
 	if (!err && b.sa)

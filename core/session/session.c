@@ -393,9 +393,10 @@ static char *framework_key(const char *const *names, size_t n)
 	return key;
 }
 
+static bool has_used_subblocks(const struct hd_fw *fw);
 static struct hd_error *framework_run(struct hd_session *s,
 				      const char *const *names, size_t n,
-				      bool borrow, struct hd_fw **ret_fw,
+				      bool names_only, struct hd_fw **ret_fw,
 				      struct hd_graph **ret_g);
 
 struct hd_error *hd_session_semantic(struct hd_session *s,
@@ -451,11 +452,6 @@ static struct hd_error *default_names(struct hd_session *s)
 	struct hd_error *err = framework_run(s, NULL, 0, true, &fw, &g);
 	if (err)
 		return err;
-	if (!g) {
-		// The modules added no block: they ran over the plain graph.
-		s->names_fw = fw;
-		return NULL;
-	}
 	if (has_used_subblocks(fw)) {
 		// Their blocks are vertices of the semantic graph alone: keep
 		// its tree for the reports that count or explain them.
@@ -500,13 +496,12 @@ struct hd_error *hd_session_subblock_semantic(struct hd_session *s,
 
 // The framework modules named (n == 0: the default ones) after analyze,
 // over a graph of their own: the sub-allocators' blocks are vertices of it,
-// and the plain graph of this stop stays as it was. With borrow, modules
-// that add no block run over the plain graph instead (its vertices and
-// edges are what theirs would be), and *ret_g is NULL: a second scan of
-// the heap saved.
+// and the plain graph of this stop stays as it was. With names_only (the
+// caller keeps the graph's edges only when a module's blocks are used),
+// the graph has no edges unless some are needed.
 static struct hd_error *framework_run(struct hd_session *s,
 				      const char *const *names, size_t n,
-				      bool borrow, struct hd_fw **ret_fw,
+				      bool names_only, struct hd_fw **ret_fw,
 				      struct hd_graph **ret_g)
 {
 	const struct hd_heap *h;
@@ -520,31 +515,21 @@ static struct hd_error *framework_run(struct hd_session *s,
 	err = hd_fw_create(s->t, s->di, h, ty, names, n, &fw);
 	if (err)
 		return err;
-	if (borrow && !fw->sa.num_blocks) {
-		const struct hd_graph *pg;
-		err = hd_session_graph(s, &pg);
-		if (!err)
-			err = hd_fw_analyze(fw, pg);
-		struct hd_error *lost = check_lost(s);
-		if (err || lost) {
-			hd_fw_destroy(fw);
-			if (lost)
-				hd_error_destroy(err);
-			return lost ? lost : err;
-		}
-		*ret_fw = fw;
-		*ret_g = NULL;
-		return NULL;
-	}
 	bool had_ix = s->have_ix;
 	err = session_frames(s);
-	if (!err)
-		err = session_index(s);
 	struct hd_graph *g = NULL;
-	if (!err)
-		err = hd_graph_build_with(s->t, s->di, h, &s->ix,
-					  ty ? hd_typing_pointer_map : NULL,
-					  (void *)ty, &fw->sa, &g);
+	if (!err && names_only && !has_used_subblocks(fw)) {
+		// Modules read roots and vertices, never edges, and no block
+		// of theirs holds anything: the heap need not be scanned again.
+		err = hd_graph_build_vertices(s->t, s->di, h, &fw->sa, &g);
+	} else {
+		if (!err)
+			err = session_index(s);
+		if (!err)
+			err = hd_graph_build_with(s->t, s->di, h, &s->ix,
+						  ty ? hd_typing_pointer_map : NULL,
+						  (void *)ty, &fw->sa, &g);
+	}
 	if (!had_ix && s->g) {
 		hd_index_deinit(&s->ix);
 		s->have_ix = false;
