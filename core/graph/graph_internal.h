@@ -105,6 +105,12 @@ static inline int64_t hd_index_find(const struct hd_index *ix, uint64_t p,
 	return p - ix->addr[id] < hd_heap_usable(ix->h, (size_t)id) ? id : -1;
 }
 
+// hd_index_find for n addresses at once (n <= HD_INDEX_BATCH), their
+// memory fetched in parallel: ids[i] (-1: none) and exact[i] for vals[i].
+#define HD_INDEX_BATCH 64
+void hd_index_find_batch(const struct hd_index *ix, const uint64_t *vals,
+			 size_t n, int64_t *ids, bool *exact);
+
 static inline int64_t hd_index_lookup(const struct hd_index *ix, uint64_t p)
 {
 	bool exact;

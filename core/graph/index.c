@@ -103,3 +103,51 @@ void hd_index_deinit(struct hd_index *ix)
 	free(ix->ranges);
 	memset(ix, 0, sizeof(*ix));
 }
+
+// Three passes over the batch, each touching what the previous one
+// fetched: the ranges and cells, then the blocks' flags (and addresses
+// when the cell alone does not say). A lookup costs two dependent cache
+// misses; a batch overlaps them all.
+void hd_index_find_batch(const struct hd_index *ix, const uint64_t *vals,
+			 size_t n, int64_t *ids, bool *exact)
+{
+	const struct hd_heap *h = ix->h;
+	const struct hd_index_range *rs[HD_INDEX_BATCH];
+	for (size_t i = 0; i < n; i++) {
+		const struct hd_index_range *r = hd_index_range_of(ix, vals[i]);
+		rs[i] = r;
+		if (r && r->num_granules)
+			__builtin_prefetch(&r->cells[(vals[i] - r->lo) >> HD_GRANULE_SHIFT]);
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct hd_index_range *r = rs[i];
+		ids[i] = -1;
+		if (!r || !r->num_granules)
+			continue;
+		uint64_t p = vals[i], off = p - r->lo;
+		uint64_t cell = r->cells[off >> HD_GRANULE_SHIFT];
+		unsigned u = (unsigned)(off >> 3) & 15;
+		uint32_t bits = (uint32_t)(cell >> 32);
+		int64_t k = (int64_t)(uint32_t)cell +
+			    __builtin_popcount(bits & ((1u << u) - 1));
+		if (!(bits & (1u << u)))
+			k--;
+		else if (r->exact_bits && !(p & 7)) {
+			ids[i] = k;
+			exact[i] = true;
+			__builtin_prefetch(&h->flags[k]);
+			continue;
+		}
+		if (k >= (int64_t)r->first_block) {
+			// Resolved below, with the address.
+			__builtin_prefetch(&h->addr[k]);
+			__builtin_prefetch(&h->flags[k]);
+			__builtin_prefetch(&h->span[k]);
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (ids[i] >= 0)
+			continue; // exact from its cell
+		ids[i] = hd_index_find(ix, vals[i], &exact[i]);
+	}
+}

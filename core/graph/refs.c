@@ -42,10 +42,15 @@ struct worker {
 	const struct hd_index *ix;
 	const struct hd_view *views; // one per segment; data NULL: unreadable
 	size_t num_views;
-	struct hd_refs_part part;
+	struct hd_refs_part part; // offsets count each block's refs until the end
 	uint64_t cap;
 	uint64_t scanned, skipped;
 	bool no_memory, too_many;
+	// Candidates waiting for a batched look-up: value, word, source block.
+	size_t pending;
+	uint64_t vals[HD_INDEX_BATCH];
+	uint32_t at[HD_INDEX_BATCH];
+	uint32_t src[HD_INDEX_BATCH];
 };
 
 static bool reserve(struct worker *w, uint64_t more)
@@ -67,53 +72,67 @@ static bool reserve(struct worker *w, uint64_t more)
 	return true;
 }
 
-// The words [first, last) of the block at addr (data holds its bytes).
-static bool scan_stretch(struct worker *w, const uint8_t *data, uint64_t first,
-			 uint64_t last, uint64_t addr)
+// Looks the pending candidates up and appends the references they are, in
+// the order they were found (block by block, word by word).
+static bool flush(struct worker *w)
 {
+	size_t n = w->pending;
+	w->pending = 0;
+	if (!n)
+		return true;
 	const struct hd_heap *h = w->h;
-	const struct hd_index *ix = w->ix;
 	struct hd_refs_part *p = &w->part;
-	for (uint64_t i = first; i < last;) {
-		// Reserve per stretch: a large block holds few pointers.
-		uint64_t stop = last - i > 65536 ? i + 65536 : last;
-		if (!reserve(w, stop - i))
-			return false;
-		uint32_t *targets = p->targets, *words = p->words;
-		uint64_t n = p->num;
-		for (; i < stop; i++) {
-			uint64_t v;
-			memcpy(&v, data + 8 * i, 8);
-			if (v - ix->lo >= ix->hi - ix->lo)
-				continue;
-			bool exact;
-			int64_t id = hd_index_find(ix, v, &exact);
-			if (id < 0 || hd_heap_state(h, (size_t)id) != HD_STATE_USED)
-				continue;
-			uint32_t t = (uint32_t)id;
-			if (!exact)
-				t |= HD_EDGE_INTERIOR;
-			targets[n] = t;
-			words[n] = (uint32_t)i;
-			n++;
-		}
-		p->num = n;
+	int64_t ids[HD_INDEX_BATCH];
+	bool exact[HD_INDEX_BATCH];
+	hd_index_find_batch(w->ix, w->vals, n, ids, exact);
+	if (!reserve(w, n))
+		return false;
+	for (size_t k = 0; k < n; k++) {
+		int64_t id = ids[k];
+		if (id < 0 || hd_heap_state(h, (size_t)id) != HD_STATE_USED)
+			continue;
+		uint32_t t = (uint32_t)id;
+		if (!exact[k])
+			t |= HD_EDGE_INTERIOR;
+		p->targets[p->num] = t;
+		p->words[p->num++] = w->at[k];
+		p->offsets[w->src[k] + 1]++;
 	}
-	(void)addr;
+	return true;
+}
+
+// The words [first, last) of block id (data holds its bytes); words inside
+// the heap's span are candidates.
+static bool scan_stretch(struct worker *w, const uint8_t *data, uint64_t first,
+			 uint64_t last, uint32_t src)
+{
+	const struct hd_index *ix = w->ix;
+	uint64_t lo = ix->lo, span = ix->hi - ix->lo;
+	for (uint64_t i = first; i < last; i++) {
+		uint64_t v;
+		memcpy(&v, data + 8 * i, 8);
+		if (v - lo >= span)
+			continue;
+		w->vals[w->pending] = v;
+		w->at[w->pending] = (uint32_t)i;
+		w->src[w->pending] = src;
+		if (++w->pending == HD_INDEX_BATCH && !flush(w))
+			return false;
+	}
 	return true;
 }
 
 // Scans block id, whose usable bytes view v holds; words the view knows
 // were never populated are zeros, which point nowhere: skipped unread.
 static bool scan_block(struct worker *w, const struct hd_view *v,
-		       const struct hd_block *blk)
+		       const struct hd_block *blk, uint32_t src)
 {
 	uint64_t words = blk->usable / 8, scanned = 0;
 	uint64_t end = blk->addr + words * 8, at = blk->addr, lo, hi;
 	const uint8_t *d = v->data + (blk->addr - v->addr);
 	while (at < end && hd_view_next_data(v, at, end, &lo, &hi)) {
 		uint64_t first = (lo - blk->addr) / 8, last = (hi - blk->addr + 7) / 8;
-		if (!scan_stretch(w, d, first, last, blk->addr))
+		if (!scan_stretch(w, d, first, last, src))
 			return false;
 		scanned += last - first;
 		at = blk->addr + last * 8;
@@ -129,19 +148,11 @@ static void *scan_part(void *arg)
 	const struct hd_heap *h = w->h;
 	struct hd_refs_part *p = &w->part;
 	size_t first = p->first, end = p->end, id = first;
-	p->offsets = malloc((end - first + 1) * sizeof(*p->offsets));
+	p->offsets = calloc(end - first + 1, sizeof(*p->offsets));
 	if (!p->offsets) {
 		w->no_memory = true;
 		return NULL;
 	}
-#define ROW_START(i)                                                    \
-	do {                                                            \
-		if (p->num > UINT32_MAX) {                              \
-			w->too_many = true;                             \
-			return NULL;                                    \
-		}                                                       \
-		p->offsets[(i) - first] = (uint32_t)p->num;             \
-	} while (0)
 	// The segment that holds the part's first block, or the next one.
 	size_t s = 0;
 	if (id < end)
@@ -152,12 +163,9 @@ static void *scan_part(void *arg)
 		const struct hd_heap_segment *seg = hd_heap_segment(h, s);
 		const struct hd_view *v = &w->views[s];
 		// Blocks before this segment (none normally) hold nothing.
-		while (id < end && hd_heap_extent_start(h, id) < seg->start) {
-			ROW_START(id);
+		while (id < end && hd_heap_extent_start(h, id) < seg->start)
 			id++;
-		}
 		for (; id < end && hd_heap_extent_start(h, id) < seg->end; id++) {
-			ROW_START(id);
 			if (!v->data || hd_heap_state(h, id) != HD_STATE_USED)
 				continue;
 			struct hd_block blk;
@@ -167,15 +175,23 @@ static void *scan_part(void *arg)
 			if (blk.addr + blk.usable > seg->end ||
 			    blk.usable / 8 >= HD_REF_FAR_WORD)
 				continue;
-			if (!scan_block(w, v, &blk)) {
+			if (!scan_block(w, v, &blk, (uint32_t)(id - first))) {
 				w->no_memory = true;
 				return NULL;
 			}
 		}
 	}
-	for (; id <= end; id++)
-		ROW_START(id);
-#undef ROW_START
+	if (!flush(w)) {
+		w->no_memory = true;
+		return NULL;
+	}
+	// Counts to offsets; the total must fit them.
+	if (p->num > UINT32_MAX) {
+		w->too_many = true;
+		return NULL;
+	}
+	for (size_t k = 0; k < end - first; k++)
+		p->offsets[k + 1] += p->offsets[k];
 	// Give back the slack of the geometric growth.
 	if (p->num) {
 		uint32_t *t = realloc(p->targets, p->num * sizeof(*t));
