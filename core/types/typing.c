@@ -887,6 +887,24 @@ static struct hd_error *sort_level(struct propagation *p, uint32_t *ids,
 	return NULL;
 }
 
+// The blocks a block's references lead to are scattered: their typing and
+// block-table entries are fetched a few blocks ahead of following them.
+#define PREFETCH_AHEAD 8
+static void prefetch_targets(const struct propagation *p, uint32_t id)
+{
+	const uint32_t *targets, *words;
+	uint32_t n = hd_refs_row(p->refs, id, &targets, &words);
+	if (n > 16)
+		n = 16;
+	for (uint32_t j = 0; j < n; j++) {
+		uint32_t t = targets[j] & ~HD_EDGE_INTERIOR;
+		__builtin_prefetch(&p->ty->block_entry[t]);
+		__builtin_prefetch(&p->ty->strength[t]);
+		__builtin_prefetch(&p->h->span[t]);
+		__builtin_prefetch(&p->h->flags[t]);
+	}
+}
+
 // Follows the queued blocks to the fixpoint, level by level, each level
 // in address order: a level of a hash table's entries is a million blocks
 // in hash order, and following them in the order they lie in memory turns
@@ -905,8 +923,11 @@ static struct hd_error *follow_levels(struct propagation *p)
 		cur = level;
 		cap = lcap;
 		err = sort_level(p, cur, &n);
-		for (size_t i = 0; !err && i < n; i++)
+		for (size_t i = 0; !err && i < n; i++) {
+			if (p->refs && i + PREFETCH_AHEAD < n)
+				prefetch_targets(p, cur[i + PREFETCH_AHEAD]);
 			err = follow_block(p, cur[i]);
+		}
 	}
 	free(cur);
 	return err;
