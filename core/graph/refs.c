@@ -38,6 +38,7 @@ unsigned hd_threads_wanted(unsigned n)
 }
 
 struct worker {
+	struct hd_target *t;
 	const struct hd_heap *h;
 	const struct hd_index *ix;
 	const struct hd_view *views; // one per segment; data NULL: unreadable
@@ -162,6 +163,8 @@ static void *scan_part(void *arg)
 	for (; s < w->num_views && id < end; s++) {
 		const struct hd_heap_segment *seg = hd_heap_segment(h, s);
 		const struct hd_view *v = &w->views[s];
+		uint64_t done = id < end && hd_heap_extent_start(h, id) > seg->start
+				? hd_heap_extent_start(h, id) : seg->start;
 		// Blocks before this segment (none normally) hold nothing.
 		while (id < end && hd_heap_extent_start(h, id) < seg->start)
 			id++;
@@ -179,7 +182,14 @@ static void *scan_part(void *arg)
 				w->no_memory = true;
 				return NULL;
 			}
+			// The core's pages behind the scan count toward RSS
+			// until given back.
+			if (blk.addr - done >= (16ull << 20)) {
+				hd_target_release(w->t, done, blk.addr - done);
+				done = blk.addr;
+			}
 		}
+		hd_target_release(w->t, done, seg->end > done ? seg->end - done : 0);
 	}
 	if (!flush(w)) {
 		w->no_memory = true;
@@ -259,7 +269,7 @@ struct hd_error *hd_refs_init(struct hd_refs *r, struct hd_target *t,
 	if (!err) {
 		split(h, k, bounds);
 		for (unsigned j = 0; j < k; j++) {
-			w[j] = (struct worker){.h = h, .ix = ix, .views = views,
+			w[j] = (struct worker){.t = t, .h = h, .ix = ix, .views = views,
 					       .num_views = nseg};
 			w[j].part.first = bounds[j];
 			w[j].part.end = bounds[j + 1];

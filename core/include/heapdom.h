@@ -282,6 +282,13 @@ HD_EXPORT void hd_view_deinit(struct hd_view *view);
 // The first part of [addr, end) at or after addr that may hold nonzero
 // bytes, as [*lo, *hi); false when the rest of the range is never-populated
 // zeros. addr and end lie in the view.
+// Says the caller is done, for now, with the target's bytes [addr, addr +
+// len): a core's pages there, mapped from its file, are given back, so
+// that a pass over a heap larger than memory counts only a window of it
+// toward the process's RSS. Views and pointers stay valid (their bytes
+// are read from the file again when touched). No effect on other targets.
+HD_EXPORT void hd_target_release(struct hd_target *t, uint64_t addr,
+				 uint64_t len);
 HD_EXPORT bool hd_view_next_data(const struct hd_view *v, uint64_t addr,
 				 uint64_t end, uint64_t *lo, uint64_t *hi);
 

@@ -269,7 +269,39 @@ static void core_destroy(struct hd_target *t)
 	free(c);
 }
 
+// The core is mapped whole, but its pages count toward this process's RSS
+// only while mapped in: a pass that has read a range gives its pages back
+// (they stay in the page cache; reading them again faults them in).
+static void core_release(struct hd_target *t, uint64_t addr, uint64_t len)
+{
+	struct core_file *c = t->impl;
+	uint64_t end = addr + len, p = addr;
+	long pg = sysconf(_SC_PAGESIZE);
+	uint64_t page = pg > 0 ? (uint64_t)pg : 4096;
+	while (p < end) {
+		size_t i = HD_FIRST_ENDING_AFTER(c->segs, c->num_segs, end, p);
+		if (i >= c->num_segs || c->segs[i].start >= end)
+			break;
+		struct core_segment *s = &c->segs[i];
+		uint64_t lo = p > s->start ? p : s->start;
+		uint64_t hi = s->end < end ? s->end : end;
+		if (hi > s->start + s->avail)
+			hi = s->start + s->avail;
+		if (hi > lo) {
+			// Whole pages of the file inside the range only.
+			uintptr_t a = (uintptr_t)(c->data + s->offset + (lo - s->start));
+			uintptr_t b = (uintptr_t)(c->data + s->offset + (hi - s->start));
+			a = (a + page - 1) & ~(uintptr_t)(page - 1);
+			b &= ~(uintptr_t)(page - 1);
+			if (b > a)
+				madvise((void *)a, b - a, MADV_DONTNEED);
+		}
+		p = s->end;
+	}
+}
+
 static const struct hd_target_ops core_ops = {
+	.release = core_release,
 	.read = core_read,
 	.direct = core_direct,
 	.destroy = core_destroy,

@@ -154,6 +154,12 @@ struct hd_error *hd_target_read(struct hd_target *t, uint64_t addr, void *buf,
 	return err;
 }
 
+void hd_target_release(struct hd_target *t, uint64_t addr, uint64_t len)
+{
+	if (t->ops->release && len && addr + len > addr)
+		t->ops->release(t, addr, len);
+}
+
 struct hd_error *hd_target_read_u64(struct hd_target *t, uint64_t addr,
 				    uint64_t *ret)
 {

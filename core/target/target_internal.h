@@ -23,6 +23,9 @@ struct hd_target_ops {
 	// of a sparse core). Memory the backend cannot vouch for is data.
 	struct hd_error *(*data_extents)(struct hd_target *t, uint64_t addr,
 					 uint64_t end, struct hd_extent_list *out);
+	// Optional: the caller is done with [addr, addr + len) for now
+	// (hd_target_release).
+	void (*release)(struct hd_target *t, uint64_t addr, uint64_t len);
 };
 
 // A core target's PT_LOAD segments (core_file.c): the part of segment i

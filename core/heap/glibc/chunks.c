@@ -159,13 +159,26 @@ struct hd_error *glibc_find_mmapped(struct glibc_walk *w)
 	return NULL;
 }
 
+// A core's pages the walk has passed count toward RSS until given back:
+// every 16 MiB, the ones behind it are (hd_target_release).
+#define RELEASE_STEP (16ull << 20)
+static void release_behind(struct glibc_walk *w, uint64_t *done, uint64_t at)
+{
+	if (at - *done >= RELEASE_STEP) {
+		hd_target_release(w->t, *done, at - *done);
+		*done = at;
+	}
+}
+
 // Counts the chunks of a heap with the same rules as walk_segment, so the
 // block table can be allocated once at its exact size.
-static size_t count_segment(const struct glibc_segment *s, const uint8_t *d)
+static size_t count_segment(struct glibc_walk *w, const struct glibc_segment *s,
+			    const uint8_t *d)
 {
-	uint64_t len = s->end - s->start, off = 0;
+	uint64_t len = s->end - s->start, off = 0, done = s->start;
 	size_t n = 0;
 	while (len - off >= 16) {
+		release_behind(w, &done, s->start + off);
 		uint64_t field;
 		memcpy(&field, d + off + 8, 8);
 		uint64_t size = field & ~SIZE_BITS;
@@ -180,6 +193,7 @@ static size_t count_segment(const struct glibc_segment *s, const uint8_t *d)
 			break;
 		off += size;
 	}
+	hd_target_release(w->t, done, s->end - done);
 	return n;
 }
 
@@ -311,11 +325,12 @@ static struct hd_error *walk_segment(struct glibc_walk *w,
 	if (!d)
 		return NULL; // unreadable, already reported
 	uint64_t len = s->end - s->start;
-	uint64_t off = 0, last = 0;
+	uint64_t off = 0, last = 0, done = s->start;
 	bool has_last = false;
 	uint64_t *bits = NULL;
 	while (off < len) {
 		uint64_t p = s->start + off;
+		release_behind(w, &done, p);
 		if (len - off < 16) {
 			hd_heap_problem_add(h, p,
 					    "heap 0x%llx ends in a partial chunk header at 0x%llx",
@@ -380,6 +395,7 @@ static struct hd_error *walk_segment(struct glibc_walk *w,
 		last = off;
 		off += size;
 	}
+	hd_target_release(w->t, done, s->end - done);
 	free(bits);
 	return NULL;
 no_memory:
@@ -438,7 +454,7 @@ struct hd_error *glibc_walk_chunks(struct glibc_walk *w)
 	size_t total = 0;
 	for (size_t i = 0; i < w->num_segs && !err; i++)
 		total += w->segs[i].mmapped ? 1
-			 : data[i] ? count_segment(&w->segs[i], data[i]) : 0;
+			 : data[i] ? count_segment(w, &w->segs[i], data[i]) : 0;
 	if (!err && !hd_heap_reserve(w->h, total))
 		err = &hd_error_no_memory;
 	for (size_t i = 0; i < w->num_segs && !err; i++) {
