@@ -251,55 +251,78 @@ static struct hd_error *get_entry(struct hd_typing *ty, uint16_t module,
 
 // ------------------------------------------------------------ memory
 
-// Word reads from the heap segments, viewed once (zero-copy for cores).
+// Word reads from the heap segments, each viewed when first read (zero-copy
+// for cores; a live process's segment is read whole, so only the segments
+// typing reads from are: with the heap's references, few or none).
 struct memory {
 	struct hd_target *t;
-	struct hd_view *views;
+	const struct hd_heap *h;
+	struct hd_view *views; // per segment
+	uint8_t *state;        // per segment: 0 not viewed, 1 viewed, 2 unreadable
 	size_t n;
+	bool no_memory;
 };
 
 static struct hd_error *memory_init(struct memory *mem, struct hd_target *t,
 				    const struct hd_heap *h)
 {
 	mem->t = t;
-	mem->n = 0;
-	mem->views = calloc(hd_heap_num_segments(h) + 1, sizeof(*mem->views));
-	if (!mem->views)
+	mem->h = h;
+	mem->n = hd_heap_num_segments(h);
+	mem->no_memory = false;
+	mem->views = calloc(mem->n + 1, sizeof(*mem->views));
+	mem->state = calloc(mem->n + 1, 1);
+	if (!mem->views || !mem->state)
 		return &hd_error_no_memory;
-	for (size_t i = 0; i < hd_heap_num_segments(h); i++) {
-		const struct hd_heap_segment *s = hd_heap_segment(h, i);
-		struct hd_error *err = hd_target_view(t, s->start, s->end - s->start,
-						      &mem->views[mem->n]);
-		if (err) {
-			if (err->code == HD_ERROR_NO_MEMORY)
-				return err;
-			hd_error_destroy(err);
-			continue;
-		}
-		mem->n++;
-	}
 	return NULL;
 }
 
 static void memory_deinit(struct memory *mem)
 {
 	for (size_t i = 0; i < mem->n; i++)
-		hd_view_deinit(&mem->views[i]);
+		if (mem->state && mem->state[i] == 1)
+			hd_view_deinit(&mem->views[i]);
 	free(mem->views);
+	free(mem->state);
 }
 
-// The view holding addr, or NULL.
-static const struct hd_view *view_at(const struct memory *mem, uint64_t addr)
+// The view of the segment holding addr, made on first use, or NULL.
+static const struct hd_view *view_at(const struct memory *cmem, uint64_t addr)
 {
-	return hd_views_find(mem->views, mem->n, addr, 0);
+	struct memory *mem = (struct memory *)cmem;
+	size_t lo = 0, hi = mem->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (hd_heap_segment(mem->h, mid)->end <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == mem->n)
+		return NULL;
+	const struct hd_heap_segment *s = hd_heap_segment(mem->h, lo);
+	if (addr < s->start)
+		return NULL;
+	if (!mem->state[lo]) {
+		struct hd_error *err = hd_target_view(mem->t, s->start,
+						      s->end - s->start,
+						      &mem->views[lo]);
+		mem->state[lo] = err ? 2 : 1;
+		if (err && err->code == HD_ERROR_NO_MEMORY)
+			mem->no_memory = true;
+		hd_error_destroy(err);
+	}
+	return mem->state[lo] == 1 ? &mem->views[lo] : NULL;
 }
 
 // The bytes [addr, addr + len) if one view holds them all, else NULL.
 static const uint8_t *view_of(const struct memory *mem, uint64_t addr,
 			      uint64_t len)
 {
-	const struct hd_view *v = hd_views_find(mem->views, mem->n, addr, len);
-	return v ? v->data + (addr - v->addr) : NULL;
+	const struct hd_view *v = view_at(mem, addr);
+	if (!v || addr + len > v->addr + v->len || addr + len < addr)
+		return NULL;
+	return v->data + (addr - v->addr);
 }
 
 static bool read_word(const struct memory *mem, uint64_t addr, uint64_t *ret)
@@ -1140,9 +1163,16 @@ static struct hd_error *vtable_types(struct propagation *p, struct hd_target *t,
 		if (vt[i].end > hi)
 			hi = vt[i].end;
 	const struct hd_heap *h = p->h;
+	uint64_t done = h->num_blocks ? h->addr[0] : 0;
 	for (size_t id = 0; id < h->num_blocks && !err; id++) {
 		if (hd_heap_state(h, id) != HD_STATE_USED)
 			continue;
+		// A core's pages behind this pass count toward RSS until
+		// given back.
+		if (h->addr[id] - done >= (16ull << 20)) {
+			hd_target_release(t, done, h->addr[id] - done);
+			done = h->addr[id];
+		}
 		uint64_t w;
 		if (!read_word(&p->mem, h->addr[id], &w) || w <= lo || w >= hi)
 			continue;
@@ -1221,6 +1251,8 @@ struct hd_error *hd_typing_compute(struct hd_target *t, struct hd_debuginfo *di,
 		if (!err)
 			err = follow_levels(&p);
 	}
+	if (!err && p.mem.no_memory)
+		err = &hd_error_no_memory;
 	memory_deinit(&p.mem);
 	free(p.queue);
 	free(p.bits);
