@@ -256,9 +256,11 @@ struct hd_error *hd_refs_init(struct hd_refs *r, struct hd_target *t,
 		}
 	}
 	unsigned k = hd_threads_wanted(threads);
-	// Small heaps are not worth a thread.
-	if (h->num_blocks < 65536)
+	// Small heaps are not worth a thread, unless threads were asked for.
+	if (!threads && h->num_blocks < 65536)
 		k = 1;
+	if (k > h->num_blocks)
+		k = h->num_blocks ? (unsigned)h->num_blocks : 1;
 	r->threads = k;
 	struct worker *w = err ? NULL : calloc(k, sizeof(*w));
 	size_t *bounds = err ? NULL : calloc(k + 1, sizeof(*bounds));

@@ -11,6 +11,7 @@
 
 #include "heapdom.h"
 #include "graph/graph_internal.h"
+#include "graph/refs.h"
 #include "heap/glibc/glibc_internal.h"
 #include "check_util.h"
 
@@ -462,6 +463,30 @@ START_TEST(test_index_random)
 		int64_t a = hd_index_lookup(&ix, q), b = hd_heap_find(h, q);
 		expect_msg(a == b, "lookup 0x%" PRIx64 ": index %" PRId64
 			   ", hd_heap_find %" PRId64, q, a, b);
+		bool exact;
+		a = hd_index_find(&ix, q, &exact);
+		expect_msg(a < 0 || exact == (q == h->addr[a]),
+			   "lookup 0x%" PRIx64 ": exact %d", q, exact);
+	}
+	// Batches (the scan's look-ups) agree with one-by-one look-ups, at
+	// block starts (the cells alone), inside blocks and around them.
+	for (size_t k = 0; k < PROBES / HD_INDEX_BATCH; k++) {
+		uint64_t vals[HD_INDEX_BATCH];
+		int64_t ids[HD_INDEX_BATCH];
+		bool ex[HD_INDEX_BATCH];
+		size_t n = 1 + rng_below(HD_INDEX_BATCH);
+		for (size_t j = 0; j < n; j++) {
+			size_t i = rng_below(N);
+			vals[j] = rng_below(2) ? h->addr[i]
+				  : h->addr[i] - 64 + rng_below(hd_heap_extent(h, i) + 128);
+		}
+		hd_index_find_batch(&ix, vals, n, ids, ex);
+		for (size_t j = 0; j < n; j++) {
+			int64_t b = hd_heap_find(h, vals[j]);
+			expect_msg(ids[j] == b && (b < 0 || ex[j] == (vals[j] == h->addr[b])),
+				   "batch lookup 0x%" PRIx64 ": %" PRId64 " (exact %d), hd_heap_find %" PRId64,
+				   vals[j], ids[j], ex[j], b);
+		}
 	}
 	hd_index_deinit(&ix);
 	hd_heap_destroy(h);
@@ -685,6 +710,129 @@ START_TEST(test_scan_typing_keeps_edges)
 		hd_graph_destroy(g);
 		hd_index_deinit(&ix);
 	}
+	world_destroy(&w);
+}
+END_TEST
+
+// The heap's references (graph/refs.c) by their definition: every aligned
+// word of a used block whose value hd_heap_find places in a used block, in
+// word order, flagged interior unless it is the block's start.
+static void check_refs(const struct world *w, const struct hd_refs *r)
+{
+	const struct hd_heap *h = w->h;
+	for (size_t id = 0; id < hd_heap_num_blocks(h); id++) {
+		const uint32_t *tg, *wd;
+		uint32_t n = hd_refs_row(r, id, &tg, &wd), k = 0;
+		struct hd_block b;
+		hd_heap_block(h, id, &b);
+		if (b.state == HD_STATE_USED) {
+			for (uint64_t i = 0; i < b.usable / 8; i++) {
+				uint64_t v;
+				if (world_read((void *)w, b.addr + 8 * i, &v, 8))
+					break;
+				int64_t t = hd_heap_find(h, v);
+				if (t < 0 || hd_heap_state(h, (size_t)t) != HD_STATE_USED)
+					continue;
+				uint32_t want = (uint32_t)t |
+					(v == h->addr[t] ? 0 : HD_EDGE_INTERIOR);
+				expect_msg(k < n && tg[k] == want && wd[k] == i,
+					   "block %zu word %" PRIu64 ": reference %u not found",
+					   id, i, want);
+				k++;
+			}
+		}
+		expect_msg(k == n, "block %zu: %u references, %u expected", id, n, k);
+	}
+}
+
+// The graph made from the references is the one the scan makes, whatever
+// the number of threads.
+static void check_refs_graph(struct world *w)
+{
+	struct hd_index ix;
+	ck_assert_no_error(hd_index_init(&ix, w->h));
+	for (unsigned threads = 1; threads <= 3; threads++) {
+		struct hd_refs r;
+		ck_assert_no_error(hd_refs_init(&r, w->t, w->h, &ix, threads));
+		check_refs(w, &r);
+		struct hd_graph *g;
+		ck_assert_no_error(hd_graph_build_refs(w->t, w->di, w->h, &ix, &r,
+						       first_word_typed, NULL, &g));
+		struct hd_graph *old;
+		ck_assert_no_error(hd_graph_build_with(w->t, w->di, w->h, &ix,
+						       first_word_typed, NULL, NULL,
+						       &old));
+		ck_assert_uint_eq(hd_graph_num_vertices(g), hd_graph_num_vertices(old));
+		for (uint32_t v = 0; v < hd_graph_num_vertices(g); v++) {
+			const uint32_t *a, *b;
+			size_t na, nb;
+			hd_graph_successors(old, v, &a, &na);
+			hd_graph_successors(g, v, &b, &nb);
+			expect_msg(na == nb && (na == 0 || !memcmp(a, b, na * sizeof(*a))),
+				   "%u threads: vertex %u has %zu edges from the references, %zu from the scan",
+				   threads, v, nb, na);
+		}
+		struct hd_graph_info x, y;
+		hd_graph_get_info(old, &x);
+		hd_graph_get_info(g, &y);
+		ck_assert_uint_eq(x.edges, y.edges);
+		ck_assert_uint_eq(x.typed_edges, y.typed_edges);
+		ck_assert_uint_eq(x.interior_edges, y.interior_edges);
+		ck_assert_uint_eq(x.words_scanned, y.words_scanned);
+		hd_graph_destroy(g);
+		hd_graph_destroy(old);
+		hd_refs_deinit(&r);
+	}
+	hd_index_deinit(&ix);
+}
+
+START_TEST(test_refs_scan_world)
+{
+	struct world w;
+	scan_world(&w);
+	check_refs_graph(&w);
+	world_destroy(&w);
+}
+END_TEST
+
+START_TEST(test_refs_random)
+{
+	// Blocks of random sizes and states filling the arena heap, their
+	// words random: pointers to starts, inside, just past, to themselves,
+	// to free blocks, and noise.
+	rng_seed(7);
+	struct world w;
+	world_init(&w, 0);
+	uint64_t p = HEAP;
+	while (p + 0x400 < HEAP + HEAP_SIZE) {
+		uint64_t size = 32 + 16 * rng_below(rng_below(8) ? 8 : 48);
+		enum hd_block_state st = rng_below(5) ? HD_STATE_USED
+				       : (enum hd_block_state)rng_below(3);
+		push_block(&w, p, size, st);
+		p += size;
+	}
+	size_t n = hd_heap_num_blocks(w.h);
+	for (size_t id = 0; id < n; id++) {
+		uint64_t a = w.h->addr[id], u = hd_heap_usable(w.h, id);
+		for (uint64_t o = 0; o + 8 <= u; o += 8) {
+			size_t t = rng_below(n);
+			uint64_t v, k = rng_below(8);
+			if (k < 3)
+				v = w.h->addr[t];
+			else if (k < 5)
+				v = w.h->addr[t] + rng_below(hd_heap_extent(w.h, t) + 16) - 16;
+			else if (k == 5)
+				v = a + 8 * rng_below(4);
+			else
+				v = rng_next();
+			// The last word of a block is also the next chunk's
+			// prev_size: glibc's usable bytes reach into it.
+			if (a + o + 8 <= HEAP + HEAP_SIZE)
+				put64(&w, a + o, v);
+		}
+	}
+	world_build(&w);
+	check_refs_graph(&w);
 	world_destroy(&w);
 }
 END_TEST
@@ -1450,6 +1598,8 @@ int main(void)
 	tcase_add_test(tc, test_scan_edges);
 	tcase_add_test(tc, test_scan_typing_keeps_edges);
 	tcase_add_test(tc, test_scan_counts);
+	tcase_add_test(tc, test_refs_scan_world);
+	tcase_add_test(tc, test_refs_random);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("roots");
