@@ -100,7 +100,8 @@ def core_invariants(core, exe=None, heapdom=None, extra=()):
     """Problems with what must hold on any core, whatever made it: the
     leaked set is the same typed and --untyped (types name blocks and
     edges; they never decide reachability); the top-level holders of
-    `dominators --json` partition the used heap (holder_problems). heapdom defaults to
+    `dominators --json` partition the used heap (holder_problems); one
+    thread and two give the same `dominators --json`. heapdom defaults to
     $HEAPDOM_INVARIANTS (set by meson for every test); without either,
     nothing is checked. extra: more arguments (--sysroot ...)."""
     heapdom = heapdom or os.environ.get("HEAPDOM_INVARIANTS")
@@ -123,12 +124,25 @@ def core_invariants(core, exe=None, heapdom=None, extra=()):
                         "%d leaked typed, %d untyped; typed only %s; untyped only %s"
                         % (core, len(typed), len(untyped), sorted(typed - untyped)[:5],
                            sorted(untyped - typed)[:5]))
+    # One thread and two give the same report, byte for byte (the scan
+    # splits the heap between threads when asked, whatever its size).
     args = ["dominators", core, "--json"] + (["--exe", exe] if exe else []) + list(extra)
-    r = run_heapdom(heapdom, args)
-    if r.rc != 0:
-        return problems + ["invariant: %s" % r.describe()]
+    outs = []
+    for threads in ("1", "2"):
+        r = run_heapdom(heapdom, args + ["--threads", threads])
+        if r.rc != 0:
+            return problems + ["invariant: %s" % r.describe()]
+        outs.append(r.out)
+    if outs[0] != outs[1]:
+        a, b = outs[0].splitlines(), outs[1].splitlines()
+        first = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]),
+                     min(len(a), len(b)))
+        problems.append("invariant broken on %s: dominators --json differs with 1 and 2 "
+                        "threads from line %d: %r / %r"
+                        % (core, first + 1, a[first] if first < len(a) else None,
+                           b[first] if first < len(b) else None))
     try:
-        doc = json.loads(r.out)
+        doc = json.loads(outs[0])
     except ValueError as e:
         return problems + ["invariant: heapdom %s: bad JSON (%s)" % (" ".join(args), e)]
     problems += ["invariant broken on %s: %s" % (core, p) for p in holder_problems(doc)]
