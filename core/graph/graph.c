@@ -18,7 +18,7 @@ struct hd_error *hd_graph_build(struct hd_target *t, struct hd_debuginfo *di,
 
 static struct hd_error *build(struct hd_target *t, struct hd_debuginfo *di,
 			      const struct hd_heap *h, const struct hd_index *ix,
-			      const struct hd_refs *refs, hd_pointer_map_fn map,
+			      struct hd_refs *refs, hd_pointer_map_fn map,
 			      void *map_arg, const struct hd_suballoc *sub,
 			      struct hd_graph **ret)
 {
@@ -80,7 +80,7 @@ struct hd_error *hd_graph_build_refs(struct hd_target *t,
 				     struct hd_debuginfo *di,
 				     const struct hd_heap *h,
 				     const struct hd_index *ix,
-				     const struct hd_refs *refs,
+				     struct hd_refs *refs,
 				     hd_pointer_map_fn map, void *map_arg,
 				     struct hd_graph **ret)
 {

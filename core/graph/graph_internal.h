@@ -133,8 +133,9 @@ struct hd_graph {
 	const struct hd_suballoc *sub;
 	size_t num_sub;
 	// The heap's references (graph/refs.h), which make the block edges
-	// without reading the heap again; NULL: the scan reads it. Not owned.
-	const struct hd_refs *refs;
+	// without reading the heap again, consumed (each part freed once its
+	// blocks' edges are made); NULL: the scan reads the heap.
+	struct hd_refs *refs;
 	void *pointer_map_arg;
 	struct hd_root *roots;
 	size_t num_roots, cap_roots;
@@ -181,13 +182,15 @@ struct hd_error *hd_graph_build_with(struct hd_target *t,
 				     hd_pointer_map_fn map, void *map_arg,
 				     const struct hd_suballoc *sub,
 				     struct hd_graph **ret);
-// The same from the heap's references (no sub-allocators).
+// The same from the heap's references (no sub-allocators), which it
+// consumes: their memory is given back as the edges are made, before the
+// reverse graph is built (refs keeps only its counts).
 struct hd_refs;
 struct hd_error *hd_graph_build_refs(struct hd_target *t,
 				     struct hd_debuginfo *di,
 				     const struct hd_heap *h,
 				     const struct hd_index *ix,
-				     const struct hd_refs *refs,
+				     struct hd_refs *refs,
 				     hd_pointer_map_fn map, void *map_arg,
 				     struct hd_graph **ret);
 // The graph's vertices and roots without its edges (fwd and rev empty),

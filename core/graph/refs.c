@@ -326,21 +326,23 @@ struct hd_error *hd_refs_init(struct hd_refs *r, struct hd_target *t,
 	return NULL;
 }
 
-void hd_refs_drop_words(struct hd_refs *r)
+void hd_refs_free_part(struct hd_refs *r, unsigned j)
 {
-	for (unsigned j = 0; j < r->num_parts; j++) {
-		free(r->parts[j].words);
-		r->parts[j].words = NULL;
-	}
+	free(r->parts[j].offsets);
+	free(r->parts[j].targets);
+	free(r->parts[j].words);
+	r->parts[j].offsets = r->parts[j].targets = r->parts[j].words = NULL;
+}
+
+void hd_refs_deinit_parts(struct hd_refs *r)
+{
+	for (unsigned j = 0; j < r->num_parts; j++)
+		hd_refs_free_part(r, j);
 }
 
 void hd_refs_deinit(struct hd_refs *r)
 {
-	for (unsigned j = 0; j < r->num_parts; j++) {
-		free(r->parts[j].offsets);
-		free(r->parts[j].targets);
-		free(r->parts[j].words);
-	}
+	hd_refs_deinit_parts(r);
 	free(r->parts);
 	memset(r, 0, sizeof(*r));
 }

@@ -58,8 +58,10 @@ static inline uint32_t hd_refs_row(const struct hd_refs *r, size_t id,
 	return p->offsets[k + 1] - p->offsets[k];
 }
 
-// Frees the word column (the graph needs only the targets).
-void hd_refs_drop_words(struct hd_refs *r);
+// Frees part j's references (hd_refs_row must not ask for its blocks
+// again), or all of them; the counts stay.
+void hd_refs_free_part(struct hd_refs *r, unsigned j);
+void hd_refs_deinit_parts(struct hd_refs *r);
 
 // Threads an analysis uses: n if nonzero, else HEAPDOM_THREADS from the
 // environment, else the CPUs this process may run on (at most 8).

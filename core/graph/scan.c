@@ -358,9 +358,13 @@ static struct hd_error *scan_blocks(struct builder *b, struct hd_target *t)
 static struct hd_error *refs_blocks(struct builder *b, struct hd_target *t)
 {
 	const struct hd_heap *h = b->h;
-	const struct hd_refs *r = b->g->refs;
+	struct hd_refs *r = b->g->refs;
 	uint32_t v0 = b->first_block_vertex;
+	unsigned part = 0;
 	for (size_t id = 0; id < h->num_blocks; id++) {
+		// A part whose blocks all have their edges is given back.
+		while (part < r->num_parts && id >= r->parts[part].end)
+			hd_refs_free_part(r, part++);
 		b->offsets[v0 + id] = b->n;
 		const uint32_t *targets, *words;
 		uint32_t n = hd_refs_row(r, id, &targets, &words);
@@ -407,6 +411,7 @@ static struct hd_error *refs_blocks(struct builder *b, struct hd_target *t)
 		}
 		b->n = start + dedupe(b->targets + start, b->n - start);
 	}
+	hd_refs_deinit_parts(r);
 	b->g->info.words_scanned += r->words_scanned;
 	b->g->info.words_skipped += r->words_skipped;
 	return NULL;
