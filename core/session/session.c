@@ -523,6 +523,13 @@ static struct hd_error *framework_run(struct hd_session *s,
 		// of theirs holds anything: the heap need not be scanned again.
 		err = hd_graph_build_vertices(s->t, s->di, h, &fw->sa, &g);
 	} else {
+		// This graph scans the heap itself: the references typing
+		// followed would only take room (the plain graph, if ever
+		// asked for, finds them again).
+		if (s->have_refs) {
+			hd_refs_deinit(&s->refs);
+			s->have_refs = false;
+		}
 		if (!err)
 			err = session_index(s);
 		if (!err)
