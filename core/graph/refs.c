@@ -240,6 +240,7 @@ struct hd_error *hd_refs_init(struct hd_refs *r, struct hd_target *t,
 	double t0 = now();
 	memset(r, 0, sizeof(*r));
 	r->num_blocks = h->num_blocks;
+	r->h = h;
 	size_t nseg = hd_heap_num_segments(h);
 	struct hd_view *views = calloc(nseg + 1, sizeof(*views));
 	if (!views)
@@ -253,6 +254,12 @@ struct hd_error *hd_refs_init(struct hd_refs *r, struct hd_target *t,
 			hd_error_destroy(err);
 			err = NULL;
 			memset(&views[s], 0, sizeof(views[s]));
+			if (!r->unread)
+				r->unread = calloc(nseg, sizeof(*r->unread));
+			if (!r->unread)
+				err = &hd_error_no_memory;
+			else
+				r->unread[s] = true;
 		}
 	}
 	unsigned k = hd_threads_wanted(threads);
@@ -340,9 +347,26 @@ void hd_refs_deinit_parts(struct hd_refs *r)
 		hd_refs_free_part(r, j);
 }
 
+bool hd_refs_block_scanned(const struct hd_refs *r, size_t id)
+{
+	if (!r->unread)
+		return true;
+	uint64_t a = hd_heap_extent_start(r->h, id);
+	size_t lo = 0, hi = hd_heap_num_segments(r->h);
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (hd_heap_segment(r->h, mid)->end <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo == hd_heap_num_segments(r->h) || !r->unread[lo];
+}
+
 void hd_refs_deinit(struct hd_refs *r)
 {
 	hd_refs_deinit_parts(r);
+	free(r->unread);
 	free(r->parts);
 	memset(r, 0, sizeof(*r));
 }

@@ -35,7 +35,14 @@ struct hd_refs {
 	uint64_t words_scanned, words_skipped; // skipped: never populated
 	double seconds;
 	unsigned threads;
+	// Segments whose memory could not be viewed whole (a truncated core):
+	// their blocks have no references here, but may be read word by word.
+	const struct hd_heap *h;
+	bool *unread; // per heap segment, or NULL when every one was read
 };
+
+// Whether block id's bytes were scanned (its segment could be viewed).
+bool hd_refs_block_scanned(const struct hd_refs *r, size_t id);
 
 // Scans h's used blocks with up to threads threads (0: one per CPU). The
 // result does not depend on the number of threads.

@@ -809,7 +809,7 @@ static struct hd_error *follow_block(struct propagation *p, uint32_t id)
 		return err;
 	uint64_t usable_src = hd_heap_usable(h, id);
 	if (p->refs && ty->entries[ei].word_slot &&
-	    usable_src / 8 < HD_REF_FAR_WORD)
+	    usable_src / 8 < HD_REF_FAR_WORD && hd_refs_block_scanned(p->refs, id))
 		return follow_refs(p, id, ei);
 	uint64_t limit = h->addr[id] + usable_src;
 	uint32_t count = ty->entries[ei].count;
