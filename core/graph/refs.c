@@ -171,8 +171,10 @@ static void *scan_part(void *arg)
 		for (; id < end && hd_heap_extent_start(h, id) < seg->end; id++) {
 			if (!v->data || hd_heap_state(h, id) != HD_STATE_USED)
 				continue;
-			struct hd_block blk;
-			hd_heap_block(h, id, &blk);
+			// Only the address and usable size: hd_heap_block fills
+			// much more, for 10M blocks.
+			struct hd_block blk = {.addr = h->addr[id],
+					       .usable = hd_heap_usable(h, id)};
 			// Blocks of 32 GiB and more: the graph and typing read
 			// them themselves (word indexes are 32-bit).
 			if (blk.addr + blk.usable > seg->end ||

@@ -370,8 +370,8 @@ static struct hd_error *refs_blocks(struct builder *b, struct hd_target *t)
 		uint32_t n = hd_refs_row(r, id, &targets, &words);
 		if (hd_heap_state(h, id) != HD_STATE_USED)
 			continue;
-		struct hd_block blk;
-		hd_heap_block(h, id, &blk);
+		struct hd_block blk = {.addr = h->addr[id],
+				       .usable = hd_heap_usable(h, id)};
 		if (blk.usable / 8 >= HD_REF_FAR_WORD) {
 			// Words past 2^32 are not told apart: read it again.
 			struct hd_view v;
