@@ -19,6 +19,7 @@ struct hd_error *hd_graph_build(struct hd_target *t, struct hd_debuginfo *di,
 static struct hd_error *build(struct hd_target *t, struct hd_debuginfo *di,
 			      const struct hd_heap *h, const struct hd_index *ix,
 			      struct hd_refs *refs, hd_pointer_map_fn map,
+			      hd_word_typed_fn word_typed,
 			      void *map_arg, const struct hd_suballoc *sub,
 			      struct hd_graph **ret)
 {
@@ -26,6 +27,7 @@ static struct hd_error *build(struct hd_target *t, struct hd_debuginfo *di,
 	if (!g)
 		return &hd_error_no_memory;
 	g->pointer_map = map;
+	g->word_typed = word_typed;
 	g->pointer_map_arg = map_arg;
 	g->sub = sub;
 	g->refs = refs;
@@ -52,7 +54,7 @@ struct hd_error *hd_graph_build_with(struct hd_target *t,
 				     const struct hd_suballoc *sub,
 				     struct hd_graph **ret)
 {
-	return build(t, di, h, ix, NULL, map, map_arg, sub, ret);
+	return build(t, di, h, ix, NULL, map, NULL, map_arg, sub, ret);
 }
 
 struct hd_error *hd_graph_build_vertices(struct hd_target *t,
@@ -81,10 +83,11 @@ struct hd_error *hd_graph_build_refs(struct hd_target *t,
 				     const struct hd_heap *h,
 				     const struct hd_index *ix,
 				     struct hd_refs *refs,
-				     hd_pointer_map_fn map, void *map_arg,
+				     hd_pointer_map_fn map,
+				     hd_word_typed_fn word_typed, void *map_arg,
 				     struct hd_graph **ret)
 {
-	return build(t, di, h, ix, refs, map, map_arg, NULL, ret);
+	return build(t, di, h, ix, refs, map, word_typed, map_arg, NULL, ret);
 }
 
 void hd_graph_destroy(struct hd_graph *g)

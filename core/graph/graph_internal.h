@@ -124,10 +124,15 @@ static inline int64_t hd_index_lookup(const struct hd_index *ix, uint64_t p)
 typedef const uint8_t *(*hd_pointer_map_fn)(void *arg, size_t block_id,
 					    size_t nwords);
 
+// Whether word `word` of block_id is typed as a pointer (the bit of
+// hd_pointer_map_fn's map); safe to call from several threads at once.
+typedef bool (*hd_word_typed_fn)(void *arg, size_t block_id, uint64_t word);
+
 struct hd_suballoc;
 
 struct hd_graph {
 	hd_pointer_map_fn pointer_map;
+	hd_word_typed_fn word_typed; // or NULL (then one thread asks pointer_map)
 	// Blocks of sub-allocators (framework modules), vertices after the
 	// heap's blocks; NULL for the plain graph. Not owned.
 	const struct hd_suballoc *sub;
@@ -191,7 +196,8 @@ struct hd_error *hd_graph_build_refs(struct hd_target *t,
 				     const struct hd_heap *h,
 				     const struct hd_index *ix,
 				     struct hd_refs *refs,
-				     hd_pointer_map_fn map, void *map_arg,
+				     hd_pointer_map_fn map,
+				     hd_word_typed_fn word_typed, void *map_arg,
 				     struct hd_graph **ret);
 // The graph's vertices and roots without its edges (fwd and rev empty),
 // for framework modules whose blocks hold nothing and that read no edge.

@@ -46,6 +46,7 @@ struct worker {
 	struct hd_refs_part part; // offsets count each block's refs until the end
 	uint64_t cap;
 	uint64_t scanned, skipped;
+	size_t far;
 	bool no_memory, too_many;
 	// Candidates waiting for a batched look-up: value, word, source block.
 	size_t pending;
@@ -177,9 +178,12 @@ static void *scan_part(void *arg)
 					       .usable = hd_heap_usable(h, id)};
 			// Blocks of 32 GiB and more: the graph and typing read
 			// them themselves (word indexes are 32-bit).
-			if (blk.addr + blk.usable > seg->end ||
-			    blk.usable / 8 >= HD_REF_FAR_WORD)
+			if (blk.addr + blk.usable > seg->end)
 				continue;
+			if (blk.usable / 8 >= HD_REF_FAR_WORD) {
+				w->far++;
+				continue;
+			}
 			if (!scan_block(w, v, &blk, (uint32_t)(id - first))) {
 				w->no_memory = true;
 				return NULL;
@@ -309,6 +313,7 @@ struct hd_error *hd_refs_init(struct hd_refs *r, struct hd_target *t,
 						      w[j].part.first, w[j].part.end);
 			r->words_scanned += w[j].scanned;
 			r->words_skipped += w[j].skipped;
+			r->far_blocks += w[j].far;
 			r->num += w[j].part.num;
 			if (r->parts)
 				r->parts[r->num_parts++] = w[j].part;

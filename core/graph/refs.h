@@ -32,6 +32,7 @@ struct hd_refs {
 	struct hd_refs_part *parts;
 	unsigned num_parts;
 	uint64_t num;                     // references in all
+	size_t far_blocks; // blocks of HD_REF_FAR_WORD words and more, not scanned
 	uint64_t words_scanned, words_skipped; // skipped: never populated
 	double seconds;
 	unsigned threads;

@@ -1,6 +1,7 @@
 // The conservative scanner: every aligned word of a root or a used block
 // that points into a used block is an edge. Vertices are visited in order
 // (super-root, roots, blocks), so the forward CSR is written in one pass.
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -353,10 +354,118 @@ static struct hd_error *scan_blocks(struct builder *b, struct hd_target *t)
 	return NULL;
 }
 
+// One part of the references made into edges by its own thread, written
+// from base (its references' place in an array as long as all of them
+// with the roots' edges before them: a block has no more edges than
+// references), then moved down to follow the previous part.
+struct edge_worker {
+	const struct builder *b;
+	struct hd_refs *r;
+	unsigned part;
+	uint64_t base, end;
+	uint64_t typed_found;
+};
+
+static void *edges_of_part(void *arg)
+{
+	struct edge_worker *ew = arg;
+	const struct builder *b = ew->b;
+	const struct hd_heap *h = b->h;
+	const struct hd_graph *g = b->g;
+	struct hd_refs_part *p = &ew->r->parts[ew->part];
+	uint32_t v0 = b->first_block_vertex;
+	uint32_t *out = b->targets;
+	uint64_t n = ew->base;
+	for (size_t id = p->first; id < p->end; id++) {
+		b->offsets[v0 + id] = n;
+		if (hd_heap_state(h, id) != HD_STATE_USED)
+			continue;
+		size_t k = id - p->first;
+		const uint32_t *targets = p->targets + p->offsets[k];
+		const uint32_t *words = p->words + p->offsets[k];
+		uint32_t m = p->offsets[k + 1] - p->offsets[k];
+		uint64_t start = n;
+		for (uint32_t j = 0; j < m; j++) {
+			uint32_t to = targets[j] & ~HD_EDGE_INTERIOR;
+			if (to == id)
+				continue;
+			out[n++] = (v0 + to) | (targets[j] & HD_EDGE_INTERIOR);
+			if (g->word_typed && g->word_typed(g->pointer_map_arg, id, words[j]))
+				ew->typed_found++;
+		}
+		n = start + dedupe(out + start, n - start);
+	}
+	ew->end = n;
+	hd_refs_free_part(ew->r, ew->part);
+	return NULL;
+}
+
+// refs_blocks with a thread per part of the references. Only when no
+// block was left to be read again (HD_REF_FAR_WORD) and the typing (if
+// any) answers from any thread.
+static struct hd_error *refs_blocks_parallel(struct builder *b)
+{
+	struct hd_refs *r = b->g->refs;
+	unsigned k = r->num_parts;
+	if (!reserve(b, r->num))
+		return &hd_error_no_memory;
+	struct edge_worker *ew = calloc(k, sizeof(*ew));
+	pthread_t *tid = calloc(k, sizeof(*tid));
+	bool *started = calloc(k, sizeof(*started));
+	if (!ew || !tid || !started) {
+		free(ew);
+		free(tid);
+		free(started);
+		return &hd_error_no_memory;
+	}
+	uint64_t base = b->n;
+	for (unsigned j = 0; j < k; j++) {
+		ew[j] = (struct edge_worker){.b = b, .r = r, .part = j, .base = base};
+		base += r->parts[j].num;
+	}
+	for (unsigned j = 1; j < k; j++)
+		started[j] = pthread_create(&tid[j], NULL, edges_of_part, &ew[j]) == 0;
+	edges_of_part(&ew[0]);
+	for (unsigned j = 1; j < k; j++) {
+		if (started[j])
+			pthread_join(tid[j], NULL);
+		else
+			edges_of_part(&ew[j]);
+	}
+	// Each part's edges follow the previous part's.
+	uint32_t v0 = b->first_block_vertex;
+	uint64_t at = ew[0].end;
+	for (unsigned j = 1; j < k; j++) {
+		uint64_t shift = ew[j].base - at, len = ew[j].end - ew[j].base;
+		memmove(b->targets + at, b->targets + ew[j].base, len * sizeof(*b->targets));
+		for (size_t id = r->parts[j].first; id < r->parts[j].end; id++)
+			b->offsets[v0 + id] -= shift;
+		at += len;
+	}
+	b->n = at;
+	for (unsigned j = 0; j < k; j++)
+		b->typed_found += ew[j].typed_found;
+	free(ew);
+	free(tid);
+	free(started);
+	return NULL;
+}
+
 // scan_blocks from the heap's references: each block's edges are its
 // references but the one to itself, deduplicated.
 static struct hd_error *refs_blocks(struct builder *b, struct hd_target *t)
 {
+	if (b->g->refs->num_parts > 1 && !b->g->refs->far_blocks &&
+	    (b->g->word_typed || !b->g->pointer_map)) {
+		struct hd_refs *r = b->g->refs;
+		struct hd_error *err = refs_blocks_parallel(b);
+		hd_refs_deinit_parts(r);
+		if (!err) {
+			b->g->info.words_scanned += r->words_scanned;
+			b->g->info.words_skipped += r->words_skipped;
+		}
+		return err;
+	}
 	const struct hd_heap *h = b->h;
 	struct hd_refs *r = b->g->refs;
 	uint32_t v0 = b->first_block_vertex;

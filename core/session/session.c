@@ -322,6 +322,7 @@ struct hd_error *hd_session_graph(struct hd_session *s,
 		double t0 = now();
 		err = hd_graph_build_refs(s->t, s->di, s->h, &s->ix, &s->refs,
 					  ty ? hd_typing_pointer_map : NULL,
+					  ty ? hd_typing_word_typed : NULL,
 					  (void *)ty, &s->g);
 		if (err)
 			return err;

@@ -1341,6 +1341,19 @@ const uint8_t *hd_typing_pointer_map(void *arg, size_t block, size_t nwords)
 	return ty->scratch_typed;
 }
 
+bool hd_typing_word_typed(void *arg, size_t block, uint64_t word)
+{
+	const struct hd_typing *ty = arg;
+	uint32_t ei = ty->block_entry[block];
+	if (ei == HD_ENTRY_NONE)
+		return false;
+	const struct hd_type_entry *e = &ty->entries[ei];
+	// A class name without a layout types nothing; words past the type
+	// (a flexible array member, malloc's slack) neither.
+	return e->module != NO_MODULE && word < e->nwords &&
+	       (e->typed[word / 8] & (1u << (word % 8)));
+}
+
 void hd_typing_get_info(const struct hd_typing *ty, struct hd_typing_info *ret)
 {
 	*ret = ty->info;

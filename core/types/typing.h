@@ -88,5 +88,7 @@ int hd_typing_local_type(const char *type_name, char *base, size_t len);
 
 // The scanner's hook (hd_pointer_map_fn): arg is the typing.
 const uint8_t *hd_typing_pointer_map(void *arg, size_t block, size_t nwords);
+// One bit of that map (hd_word_typed_fn): reads only, from any thread.
+bool hd_typing_word_typed(void *arg, size_t block, uint64_t word);
 
 #endif
