@@ -22,7 +22,7 @@ unsigned hd_threads_wanted(unsigned n)
 {
 	if (n)
 		return n;
-	const char *env = getenv("HEAPDOM_THREADS");
+	const char *env = getenv("HEAPDOM_JOBS");
 	if (env && *env) {
 		char *end;
 		unsigned long v = strtoul(env, &end, 10);

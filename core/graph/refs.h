@@ -71,7 +71,7 @@ static inline uint32_t hd_refs_row(const struct hd_refs *r, size_t id,
 void hd_refs_free_part(struct hd_refs *r, unsigned j);
 void hd_refs_deinit_parts(struct hd_refs *r);
 
-// Threads an analysis uses: n if nonzero, else HEAPDOM_THREADS from the
+// Threads an analysis uses: n if nonzero, else HEAPDOM_JOBS from the
 // environment, else the CPUs this process may run on (at most 8).
 unsigned hd_threads_wanted(unsigned n);
 

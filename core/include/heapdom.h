@@ -834,7 +834,7 @@ struct hd_session_options {
 	bool untyped;           // no DWARF typing: scan every block conservatively
 	// Walk these allocators only (hd_heap_options.allocators), or NULL.
 	const char *allocators;
-	// Threads the analysis may use (0: HEAPDOM_THREADS from the
+	// Threads the analysis may use (--jobs; 0: HEAPDOM_JOBS from the
 	// environment, else one per CPU, at most 8). Results do not depend
 	// on it.
 	unsigned threads;

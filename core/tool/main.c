@@ -73,7 +73,7 @@ static const char usage[] =
 	"  --json            same as --format json (see docs/json-format.md)\n"
 	"  --output FILE     write the report to FILE\n"
 	"  --profile         print phase times and memory use to stderr\n"
-	"  --threads N       use N threads (default: HEAPDOM_THREADS, else one\n"
+	"  --jobs N          analyse with N threads (default: HEAPDOM_JOBS, else one\n"
 	"                    per CPU, at most 8); the output does not depend on it\n"
 	"  -h, --help        this text\n"
 	"  --version         print the version\n";
@@ -161,11 +161,11 @@ static int parse_args(int argc, char **argv, struct args *a)
 			a->profile = true;
 		} else if (strcmp(argv[i], "--untyped") == 0) {
 			a->session.untyped = true;
-		} else if ((v = target_opt(argc, argv, &i, "--threads"))) {
+		} else if ((v = target_opt(argc, argv, &i, "--jobs"))) {
 			char *end;
 			unsigned long n = strtoul(v, &end, 10);
 			if (*end || n < 1 || n > 64) {
-				fprintf(stderr, "heapdom: --threads takes a number from 1 to 64, not '%s'\n", v);
+				fprintf(stderr, "heapdom: --jobs takes a number from 1 to 64, not '%s'\n", v);
 				exit(2);
 			}
 			a->session.threads = (unsigned)n;

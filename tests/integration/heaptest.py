@@ -129,7 +129,7 @@ def core_invariants(core, exe=None, heapdom=None, extra=()):
     args = ["dominators", core, "--json"] + (["--exe", exe] if exe else []) + list(extra)
     outs = []
     for threads in ("1", "2"):
-        r = run_heapdom(heapdom, args + ["--threads", threads])
+        r = run_heapdom(heapdom, args + ["--jobs", threads])
         if r.rc != 0:
             return problems + ["invariant: %s" % r.describe()]
         outs.append(r.out)
