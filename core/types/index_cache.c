@@ -1,13 +1,17 @@
 // A process-wide cache of type indexes keyed by file path and modification
 // time, filled by hd_index_cache_get or ahead of time by a prefetch thread
-// that runs while the heap is walked.
+// that runs while the heap is walked; behind it, the per-user cache on disk
+// (index_disk.c), keyed by build-id, that spares the next process the DWARF.
+#include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 
 #include "types/index_cache.h"
+#include "types/index_disk.h"
 
 struct cached {
 	char *path;
@@ -28,6 +32,72 @@ static double now(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
+
+// ------------------------------------------------------------ on disk
+
+// The directory of the cache files, made if missing; false when caching is
+// off (HEAPDOM_INDEX_CACHE=0) or there is nowhere to put it.
+static bool disk_dir(char *buf, size_t len)
+{
+	const char *env = getenv("HEAPDOM_INDEX_CACHE");
+	if (env && strcmp(env, "0") == 0)
+		return false;
+	const char *xdg = getenv("XDG_CACHE_HOME");
+	const char *home = getenv("HOME");
+	int n;
+	// The XDG spec: a relative XDG_CACHE_HOME is to be ignored.
+	if (xdg && xdg[0] == '/')
+		n = snprintf(buf, len, "%s", xdg);
+	else if (home && home[0] == '/')
+		n = snprintf(buf, len, "%s/.cache", home);
+	else
+		return false;
+	if (n <= 0 || (size_t)n >= len)
+		return false;
+	if (mkdir(buf, 0700) != 0 && errno != EEXIST)
+		return false;
+	n = snprintf(buf + n, len - (size_t)n, "/heapdom");
+	if (n <= 0 || strlen(buf) >= len - 1)
+		return false;
+	return mkdir(buf, 0700) == 0 || errno == EEXIST;
+}
+
+struct hd_error *hd_index_cache_build(const char *path, const char *cu_suffix,
+				      struct hd_type_index **ret, bool *from_disk)
+{
+	char dir[4096], file[4096 + 256];
+	struct hd_index_key key;
+	*ret = NULL;
+	if (from_disk)
+		*from_disk = false;
+	bool cache = disk_dir(dir, sizeof(dir));
+	if (cache) {
+		struct hd_error *err = hd_index_disk_key(path, cu_suffix, &key);
+		// No build-id: nothing to key a file by.
+		cache = !err && hd_index_disk_file(dir, &key, file, sizeof(file));
+		hd_error_destroy(err);
+	}
+	if (cache) {
+		// A file that is missing, stale, damaged or from another
+		// file is rebuilt (and replaced) below, never used.
+		struct hd_error *err = hd_index_disk_read(file, &key, ret);
+		if (!err) {
+			if (from_disk)
+				*from_disk = true;
+			return NULL;
+		}
+		hd_error_destroy(err);
+	}
+	struct hd_error *err = hd_type_index_build_filtered(path, cu_suffix, ret);
+	if (err || !cache)
+		return err;
+	// A cache that cannot be written (read-only home, disk full) costs
+	// the next process the build again, nothing else.
+	hd_error_destroy(hd_index_disk_write(*ret, &key, file));
+	return NULL;
+}
+
+// ------------------------------------------------------------ in memory
 
 // The entry for path, added if new; called with the lock held.
 static struct cached *lookup(const char *path, const struct stat *st)
@@ -76,7 +146,7 @@ const struct hd_type_index *hd_index_cache_get(const char *path,
 		pthread_mutex_unlock(&lock);
 		double t0 = now();
 		struct hd_type_index *ix = NULL;
-		struct hd_error *err = hd_type_index_build(path, &ix);
+		struct hd_error *err = hd_index_cache_build(path, NULL, &ix, NULL);
 		if (err) {
 			// No DWARF, or DWARF libdwarf cannot read: untyped.
 			hd_error_destroy(err);

@@ -14,6 +14,16 @@
 const struct hd_type_index *hd_index_cache_get(const char *path,
 					       double *seconds);
 
+// hd_type_index_build_filtered through the per-user cache on disk
+// ($XDG_CACHE_HOME/heapdom, else ~/.cache/heapdom; docs/index-cache.md):
+// the index is read from there when a file made from the same ELF file
+// (build-id, size, mtime), the same cu_suffix and the same libheapdom is
+// there and intact, else built from the DWARF and written there.
+// HEAPDOM_INDEX_CACHE=0 turns the disk cache off. *from_disk (may be NULL)
+// says which.
+struct hd_error *hd_index_cache_build(const char *path, const char *cu_suffix,
+				      struct hd_type_index **ret, bool *from_disk);
+
 struct hd_prefetch;
 
 // Starts indexing the files in a thread (a copy of the list is taken);
