@@ -62,25 +62,34 @@ static bool disk_dir(char *buf, size_t len)
 	return mkdir(buf, 0700) == 0 || errno == EEXIST;
 }
 
-struct hd_error *hd_index_cache_build(const char *path, const char *cu_suffix,
-				      struct hd_type_index **ret, bool *from_disk)
-{
-	char dir[4096], file[4096 + 256];
+// Where a fresh build is to be written, once it is in use.
+struct disk_save {
+	bool wanted;
 	struct hd_index_key key;
+	char file[4096 + 256];
+};
+
+static struct hd_error *load_or_build(const char *path, const char *cu_suffix,
+				      struct hd_type_index **ret,
+				      bool *from_disk, struct disk_save *save)
+{
+	char dir[4096];
 	*ret = NULL;
+	save->wanted = false;
 	if (from_disk)
 		*from_disk = false;
 	bool cache = disk_dir(dir, sizeof(dir));
 	if (cache) {
-		struct hd_error *err = hd_index_disk_key(path, cu_suffix, &key);
+		struct hd_error *err = hd_index_disk_key(path, cu_suffix, &save->key);
 		// No build-id: nothing to key a file by.
-		cache = !err && hd_index_disk_file(dir, &key, file, sizeof(file));
+		cache = !err && hd_index_disk_file(dir, &save->key, save->file,
+						   sizeof(save->file));
 		hd_error_destroy(err);
 	}
 	if (cache) {
 		// A file that is missing, stale, damaged or from another
 		// file is rebuilt (and replaced) below, never used.
-		struct hd_error *err = hd_index_disk_read(file, &key, ret);
+		struct hd_error *err = hd_index_disk_read(save->file, &save->key, ret);
 		if (!err) {
 			if (from_disk)
 				*from_disk = true;
@@ -89,12 +98,29 @@ struct hd_error *hd_index_cache_build(const char *path, const char *cu_suffix,
 		hd_error_destroy(err);
 	}
 	struct hd_error *err = hd_type_index_build_filtered(path, cu_suffix, ret);
-	if (err || !cache)
-		return err;
+	save->wanted = !err && cache;
+	return err;
+}
+
+static void disk_save(const struct hd_type_index *ix, const struct disk_save *save)
+{
 	// A cache that cannot be written (read-only home, disk full) costs
 	// the next process the build again, nothing else.
-	hd_error_destroy(hd_index_disk_write(*ret, &key, file));
-	return NULL;
+	if (save->wanted)
+		hd_error_destroy(hd_index_disk_write(ix, &save->key, save->file));
+}
+
+struct hd_error *hd_index_cache_build(const char *path, const char *cu_suffix,
+				      struct hd_type_index **ret, bool *from_disk)
+{
+	struct disk_save *save = malloc(sizeof(*save));
+	if (!save)
+		return &hd_error_no_memory;
+	struct hd_error *err = load_or_build(path, cu_suffix, ret, from_disk, save);
+	if (!err)
+		disk_save(*ret, save);
+	free(save);
+	return err;
 }
 
 // ------------------------------------------------------------ in memory
@@ -146,7 +172,9 @@ const struct hd_type_index *hd_index_cache_get(const char *path,
 		pthread_mutex_unlock(&lock);
 		double t0 = now();
 		struct hd_type_index *ix = NULL;
-		struct hd_error *err = hd_index_cache_build(path, NULL, &ix, NULL);
+		struct disk_save *save = malloc(sizeof(*save));
+		struct hd_error *err = save ? load_or_build(path, NULL, &ix, NULL, save)
+					    : &hd_error_no_memory;
 		if (err) {
 			// No DWARF, or DWARF libdwarf cannot read: untyped.
 			hd_error_destroy(err);
@@ -159,6 +187,14 @@ const struct hd_type_index *hd_index_cache_get(const char *path,
 		cache[idx].building = false;
 		cache[idx].done = true;
 		pthread_cond_broadcast(&built);
+		// Written once published: whoever waits for the index does
+		// not wait for the disk too. The index is immutable now.
+		if (ix && save && save->wanted) {
+			pthread_mutex_unlock(&lock);
+			disk_save(ix, save);
+			pthread_mutex_lock(&lock);
+		}
+		free(save);
 	}
 	const struct hd_type_index *ix = cache[idx].ix;
 	if (seconds)
