@@ -2,13 +2,16 @@
 // time, filled by hd_index_cache_get or ahead of time by a prefetch thread
 // that runs while the heap is walked; behind it, the per-user cache on disk
 // (index_disk.c), keyed by build-id, that spares the next process the DWARF.
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "types/index_cache.h"
 #include "types/index_disk.h"
@@ -91,6 +94,8 @@ static struct hd_error *load_or_build(const char *path, const char *cu_suffix,
 		// file is rebuilt (and replaced) below, never used.
 		struct hd_error *err = hd_index_disk_read(save->file, &save->key, ret);
 		if (!err) {
+			// Used: the last file disk_prune removes.
+			utimensat(AT_FDCWD, save->file, NULL, 0);
 			if (from_disk)
 				*from_disk = true;
 			return NULL;
@@ -102,12 +107,83 @@ static struct hd_error *load_or_build(const char *path, const char *cu_suffix,
 	return err;
 }
 
+// The cache keeps at most this much: each rebuilt program has a new
+// build-id, so old files would pile up for ever.
+#define DISK_BUDGET (UINT64_C(512) << 20)
+
+struct cache_file {
+	char name[256];
+	struct timespec mtime;
+	uint64_t size;
+};
+
+static int cmp_oldest(const void *a, const void *b)
+{
+	const struct cache_file *x = a, *y = b;
+	if (x->mtime.tv_sec != y->mtime.tv_sec)
+		return x->mtime.tv_sec < y->mtime.tv_sec ? -1 : 1;
+	return (x->mtime.tv_nsec > y->mtime.tv_nsec) - (x->mtime.tv_nsec < y->mtime.tv_nsec);
+}
+
+// Removes the least recently used index files (a read refreshes a file's
+// mtime) while the directory holds more than DISK_BUDGET.
+static void disk_prune(const char *file)
+{
+	char dir[4096];
+	const char *slash = strrchr(file, '/');
+	if (!slash || (size_t)(slash - file) >= sizeof(dir))
+		return;
+	memcpy(dir, file, (size_t)(slash - file));
+	dir[slash - file] = '\0';
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct cache_file *files = NULL;
+	size_t n = 0, cap = 0;
+	uint64_t total = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		struct stat st;
+		if (strncmp(e->d_name, "types-", 6) != 0 || len < 5 ||
+		    strcmp(e->d_name + len - 4, ".idx") != 0 ||
+		    len >= sizeof(files->name) ||
+		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+		    !S_ISREG(st.st_mode))
+			continue;
+		if (n == cap) {
+			size_t c = cap ? 2 * cap : 64;
+			struct cache_file *p = realloc(files, c * sizeof(*p));
+			if (!p)
+				break;
+			files = p;
+			cap = c;
+		}
+		memcpy(files[n].name, e->d_name, len + 1);
+		files[n].mtime = st.st_mtim;
+		files[n].size = (uint64_t)st.st_size;
+		total += files[n++].size;
+	}
+	if (total > DISK_BUDGET) {
+		qsort(files, n, sizeof(*files), cmp_oldest);
+		for (size_t i = 0; i < n && total > DISK_BUDGET; i++)
+			if (unlinkat(dirfd(d), files[i].name, 0) == 0)
+				total -= files[i].size;
+	}
+	closedir(d);
+	free(files);
+}
+
 static void disk_save(const struct hd_type_index *ix, const struct disk_save *save)
 {
 	// A cache that cannot be written (read-only home, disk full) costs
 	// the next process the build again, nothing else.
-	if (save->wanted)
-		hd_error_destroy(hd_index_disk_write(ix, &save->key, save->file));
+	if (!save->wanted)
+		return;
+	struct hd_error *err = hd_index_disk_write(ix, &save->key, save->file);
+	if (!err)
+		disk_prune(save->file);
+	hd_error_destroy(err);
 }
 
 struct hd_error *hd_index_cache_build(const char *path, const char *cu_suffix,
