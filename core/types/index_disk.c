@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -35,7 +36,7 @@ struct disk_header {
 	char magic[8];
 	uint32_t version;
 	uint32_t header_size;
-	uint32_t type_size, member_size, variable_size, pad0;
+	uint32_t type_size, member_size, variable_size, file_crc;
 	uint8_t build_id[64];
 	uint32_t build_id_len;
 	uint8_t lib_id[64];
@@ -131,12 +132,38 @@ struct hd_error *hd_index_disk_key(const char *path, const char *cu_suffix,
 				       "libheapdom has no build-id");
 	memcpy(ret->lib_id, lib_id.id, lib_id.len);
 	ret->lib_id_len = (uint32_t)lib_id.len;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return hd_error_os(errno, path, "cannot open");
 	struct stat st;
-	if (stat(path, &st) != 0)
-		return hd_error_os(errno, path, "cannot stat");
+	if (fstat(fd, &st) != 0) {
+		int e = errno;
+		close(fd);
+		return hd_error_os(e, path, "cannot stat");
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return hd_error_file(HD_ERROR_NOT_FOUND, path,
+				     "not a regular file: not cached");
+	}
 	ret->file_size = (uint64_t)st.st_size;
 	ret->mtime_sec = st.st_mtim.tv_sec;
 	ret->mtime_nsec = st.st_mtim.tv_nsec;
+	// The whole file's CRC too: a file rewritten in place keeps its
+	// build-id and size, and within a clock tick its mtime. A few
+	// milliseconds for libc's debug file, a fraction of its index's build.
+	ret->file_crc = crc32_z(0, NULL, 0);
+	if (st.st_size > 0) {
+		void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (map == MAP_FAILED) {
+			int e = errno;
+			close(fd);
+			return hd_error_os(e, path, "cannot map");
+		}
+		ret->file_crc = (uint32_t)crc32_z(ret->file_crc, map, (size_t)st.st_size);
+		munmap(map, (size_t)st.st_size);
+	}
+	close(fd);
 	struct hd_elf_info info;
 	struct hd_error *err = hd_elf_read_info(path, &info);
 	if (err)
@@ -178,6 +205,7 @@ static bool key_matches(const struct disk_header *h,
 	       h->lib_id_len == key->lib_id_len &&
 	       memcmp(h->lib_id, key->lib_id, sizeof(h->lib_id)) == 0 &&
 	       h->file_size == key->file_size &&
+	       h->file_crc == key->file_crc &&
 	       h->mtime_sec == key->mtime_sec &&
 	       h->mtime_nsec == key->mtime_nsec &&
 	       memcmp(h->suffix, key->suffix, sizeof(h->suffix)) == 0;
@@ -283,6 +311,7 @@ struct hd_error *hd_index_disk_write(const struct hd_type_index *ix,
 		.build_id_len = key->build_id_len,
 		.lib_id_len = key->lib_id_len,
 		.file_size = key->file_size,
+		.file_crc = key->file_crc,
 		.mtime_sec = key->mtime_sec,
 		.mtime_nsec = key->mtime_nsec,
 		.num_types = ix->num_types,

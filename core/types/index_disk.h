@@ -10,7 +10,7 @@
 #include "types/type_index.h"
 
 // What an index file must have been made from: the ELF file (build-id,
-// size, modification time), the units indexed (cu_suffix, "" for all) and
+// size, modification time, CRC-32 of its bytes), the units indexed (cu_suffix, "" for all) and
 // the code that made it (libheapdom's own build-id: any change to the
 // builder gives a new one). All of it is checked when a file is read.
 struct hd_index_key {
@@ -20,6 +20,7 @@ struct hd_index_key {
 	uint32_t lib_id_len;
 	uint64_t file_size;
 	int64_t mtime_sec, mtime_nsec;
+	uint32_t file_crc; // CRC-32 of the whole file
 	char suffix[128];
 };
 

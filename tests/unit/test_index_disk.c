@@ -192,6 +192,10 @@ static void round_trip(const char *path)
 	expect_error(hd_index_disk_read(file, &other, &back), HD_ERROR_MISMATCH,
 		     "another mtime");
 	other = key;
+	other.file_crc ^= 1;
+	expect_error(hd_index_disk_read(file, &other, &back), HD_ERROR_MISMATCH,
+		     "other bytes");
+	other = key;
 	other.lib_id[0] ^= 1;
 	expect_error(hd_index_disk_read(file, &other, &back), HD_ERROR_MISMATCH,
 		     "another libheapdom");
@@ -385,6 +389,33 @@ START_TEST(test_cache_build)
 	ck_assert_int_eq(access(file, F_OK), 0);
 	ck_assert_int_eq(access(other, F_OK), 0); // not ours: left alone
 	unlink(other);
+
+	// The same file rewritten in place, same size and mtime (as within
+	// one clock tick): its bytes differ, so the cache file is not used.
+	char copy[4400];
+	snprintf(copy, sizeof(copy), "%s/sample-copy", tmpdir);
+	buf = slurp(path, &size);
+	spit(copy, buf, size);
+	ck_assert_no_error(hd_index_cache_build(copy, NULL, &c, &from_disk));
+	ck_assert(!from_disk);
+	hd_type_index_destroy(c);
+	ck_assert_no_error(hd_index_cache_build(copy, NULL, &c, &from_disk));
+	ck_assert(from_disk);
+	hd_type_index_destroy(c);
+	struct stat st;
+	ck_assert_int_eq(stat(copy, &st), 0);
+	uint8_t *gcc = memmem(buf, size, "GCC: ", 5); // .comment
+	ck_assert_ptr_nonnull(gcc);
+	gcc[0] = 'g';
+	spit(copy, buf, size);
+	free(buf);
+	struct timespec same[2] = {st.st_atim, st.st_mtim};
+	ck_assert_int_eq(utimensat(AT_FDCWD, copy, same, 0), 0);
+	ck_assert_no_error(hd_index_cache_build(copy, NULL, &c, &from_disk));
+	ck_assert(!from_disk);
+	assert_equal(fresh, c);
+	hd_type_index_destroy(c);
+	unlink(copy);
 
 	// Off: neither read nor written.
 	setenv("HEAPDOM_INDEX_CACHE", "0", 1);
