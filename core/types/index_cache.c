@@ -72,16 +72,16 @@ struct disk_save {
 	char file[4096 + 256];
 };
 
+// dir: the cache directory (disk_dir's), "" when the disk cache is off.
 static struct hd_error *load_or_build(const char *path, const char *cu_suffix,
-				      struct hd_type_index **ret,
+				      const char *dir, struct hd_type_index **ret,
 				      bool *from_disk, struct disk_save *save)
 {
-	char dir[4096];
 	*ret = NULL;
 	save->wanted = false;
 	if (from_disk)
 		*from_disk = false;
-	bool cache = disk_dir(dir, sizeof(dir));
+	bool cache = dir[0] != '\0';
 	if (cache) {
 		struct hd_error *err = hd_index_disk_key(path, cu_suffix, &save->key);
 		// No build-id: nothing to key a file by.
@@ -192,7 +192,10 @@ struct hd_error *hd_index_cache_build(const char *path, const char *cu_suffix,
 	struct disk_save *save = malloc(sizeof(*save));
 	if (!save)
 		return &hd_error_no_memory;
-	struct hd_error *err = load_or_build(path, cu_suffix, ret, from_disk, save);
+	char dir[4096];
+	if (!disk_dir(dir, sizeof(dir)))
+		dir[0] = '\0';
+	struct hd_error *err = load_or_build(path, cu_suffix, dir, ret, from_disk, save);
 	if (!err)
 		disk_save(*ret, save);
 	free(save);
@@ -226,8 +229,11 @@ static struct cached *lookup(const char *path, const struct stat *st)
 	return &cache[num_cached++];
 }
 
-const struct hd_type_index *hd_index_cache_get(const char *path,
-					       double *seconds)
+// hd_index_cache_get with the disk cache's directory decided by the caller
+// (a prefetch decides in the thread that starts it: the environment is
+// read there, not in the worker, which could race a setenv).
+static const struct hd_type_index *cache_get(const char *path, const char *dir,
+					     double *seconds)
 {
 	struct stat st;
 	if (seconds)
@@ -249,7 +255,7 @@ const struct hd_type_index *hd_index_cache_get(const char *path,
 		double t0 = now();
 		struct hd_type_index *ix = NULL;
 		struct disk_save *save = malloc(sizeof(*save));
-		struct hd_error *err = save ? load_or_build(path, NULL, &ix, NULL, save)
+		struct hd_error *err = save ? load_or_build(path, NULL, dir, &ix, NULL, save)
 					    : &hd_error_no_memory;
 		if (err) {
 			// No DWARF, or DWARF libdwarf cannot read: untyped.
@@ -279,6 +285,15 @@ const struct hd_type_index *hd_index_cache_get(const char *path,
 	return ix;
 }
 
+const struct hd_type_index *hd_index_cache_get(const char *path,
+					       double *seconds)
+{
+	char dir[4096];
+	if (!disk_dir(dir, sizeof(dir)))
+		dir[0] = '\0';
+	return cache_get(path, dir, seconds);
+}
+
 // One prefetch: its thread and files. Running prefetches are listed so that
 // the library's destructor can join them: a front-end's caller joins its
 // own (hd_index_cache_join), but if the library is unloaded or the process
@@ -289,6 +304,7 @@ struct hd_prefetch {
 	pthread_t thread;
 	char **paths;
 	size_t n;
+	char dir[4096]; // the disk cache's, "" when off
 	struct hd_prefetch *next;
 };
 
@@ -303,7 +319,7 @@ static void *prefetch_worker(void *arg)
 		bool stop = unloading;
 		pthread_mutex_unlock(&lock);
 		if (!stop)
-			hd_index_cache_get(p->paths[i], NULL);
+			cache_get(p->paths[i], p->dir, NULL);
 	}
 	return NULL;
 }
@@ -383,6 +399,8 @@ struct hd_prefetch *hd_index_cache_prefetch(const char *const *paths, size_t n)
 	for (size_t i = 0; i < n; i++)
 		if (paths[i] && (p->paths[p->n] = strdup(paths[i])))
 			p->n++;
+	if (!disk_dir(p->dir, sizeof(p->dir)))
+		p->dir[0] = '\0';
 	// Listed before it starts, so that no running thread is unlisted.
 	pthread_mutex_lock(&lock);
 	if (pthread_create(&p->thread, NULL, prefetch_worker, p) != 0) {

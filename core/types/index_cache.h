@@ -8,9 +8,11 @@
 
 #include "types/type_index.h"
 
-// The index of the ELF file at path (built on first use, shared, never
-// freed by the caller), or NULL when the file has no usable DWARF. Safe to
-// call from several threads; a file is indexed once.
+// The index of the ELF file at path (made on first use as
+// hd_index_cache_build makes it, from the disk cache or the DWARF; shared,
+// never freed by the caller), or NULL when the file has no usable DWARF.
+// Safe to call from several threads; a file is indexed once. *seconds: the
+// time it took to make.
 const struct hd_type_index *hd_index_cache_get(const char *path,
 					       double *seconds);
 
