@@ -68,7 +68,7 @@ SHAPE_INFO = {
     "server": {"src": "server.c", "compiler": "gcc", "per_unit": 3.1875},
     "list": {"src": "list.c", "compiler": "gcc", "per_unit": 5.235},
     "cxx": {"src": "cxx.cpp", "compiler": "g++", "per_unit": 6.67},
-    "cpython": {"src": "cpython.py", "compiler": None, "per_unit": 69.6},
+    "cpython": {"src": "cpython.py", "compiler": None, "per_unit": 72.0},
 }
 # Core bytes per block, roughly, for the disk check (the largest shape's).
 CORE_BYTES_PER_BLOCK = 110
@@ -107,9 +107,10 @@ def have_time_v():
 HAVE_TIME_V = None
 
 
-def timed(argv, stdin_data, out_path, err_path, workdir):
+def timed(argv, stdin_data, out_path, err_path, workdir, timeout=None):
     """Run argv; return (rc, wall seconds, peak RSS KiB). With /usr/bin/time
-    -v when it works, else the child's own rusage from wait4."""
+    -v when it works, else the child's own rusage from wait4. Past timeout
+    seconds the run is stopped: (None, timeout, None)."""
     time_file = os.path.join(workdir, "time.txt")
     stdin = subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
@@ -119,7 +120,11 @@ def timed(argv, stdin_data, out_path, err_path, workdir):
             if stdin_data is not None:
                 p.stdin.write(stdin_data.encode())
                 p.stdin.close()
-            rc = p.wait()
+            try:
+                rc = p.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                stop_tree(p)
+                return None, timeout, None
             wall = rss = None
             with open(time_file) as f:
                 for line in f:
@@ -139,9 +144,33 @@ def timed(argv, stdin_data, out_path, err_path, workdir):
         if stdin_data is not None:
             p.stdin.write(stdin_data.encode())
             p.stdin.close()
-        _, status, ru = os.wait4(p.pid, 0)
+        while True:
+            pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                break
+            if timeout and time.monotonic() - t0 > timeout:
+                p.kill()
+                os.wait4(p.pid, 0)
+                return None, timeout, None
+            time.sleep(0.01)
         p.returncode = os.waitstatus_to_exitcode(status)
         return p.returncode, time.monotonic() - t0, ru.ru_maxrss
+
+
+def stop_tree(p):
+    # /usr/bin/time's child first (its only child), then time itself
+    try:
+        with open("/proc/%d/task/%d/children" % (p.pid, p.pid)) as f:
+            kids = [int(x) for x in f.read().split()]
+    except OSError:
+        kids = []
+    for k in kids:
+        try:
+            os.kill(k, 9)
+        except OSError:
+            pass
+    p.kill()
+    p.wait()
 
 
 # --------------------------------------------------------------- parsing --
@@ -331,7 +360,12 @@ class Bench:
     def run_chap(self, core, workdir):
         out = os.path.join(workdir, "chap.out")
         err = os.path.join(workdir, "chap.err")
-        rc, wall, rss = timed([self.chap, core], "count leaked\n", out, err, workdir)
+        rc, wall, rss = timed([self.chap, core], "count leaked\n", out, err, workdir,
+                              timeout=self.a.chap_timeout)
+        if rc is None:
+            self.log("chap: stopped after %d s (--chap-timeout)" % self.a.chap_timeout)
+            return {"wall": None, "rss": None, "count": None, "out": "",
+                    "timeout": self.a.chap_timeout}
         with open(out, errors="replace") as f:
             otext = f.read()
         if rc != 0:
@@ -369,11 +403,14 @@ class Bench:
             if self.chap:
                 runs["chap"] = []
             # typed dominators and chap alternately, so both see the same load
+            chap_stopped = False
             for r in range(self.a.runs):
                 runs["typed"].append(self.heapdom(["dominators", "--profile"], core,
                                                   workdir, "typed"))
-                if self.chap:
+                if self.chap and not chap_stopped:
                     runs["chap"].append(self.run_chap(core, workdir))
+                    # one run past the limit says enough; the others would too
+                    chap_stopped = runs["chap"][-1].get("timeout") is not None
             if full:
                 for name, args in self.commands(shape):
                     runs[name] = [self.heapdom(args, core, workdir, name)
@@ -443,12 +480,17 @@ def print_shape(res):
         if name not in runs:
             continue
         rr = runs[name]
-        walls = [r["wall"] for r in rr]
-        rss = [r["rss"] for r in rr]
-        pm = phase_medians(rr) if name != "chap" else {}
         label = {"typed": "dominators", "untyped": "dominators --untyped",
                  "leaks": "leaks", "stats": "stats", "semantic": "dominators --semantic",
                  "chap": "chap count leaked"}[name]
+        stopped = [r["timeout"] for r in rr if r.get("timeout")]
+        rr = [r for r in rr if not r.get("timeout")]
+        if stopped and not rr:
+            print("| %s | > %d (stopped) | | | | %s |" % (label, stopped[0], " | ".join("" for _ in cols)))
+            continue
+        walls = [r["wall"] for r in rr]
+        rss = [r["rss"] for r in rr]
+        pm = phase_medians(rr) if name != "chap" else {}
         print("| %s | %s | %s | %s | %s | %s |" % (
             label, fmt_s(min(walls)), fmt_s(median(walls)), fmt_mib(min(rss)),
             fmt_mib(median(rss)), " | ".join(fmt_s(pm.get(ph)) for ph in cols)))
@@ -456,7 +498,16 @@ def print_shape(res):
     for name in ("typed", "semantic"):
         if name in runs:
             print_per_block(name, runs[name], blocks)
-    if "chap" in runs:
+    stopped = [r["timeout"] for r in runs.get("chap", []) if r.get("timeout")]
+    if stopped:
+        print()
+        print("against chap: chap stopped after %d s, heapdom's typed dominators took "
+              "%s s (median): chap wall / heapdom wall > %.1f; chap's leak count unknown, "
+              "heapdom leaks %s blocks"
+              % (stopped[0], fmt_s(median([r["wall"] for r in typed])),
+                 stopped[0] / median([r["wall"] for r in typed]),
+                 fmt_int(c.get("heapdom_leaked"))))
+    elif "chap" in runs:
         pairs = list(zip(typed, runs["chap"]))
         speed = [ch["wall"] / hd["wall"] for hd, ch in pairs if hd["wall"]]
         mem = [hd["rss"] / ch["rss"] for hd, ch in pairs if ch["rss"]]
@@ -546,7 +597,7 @@ def print_scale(shape, results):
         u = r["runs"].get("untyped", [])
         uw = median([x["wall"] for x in u]) if u else None
         t = r["runs"]["typed"]
-        ch = r["runs"].get("chap")
+        ch = [c for c in r["runs"].get("chap", []) if not c.get("timeout")]
         if ch:
             sp = median([c["wall"] / h["wall"] for h, c in zip(t, ch)])
             mr = median([h["rss"] / c["rss"] for h, c in zip(t, ch)])
@@ -569,7 +620,10 @@ def strip_outputs(obj):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--shape", default="all", choices=SHAPES + ("all",))
+    ap.add_argument("--shape", default="all",
+                    help="server, list, cxx, cpython, a comma-separated list, or all")
+    ap.add_argument("--chap-timeout", type=int, default=900,
+                    help="stop a chap run after this many seconds (default 900)")
     ap.add_argument("--blocks", type=int, default=DEFAULT_BLOCKS,
                     help="about how many blocks each core holds (default 11,000,000)")
     ap.add_argument("--runs", type=int, default=3)
@@ -588,7 +642,10 @@ def main():
     if a.runs < 1:
         die("--runs must be at least 1")
 
-    shapes = SHAPES if a.shape == "all" else (a.shape,)
+    shapes = SHAPES if a.shape == "all" else tuple(a.shape.split(","))
+    for s in shapes:
+        if s not in SHAPES:
+            die("unknown shape %r (server, list, cxx, cpython or all)" % s)
     missing = []
     if not shutil.which("gdb"):
         missing.append("gdb (to run the shapes to their stop and core them)")
