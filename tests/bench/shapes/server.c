@@ -95,9 +95,9 @@ static void cache_put(struct cache *c, const char *key, uint32_t hits)
 		index_insert(&c->index, e);
 }
 
-__attribute__((noinline)) void bench_stop(size_t used)
+__attribute__((noinline)) void bench_stop(size_t used, size_t leaked)
 {
-	printf("ready %zu\n", used);
+	printf("ready %zu used, %zu leaked\n", used, leaked);
 	fflush(stdout);
 }
 
@@ -119,6 +119,6 @@ int main(int argc, char **argv)
 			junk++;
 		}
 	}
-	bench_stop(2 + 3 * n + n / 8 + junk);
+	bench_stop(2 + 3 * n + n / 8 + junk, junk);
 	return 0;
 }
