@@ -20,6 +20,16 @@ struct builder {
 	uint64_t n, cap;
 	uint32_t first_block_vertex;
 	const struct hd_suballoc *sa; // or NULL
+	// The pages sub-blocks lie on, sorted, and the first sub-block ending
+	// after each page's start: a look-up searches a page's few blocks
+	// instead of all of them (a Python heap has millions).
+	uint64_t *pages;
+	uint32_t *page_first;
+	size_t num_pages;
+	// Open addressing over the pages: slot -> index into pages + 1 (0:
+	// empty), num_slots a power of two.
+	uint32_t *page_slots;
+	size_t num_slots;
 	uint32_t first_sub_vertex;
 	int64_t self_sub;             // sub-block being scanned, or -1
 	uint64_t typed_found; // words typed as pointers that made an edge
@@ -85,6 +95,115 @@ static uint64_t dedupe(uint32_t *t, uint64_t n)
 	return out;
 }
 
+#define SUB_PAGE_SHIFT 12
+
+static inline size_t page_hash(uint64_t pg)
+{
+	return (size_t)((pg * 0x9e3779b97f4a7c15ull) >> 20);
+}
+
+// The page directory of b->sa's blocks; false without memory.
+static bool sub_pages(struct builder *b)
+{
+	const struct hd_suballoc *sa = b->sa;
+	size_t cap = 0;
+	for (size_t i = 0; i < sa->num_blocks; i++) {
+		const struct hd_subblock *sb = &sa->blocks[i];
+		uint64_t first = sb->addr >> SUB_PAGE_SHIFT;
+		uint64_t last = (sb->addr + (sb->size ? sb->size - 1 : 0)) >> SUB_PAGE_SHIFT;
+		cap += last - first + 1;
+	}
+	b->pages = malloc((cap ? cap : 1) * sizeof(*b->pages));
+	b->page_first = malloc((cap ? cap : 1) * sizeof(*b->page_first));
+	if (!b->pages || !b->page_first)
+		return false;
+	size_t n = 0;
+	for (size_t i = 0; i < sa->num_blocks; i++) {
+		const struct hd_subblock *sb = &sa->blocks[i];
+		uint64_t first = sb->addr >> SUB_PAGE_SHIFT;
+		uint64_t last = (sb->addr + (sb->size ? sb->size - 1 : 0)) >> SUB_PAGE_SHIFT;
+		for (uint64_t pg = first; pg <= last; pg++) {
+			// Blocks are sorted and disjoint: pages come in order.
+			if (n && b->pages[n - 1] >= pg)
+				continue;
+			b->pages[n] = pg;
+			b->page_first[n++] = (uint32_t)i;
+		}
+	}
+	b->num_pages = n;
+	if (n >= UINT32_MAX / 2)
+		return true; // binary search instead
+	size_t slots = 16;
+	while (slots < 2 * n)
+		slots *= 2;
+	b->page_slots = calloc(slots, sizeof(*b->page_slots));
+	if (!b->page_slots)
+		return false;
+	b->num_slots = slots;
+	for (size_t k = 0; k < n; k++) {
+		size_t h = page_hash(b->pages[k]) & (slots - 1);
+		while (b->page_slots[h])
+			h = (h + 1) & (slots - 1);
+		b->page_slots[h] = (uint32_t)k + 1;
+	}
+	return true;
+}
+
+// hd_suballoc_find through the page directory.
+static inline int64_t sub_find(const struct builder *b, uint64_t p)
+{
+	const struct hd_suballoc *sa = b->sa;
+	if (!b->pages)
+		return hd_suballoc_find(sa, p);
+	if (p - sa->lo >= sa->hi - sa->lo)
+		return -1;
+	uint64_t pg = p >> SUB_PAGE_SHIFT;
+	size_t lo;
+	if (b->page_slots) {
+		size_t h = page_hash(pg) & (b->num_slots - 1);
+		for (;;) {
+			uint32_t k = b->page_slots[h];
+			if (!k)
+				return -1;
+			if (b->pages[k - 1] == pg) {
+				lo = k - 1;
+				break;
+			}
+			h = (h + 1) & (b->num_slots - 1);
+		}
+	} else {
+		size_t hi = b->num_pages;
+		lo = 0;
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			if (b->pages[mid] < pg)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo == b->num_pages || b->pages[lo] != pg)
+			return -1;
+	}
+	// The page's blocks: from the first ending after its start, up to
+	// the first of the next page in the directory.
+	size_t i = b->page_first[lo];
+	size_t end = lo + 1 < b->num_pages ? (size_t)b->page_first[lo + 1] + 1
+					   : sa->num_blocks;
+	if (end > sa->num_blocks)
+		end = sa->num_blocks;
+	while (i < end) {
+		size_t mid = i + (end - i) / 2;
+		if (sa->blocks[mid].addr + sa->blocks[mid].size <= p)
+			i = mid + 1;
+		else
+			end = mid;
+	}
+	return i < sa->num_blocks && sa->blocks[i].addr <= p &&
+			       p < sa->blocks[i].addr + sa->blocks[i].size
+		       ? (int64_t)i
+		       : -1;
+}
+
 static inline void add_word(struct builder *b, uint64_t w, int64_t self)
 {
 	const struct hd_heap *h = b->h;
@@ -94,7 +213,7 @@ static inline void add_word(struct builder *b, uint64_t w, int64_t self)
 		// the pool around it. A free slot holds nothing; a pointer to
 		// the sub-allocator's own header (a pool list's link) holds
 		// the malloc'd block the pool lives in.
-		int64_t k = hd_suballoc_find(sa, w);
+		int64_t k = sub_find(b, w);
 		if (k >= 0) {
 			const struct hd_subblock *sb = &sa->blocks[k];
 			if (sb->state == HD_STATE_INTERNAL && sb->container >= 0)
@@ -563,11 +682,18 @@ struct hd_error *hd_graph_scan(struct hd_graph *g, struct hd_target *t,
 		for (size_t i = 0; i < g->num_roots; i++)
 			if (hd_root_rank(g->roots[i].kind) == r)
 				b.targets[b.n++] = 1 + (uint32_t)i;
-	err = scan_roots(&b, t);
+	if (b.sa && b.sa->num_blocks > 1024 && b.sa->num_blocks < UINT32_MAX &&
+	    !sub_pages(&b))
+		err = &hd_error_no_memory;
+	if (!err)
+		err = scan_roots(&b, t);
 	if (!err)
 		err = g->refs && !b.sa ? refs_blocks(&b, t) : scan_blocks(&b, t);
 	if (!err && b.sa)
 		err = scan_subblocks(&b, t);
+	free(b.pages);
+	free(b.page_first);
+	free(b.page_slots);
 	if (err) {
 		free(b.offsets);
 		free(b.targets);
