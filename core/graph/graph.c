@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "graph/graph_internal.h"
+#include "graph/suballoc.h"
 
 struct hd_error *hd_graph_build(struct hd_target *t, struct hd_debuginfo *di,
 				const struct hd_heap *h, struct hd_graph **ret)
@@ -40,6 +41,46 @@ struct hd_error *hd_graph_build_with(struct hd_target *t,
 	// The address index is the caller's, and is freed after the scan.
 	g->info.bytes = 2 * ((size_t)g->num_vertices + 1) * sizeof(uint64_t) +
 			2 * g->info.edges * sizeof(uint32_t);
+	*ret = g;
+	return NULL;
+}
+
+struct hd_error *hd_graph_build_vertices(struct hd_target *t,
+					 struct hd_debuginfo *di,
+					 const struct hd_heap *h,
+					 const struct hd_suballoc *sub,
+					 struct hd_graph **ret)
+{
+	struct hd_graph *g = calloc(1, sizeof(*g));
+	if (!g)
+		return &hd_error_no_memory;
+	g->sub = sub;
+	struct hd_error *err = hd_roots_collect(g, t, di, h);
+	if (err) {
+		hd_graph_destroy(g);
+		return err;
+	}
+	g->num_blocks = h->num_blocks;
+	g->num_sub = sub ? sub->num_blocks : 0;
+	uint64_t nv = 1 + (uint64_t)g->num_roots + h->num_blocks + g->num_sub;
+	if (nv >= HD_EDGE_INTERIOR) {
+		hd_graph_destroy(g);
+		return hd_error_create(HD_ERROR_UNSUPPORTED,
+				       "%llu blocks and roots: more than the graph's 2^31 vertices",
+				       (unsigned long long)nv);
+	}
+	g->num_vertices = (uint32_t)nv;
+	// Empty rows: calloc'd, so their pages cost nothing until read.
+	g->fwd.offsets = calloc(nv + 1, sizeof(*g->fwd.offsets));
+	g->rev.offsets = calloc(nv + 1, sizeof(*g->rev.offsets));
+	g->fwd.targets = malloc(sizeof(*g->fwd.targets));
+	g->rev.targets = malloc(sizeof(*g->rev.targets));
+	g->fwd.n = g->rev.n = (uint32_t)nv;
+	if (!g->fwd.offsets || !g->rev.offsets || !g->fwd.targets ||
+	    !g->rev.targets) {
+		hd_graph_destroy(g);
+		return &hd_error_no_memory;
+	}
 	*ret = g;
 	return NULL;
 }

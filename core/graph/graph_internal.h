@@ -127,6 +127,14 @@ struct hd_error *hd_graph_build_with(struct hd_target *t,
 				     hd_pointer_map_fn map, void *map_arg,
 				     const struct hd_suballoc *sub,
 				     struct hd_graph **ret);
+// The graph's vertices alone (roots named, blocks and sub-allocator
+// blocks numbered as hd_graph_build_with does) and no edge: for framework
+// modules that assign blocks by vertex and never read references.
+struct hd_error *hd_graph_build_vertices(struct hd_target *t,
+					 struct hd_debuginfo *di,
+					 const struct hd_heap *h,
+					 const struct hd_suballoc *sub,
+					 struct hd_graph **ret);
 // Scans roots and used blocks and builds g->fwd and g->rev.
 struct hd_error *hd_graph_scan(struct hd_graph *g, struct hd_target *t,
 			       const struct hd_heap *h,

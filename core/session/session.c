@@ -354,7 +354,7 @@ static char *framework_key(const char *const *names, size_t n)
 
 static struct hd_error *framework_run(struct hd_session *s,
 				      const char *const *names, size_t n,
-				      struct hd_fw **ret_fw,
+				      bool names_only, struct hd_fw **ret_fw,
 				      struct hd_graph **ret_g);
 
 struct hd_error *hd_session_semantic(struct hd_session *s,
@@ -380,7 +380,7 @@ struct hd_error *hd_session_semantic(struct hd_session *s,
 	double t0 = now();
 	struct hd_fw *fw;
 	struct hd_graph *g;
-	struct hd_error *err = framework_run(s, names, n, &fw, &g);
+	struct hd_error *err = framework_run(s, names, n, false, &fw, &g);
 	if (err)
 		return err;
 	err = hd_semantic_compute(fw, g, &s->sem);
@@ -407,7 +407,7 @@ static struct hd_error *default_names(struct hd_session *s)
 		return NULL;
 	struct hd_fw *fw;
 	struct hd_graph *g;
-	struct hd_error *err = framework_run(s, NULL, 0, &fw, &g);
+	struct hd_error *err = framework_run(s, NULL, 0, true, &fw, &g);
 	if (err)
 		return err;
 	if (has_used_subblocks(fw)) {
@@ -454,10 +454,12 @@ struct hd_error *hd_session_subblock_semantic(struct hd_session *s,
 
 // The framework modules named (n == 0: the default ones) after analyze,
 // over a graph of their own: the sub-allocators' blocks are vertices of it,
-// and the plain graph of this stop stays as it was.
+// and the plain graph of this stop stays as it was. With names_only, the
+// caller keeps the graph's edges only if the modules found sub-allocator
+// blocks in use (default_names).
 static struct hd_error *framework_run(struct hd_session *s,
 				      const char *const *names, size_t n,
-				      struct hd_fw **ret_fw,
+				      bool names_only, struct hd_fw **ret_fw,
 				      struct hd_graph **ret_g)
 {
 	const struct hd_heap *h;
@@ -473,13 +475,20 @@ static struct hd_error *framework_run(struct hd_session *s,
 		return err;
 	bool had_ix = s->have_ix;
 	err = session_frames(s);
-	if (!err)
+	// Modules that read no edge (the allocator module alone, as in any
+	// program without a framework) need the vertices only: a second scan
+	// of the heap would cost as much time and memory as the first.
+	bool edges = !names_only || hd_fw_reads_edges(fw) ||
+		     has_used_subblocks(fw);
+	if (!err && edges)
 		err = session_index(s);
 	struct hd_graph *g = NULL;
-	if (!err)
+	if (!err && edges)
 		err = hd_graph_build_with(s->t, s->di, h, &s->ix,
 					  ty ? hd_typing_pointer_map : NULL,
 					  (void *)ty, &fw->sa, &g);
+	else if (!err)
+		err = hd_graph_build_vertices(s->t, s->di, h, &fw->sa, &g);
 	if (!had_ix && s->g) {
 		hd_index_deinit(&s->ix);
 		s->have_ix = false;
