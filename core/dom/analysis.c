@@ -58,15 +58,17 @@ static struct hd_error *leak_forest(struct hd_dom *d, const struct hd_graph *g,
 		err = &hd_error_no_memory;
 		goto out;
 	}
-	// Entry points: no leaked predecessor.
+	// Entry points: no leaked predecessor, that is no edge from a leaked
+	// block into them (found forwards: the reverse graph is built only
+	// for the reports that ask for predecessors).
+	memset(entry + 1, 1, n - 1);
 	for (uint32_t l = 1; l < n; l++) {
-		uint32_t v = d->leaked[l - 1];
-		entry[l] = 1;
-		for (uint64_t e = g->rev.offsets[v]; e < g->rev.offsets[v + 1]; e++)
-			if (leak_local(d, g->rev.targets[e]) > 0) {
-				entry[l] = 0;
-				break;
-			}
+		uint32_t u = d->leaked[l - 1];
+		for (uint64_t e = g->fwd.offsets[u]; e < g->fwd.offsets[u + 1]; e++) {
+			int64_t w = leak_local(d, HD_EDGE_TARGET(g->fwd.targets[e]));
+			if (w > 0)
+				entry[w] = 0;
+		}
 	}
 	// Cycles with no entry: the lowest unreached block of each.
 	for (int pass = 0; pass < 2; pass++) {
@@ -121,12 +123,8 @@ static struct hd_error *leak_forest(struct hd_dom *d, const struct hd_graph *g,
 				tg[c++] = (uint32_t)w;
 		}
 	}
-	struct hd_csr lg = {.n = n, .offsets = off, .targets = tg}, lrev;
-	err = hd_csr_reverse(&lg, &lrev);
-	if (!err) {
-		err = hd_dominators(&lg, &lrev, 0, &d->leak_tree);
-		hd_csr_free_owned(&lrev);
-	}
+	struct hd_csr lg = {.n = n, .offsets = off, .targets = tg};
+	err = hd_dominators(&lg, 0, &d->leak_tree);
 	if (!err) {
 		d->leak_retained = calloc(n, sizeof(*d->leak_retained));
 		d->leak_count = calloc(n, sizeof(*d->leak_count));
@@ -200,9 +198,9 @@ struct hd_error *hd_dom_compute_view(const struct hd_graph *g,
 	hd_graph_class_groups(g, groups);
 	struct hd_error *err =
 		view == HD_DOM_RANKED
-			? hd_dominators_grouped(&g->fwd, &g->rev, 0, groups,
+			? hd_dominators_grouped(&g->fwd, 0, groups,
 						HD_ROOT_RANKS, &d->tree)
-			: hd_dominators(&g->fwd, &g->rev, 0, &d->tree);
+			: hd_dominators(&g->fwd, 0, &d->tree);
 	if (!err) {
 		d->retained = malloc((size_t)d->n * sizeof(*d->retained));
 		d->count = malloc((size_t)d->n * sizeof(*d->count));
