@@ -495,6 +495,8 @@ void hd_retained(const struct hd_domtree *t, const uint64_t *size,
 }
 
 static const uint64_t *g_sort_retained;
+// Children lists this long or shorter are sorted by insertion.
+#define SMALL_LIST 16
 
 static int by_retained(const void *a, const void *b)
 {
@@ -523,20 +525,33 @@ struct hd_error *hd_domtree_children(const struct hd_domtree *t,
 			child_off[t->idom[v] + 1]++;
 	for (uint32_t v = 0; v < n; v++)
 		child_off[v + 1] += child_off[v];
-	// Fill in preorder, using child_off[p] as a cursor, then shift back.
-	for (uint32_t i = 0; i < t->num_reachable; i++) {
-		uint32_t v = t->preorder[i];
-		if (v != t->root)
+	// Fill in vertex order (idom read straight through), using
+	// child_off[p] as a cursor, then shift back.
+	for (uint32_t v = 0; v < n; v++)
+		if (t->idom[v] != HD_NO_VERTEX && v != t->root)
 			children[child_off[t->idom[v]]++] = v;
-	}
 	for (uint32_t v = n; v > 0; v--)
 		child_off[v] = child_off[v - 1];
 	child_off[0] = 0;
+	// Most lists are a few children (a block's string and payload): an
+	// insertion sort in place, where a qsort call per list cost more
+	// than the sorting.
 	g_sort_retained = retained;
 	for (uint32_t v = 0; v < n; v++) {
+		uint32_t *c = children + child_off[v];
 		uint32_t k = child_off[v + 1] - child_off[v];
-		if (k > 1)
-			hd_qsort(children + child_off[v], k, sizeof(uint32_t), by_retained);
+		if (k > SMALL_LIST) {
+			hd_qsort(c, k, sizeof(uint32_t), by_retained);
+			continue;
+		}
+		for (uint32_t i = 1; i < k; i++) {
+			uint32_t x = c[i], j = i;
+			uint64_t rx = retained[x];
+			for (; j > 0 && (retained[c[j - 1]] < rx ||
+					 (retained[c[j - 1]] == rx && c[j - 1] > x)); j--)
+				c[j] = c[j - 1];
+			c[j] = x;
+		}
 	}
 	*child_off_r = child_off;
 	*children_r = children;

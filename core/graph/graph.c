@@ -182,6 +182,7 @@ void hd_graph_predecessors(const struct hd_graph *g, uint32_t v,
 void hd_graph_get_info(const struct hd_graph *g, struct hd_graph_info *ret)
 {
 	*ret = g->info;
+	ret->bytes_per_edge = g->have_rev ? 8 : 4;
 }
 
 void hd_graph_class_groups(const struct hd_graph *g, uint64_t *groups)

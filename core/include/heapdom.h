@@ -696,6 +696,9 @@ struct hd_graph_info {
 	// Words of roots and used blocks never populated (hd_view): known
 	// zeros, not scanned.
 	uint64_t words_skipped;
+	// Of bytes, those per edge: 4 (forward), 8 once the reverse graph is
+	// built (only reports that follow references backwards build it).
+	unsigned bytes_per_edge;
 };
 HD_EXPORT void hd_graph_get_info(const struct hd_graph *g,
 				 struct hd_graph_info *ret);
