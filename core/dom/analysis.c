@@ -151,14 +151,16 @@ static void retained_in_place(struct hd_dom *d, const struct hd_graph *g,
 			      const struct hd_heap *h)
 {
 	uint32_t v0 = 1 + (uint32_t)g->num_roots;
-	memset(d->retained, 0, (size_t)d->n * sizeof(*d->retained));
-	memset(d->count, 0, (size_t)d->n * sizeof(*d->count));
-	for (uint32_t i = 0; i < d->tree.num_reachable; i++) {
-		uint32_t v = d->tree.preorder[i];
+	// Own sizes in vertex order, which is the block table's: read
+	// straight through, not in the preorder's scattered one.
+	for (uint32_t v = 0; v < d->n; v++) {
+		bool reached = d->tree.idom[v] != HD_NO_VERTEX;
 		int64_t id = v >= v0 ? (int64_t)(v - v0) : -1;
-		d->count[v] = 1;
-		if (id >= 0 && hd_heap_state(h, (size_t)id) == HD_STATE_USED)
-			d->retained[v] = hd_heap_extent(h, id);
+		d->count[v] = reached;
+		d->retained[v] = reached && id >= 0 && (size_t)id < h->num_blocks &&
+					 hd_heap_state(h, (size_t)id) == HD_STATE_USED
+				 ? hd_heap_extent(h, (size_t)id)
+				 : 0;
 	}
 	for (uint32_t i = d->tree.num_reachable; i-- > 1;) {
 		uint32_t v = d->tree.preorder[i];

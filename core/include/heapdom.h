@@ -682,6 +682,9 @@ HD_EXPORT int64_t hd_graph_vertex_block(const struct hd_graph *g, uint32_t v);
 #define HD_GRAPH_INTERIOR 0x80000000u
 HD_EXPORT void hd_graph_successors(const struct hd_graph *g, uint32_t v,
 				   const uint32_t **targets, size_t *n);
+// Predecessors of v (flags dropped). The reverse graph is built on the
+// first call and kept with the graph; should memory run out for it, v is
+// reported without predecessors.
 HD_EXPORT void hd_graph_predecessors(const struct hd_graph *g, uint32_t v,
 				     const uint32_t **sources, size_t *n);
 // Edge counts of the conservative scan, and bytes the graph uses.
