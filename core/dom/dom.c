@@ -498,6 +498,45 @@ static const uint64_t *g_sort_retained;
 // Children lists this long or shorter are sorted by insertion.
 #define SMALL_LIST 16
 
+// A long list is sorted as (retained, vertex) pairs, so that comparisons
+// read the pairs themselves, not retained[] all over the heap (a hash
+// table's bucket array has millions of children).
+static int by_retained(const void *a, const void *b);
+
+struct keyed {
+	uint64_t retained;
+	uint32_t v;
+};
+
+static int keyed_order(const void *a, const void *b)
+{
+	const struct keyed *x = a, *y = b;
+	if (x->retained != y->retained)
+		return x->retained > y->retained ? -1 : 1;
+	return x->v < y->v ? -1 : x->v > y->v;
+}
+
+static void sort_long_list(uint32_t *c, uint32_t k, const uint64_t *retained,
+			   struct keyed **buf, uint32_t *cap)
+{
+	if (k > *cap) {
+		struct keyed *p = realloc(*buf, (size_t)k * sizeof(*p));
+		if (!p) {
+			// No room for the pairs: sort in place, more slowly.
+			hd_qsort(c, k, sizeof(uint32_t), by_retained);
+			return;
+		}
+		*buf = p;
+		*cap = k;
+	}
+	struct keyed *kv = *buf;
+	for (uint32_t i = 0; i < k; i++)
+		kv[i] = (struct keyed){ retained[c[i]], c[i] };
+	hd_qsort(kv, k, sizeof(*kv), keyed_order);
+	for (uint32_t i = 0; i < k; i++)
+		c[i] = kv[i].v;
+}
+
 static int by_retained(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -537,11 +576,13 @@ struct hd_error *hd_domtree_children(const struct hd_domtree *t,
 	// insertion sort in place, where a qsort call per list cost more
 	// than the sorting.
 	g_sort_retained = retained;
+	struct keyed *kv = NULL;
+	uint32_t kv_cap = 0;
 	for (uint32_t v = 0; v < n; v++) {
 		uint32_t *c = children + child_off[v];
 		uint32_t k = child_off[v + 1] - child_off[v];
 		if (k > SMALL_LIST) {
-			hd_qsort(c, k, sizeof(uint32_t), by_retained);
+			sort_long_list(c, k, retained, &kv, &kv_cap);
 			continue;
 		}
 		for (uint32_t i = 1; i < k; i++) {
@@ -553,6 +594,7 @@ struct hd_error *hd_domtree_children(const struct hd_domtree *t,
 			c[j] = x;
 		}
 	}
+	free(kv);
 	*child_off_r = child_off;
 	*children_r = children;
 	return NULL;
