@@ -150,7 +150,9 @@ struct hd_error *hd_graph_reverse(const struct hd_graph *g,
 {
 	if (!g->have_rev) {
 		struct hd_graph *mg = (struct hd_graph *)g; // the cache only
-		struct hd_error *err = hd_csr_reverse(&g->fwd, &mg->rev);
+		// A builder may have made it already: keep that one.
+		struct hd_error *err =
+			g->rev.offsets ? NULL : hd_csr_reverse(&g->fwd, &mg->rev);
 		if (err)
 			return err;
 		mg->have_rev = true;
