@@ -222,7 +222,12 @@ struct hd_error *hd_dom_compute_view(const struct hd_graph *g,
 		hd_dom_destroy(d);
 		return err;
 	}
-	d->bytes = (size_t)d->n * (4 + 8 + 4 + 4) + d->tree.num_reachable * 8;
+	// The preorder served retained sizes and holders; nothing after
+	// reads it.
+	free(d->tree.preorder);
+	d->tree.preorder = NULL;
+	// idom, retained, count, child_off per vertex; children per reached.
+	d->bytes = (size_t)d->n * (4 + 8 + 4 + 4) + d->tree.num_reachable * 4;
 	if (d->leak_retained)
 		d->bytes += d->num_leaked * (4 + 4 + 4 + 8 + 4);
 	*ret = d;
