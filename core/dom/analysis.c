@@ -58,15 +58,17 @@ static struct hd_error *leak_forest(struct hd_dom *d, const struct hd_graph *g,
 		err = &hd_error_no_memory;
 		goto out;
 	}
-	// Entry points: no leaked predecessor.
+	// Entry points: no leaked predecessor, that is no edge from a leaked
+	// block into them (found forwards: the reverse graph is built only
+	// for the reports that ask for predecessors).
+	memset(entry + 1, 1, n - 1);
 	for (uint32_t l = 1; l < n; l++) {
-		uint32_t v = d->leaked[l - 1];
-		entry[l] = 1;
-		for (uint64_t e = g->rev.offsets[v]; e < g->rev.offsets[v + 1]; e++)
-			if (leak_local(d, g->rev.targets[e]) > 0) {
-				entry[l] = 0;
-				break;
-			}
+		uint32_t u = d->leaked[l - 1];
+		for (uint64_t e = g->fwd.offsets[u]; e < g->fwd.offsets[u + 1]; e++) {
+			int64_t w = leak_local(d, HD_EDGE_TARGET(g->fwd.targets[e]));
+			if (w > 0)
+				entry[w] = 0;
+		}
 	}
 	// Cycles with no entry: the lowest unreached block of each.
 	for (int pass = 0; pass < 2; pass++) {
@@ -121,12 +123,8 @@ static struct hd_error *leak_forest(struct hd_dom *d, const struct hd_graph *g,
 				tg[c++] = (uint32_t)w;
 		}
 	}
-	struct hd_csr lg = {.n = n, .offsets = off, .targets = tg}, lrev;
-	err = hd_csr_reverse(&lg, &lrev);
-	if (!err) {
-		err = hd_dominators(&lg, &lrev, 0, &d->leak_tree);
-		hd_csr_free_owned(&lrev);
-	}
+	struct hd_csr lg = {.n = n, .offsets = off, .targets = tg};
+	err = hd_dominators(&lg, 0, &d->leak_tree);
 	if (!err) {
 		d->leak_retained = calloc(n, sizeof(*d->leak_retained));
 		d->leak_count = calloc(n, sizeof(*d->leak_count));
@@ -153,14 +151,16 @@ static void retained_in_place(struct hd_dom *d, const struct hd_graph *g,
 			      const struct hd_heap *h)
 {
 	uint32_t v0 = 1 + (uint32_t)g->num_roots;
-	memset(d->retained, 0, (size_t)d->n * sizeof(*d->retained));
-	memset(d->count, 0, (size_t)d->n * sizeof(*d->count));
-	for (uint32_t i = 0; i < d->tree.num_reachable; i++) {
-		uint32_t v = d->tree.preorder[i];
+	// Own sizes in vertex order, which is the block table's: read
+	// straight through, not in the preorder's scattered one.
+	for (uint32_t v = 0; v < d->n; v++) {
+		bool reached = d->tree.idom[v] != HD_NO_VERTEX;
 		int64_t id = v >= v0 ? (int64_t)(v - v0) : -1;
-		d->count[v] = 1;
-		if (id >= 0 && hd_heap_state(h, (size_t)id) == HD_STATE_USED)
-			d->retained[v] = hd_heap_extent(h, id);
+		d->count[v] = reached;
+		d->retained[v] = reached && id >= 0 && (size_t)id < h->num_blocks &&
+					 hd_heap_state(h, (size_t)id) == HD_STATE_USED
+				 ? hd_heap_extent(h, (size_t)id)
+				 : 0;
 	}
 	for (uint32_t i = d->tree.num_reachable; i-- > 1;) {
 		uint32_t v = d->tree.preorder[i];
@@ -200,9 +200,9 @@ struct hd_error *hd_dom_compute_view(const struct hd_graph *g,
 	hd_graph_class_groups(g, groups);
 	struct hd_error *err =
 		view == HD_DOM_RANKED
-			? hd_dominators_grouped(&g->fwd, &g->rev, 0, groups,
+			? hd_dominators_grouped(&g->fwd, 0, groups,
 						HD_ROOT_RANKS, &d->tree)
-			: hd_dominators(&g->fwd, &g->rev, 0, &d->tree);
+			: hd_dominators(&g->fwd, 0, &d->tree);
 	if (!err) {
 		d->retained = malloc((size_t)d->n * sizeof(*d->retained));
 		d->count = malloc((size_t)d->n * sizeof(*d->count));
@@ -222,7 +222,12 @@ struct hd_error *hd_dom_compute_view(const struct hd_graph *g,
 		hd_dom_destroy(d);
 		return err;
 	}
-	d->bytes = (size_t)d->n * (4 + 8 + 4 + 4) + d->tree.num_reachable * 8;
+	// The preorder served retained sizes and holders; nothing after
+	// reads it.
+	free(d->tree.preorder);
+	d->tree.preorder = NULL;
+	// idom, retained, count, child_off per vertex; children per reached.
+	d->bytes = (size_t)d->n * (4 + 8 + 4 + 4) + d->tree.num_reachable * 4;
 	if (d->leak_retained)
 		d->bytes += d->num_leaked * (4 + 4 + 4 + 8 + 4);
 	*ret = d;

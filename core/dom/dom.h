@@ -49,11 +49,13 @@ struct hd_domtree {
 };
 
 // Computes the dominator tree of g from root with the semi-NCA algorithm
-// (iterative DFS and path compression: a 10M-long list must work), using
-// rev = hd_csr_reverse(g). Memory: about 6 uint32 per vertex beyond the
-// output. Edges into or from unreachable vertices are ignored.
-struct hd_error *hd_dominators(const struct hd_csr *g, const struct hd_csr *rev,
-			       uint32_t root, struct hd_domtree *ret);
+// (iterative DFS and path compression: a 10M-long list must work). The
+// predecessors it needs are built inside, by preorder number, for the
+// reached vertices only. Memory: about 7 uint32 per vertex and one per
+// edge beyond the output, freed before it returns. Edges into or from
+// unreachable vertices are ignored. g may have at most 2^32 - 1 edges.
+struct hd_error *hd_dominators(const struct hd_csr *g, uint32_t root,
+			       struct hd_domtree *ret);
 // The same over the graph without "borrowed" edges: root's successors come
 // in num_groups groups, group k being root's edges [groups[k-1], groups[k])
 // (groups[-1] = 0; edges past the last group form one more), and a vertex
@@ -62,8 +64,7 @@ struct hd_error *hd_dominators(const struct hd_csr *g, const struct hd_csr *rev,
 // it does not share its ownership. Reachability is unchanged. It costs
 // nothing over hd_dominators: the DFS takes the groups in order, and the
 // semidominator pass ignores predecessors numbered past w's group.
-struct hd_error *hd_dominators_grouped(const struct hd_csr *g,
-				       const struct hd_csr *rev, uint32_t root,
+struct hd_error *hd_dominators_grouped(const struct hd_csr *g, uint32_t root,
 				       const uint64_t *groups,
 				       uint32_t num_groups,
 				       struct hd_domtree *ret);

@@ -302,7 +302,10 @@ static unsigned node_rank(const struct builder *b, const struct joints *j,
 static struct hd_error *joint_edges(struct builder *b, struct joints *j)
 {
 	const struct hd_dom *d = b->d;
-	const struct hd_csr *rev = &b->g->rev;
+	const struct hd_csr *rev;
+	struct hd_error *rerr = hd_graph_reverse(b->g, &rev);
+	if (rerr)
+		return rerr;
 	bool ranked = d->view == HD_DOM_RANKED;
 	j->pred_off = calloc((size_t)j->num + 1, sizeof(*j->pred_off));
 	j->succ_off = calloc((size_t)j->num + 1, sizeof(*j->succ_off));

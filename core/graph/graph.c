@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "graph/graph_internal.h"
+#include "graph/suballoc.h"
 
 struct hd_error *hd_graph_build(struct hd_target *t, struct hd_debuginfo *di,
 				const struct hd_heap *h, struct hd_graph **ret)
@@ -39,9 +40,10 @@ static struct hd_error *build(struct hd_target *t, struct hd_debuginfo *di,
 		return err;
 	}
 	// The address index is the caller's, and is freed after the scan.
-	g->info.bytes = 2 * ((size_t)g->num_vertices + 1) * sizeof(uint64_t) +
-			2 * g->info.edges * sizeof(uint32_t);
-	g->refs = NULL; // the caller frees them
+	// The reverse graph is counted when it is built.
+	g->info.bytes = ((size_t)g->num_vertices + 1) * sizeof(*g->fwd.offsets) +
+			g->info.edges * sizeof(*g->fwd.targets);
+	g->refs = NULL; // consumed; the caller frees what is left
 	*ret = g;
 	return NULL;
 }
@@ -73,6 +75,19 @@ struct hd_error *hd_graph_build_vertices(struct hd_target *t,
 	if (err) {
 		hd_graph_destroy(g);
 		return err;
+	}
+	uint64_t nv = g->num_vertices;
+	// Empty rows: calloc'd, so their pages cost nothing until read.
+	g->fwd.offsets = calloc(nv + 1, sizeof(*g->fwd.offsets));
+	g->rev.offsets = calloc(nv + 1, sizeof(*g->rev.offsets));
+	g->fwd.targets = malloc(sizeof(*g->fwd.targets));
+	g->rev.targets = malloc(sizeof(*g->rev.targets));
+	g->fwd.n = g->rev.n = (uint32_t)nv;
+	g->have_rev = true;
+	if (!g->fwd.offsets || !g->rev.offsets || !g->fwd.targets ||
+	    !g->rev.targets) {
+		hd_graph_destroy(g);
+		return &hd_error_no_memory;
 	}
 	*ret = g;
 	return NULL;
@@ -148,16 +163,46 @@ void hd_graph_successors(const struct hd_graph *g, uint32_t v,
 	*n = g->fwd.offsets[v + 1] - g->fwd.offsets[v];
 }
 
+struct hd_error *hd_graph_reverse(const struct hd_graph *g,
+				  const struct hd_csr **ret)
+{
+	if (!g->have_rev) {
+		struct hd_graph *mg = (struct hd_graph *)g; // the cache only
+		// A builder may have made it already: keep that one.
+		struct hd_error *err =
+			g->rev.offsets ? NULL : hd_csr_reverse(&g->fwd, &mg->rev);
+		if (err)
+			return err;
+		mg->have_rev = true;
+		mg->info.bytes += ((size_t)g->rev.n + 2) * sizeof(*g->rev.offsets) +
+				  g->info.edges * sizeof(*g->rev.targets);
+	}
+	*ret = &g->rev;
+	return NULL;
+}
+
+// The reports build the reverse graph first (hd_graph_reverse), where a
+// failure can be reported; a caller of this public function that did not
+// gets it built here, and no predecessors if memory runs out.
 void hd_graph_predecessors(const struct hd_graph *g, uint32_t v,
 			   const uint32_t **sources, size_t *n)
 {
-	*sources = g->rev.targets + g->rev.offsets[v];
-	*n = g->rev.offsets[v + 1] - g->rev.offsets[v];
+	const struct hd_csr *rev;
+	struct hd_error *err = hd_graph_reverse(g, &rev);
+	if (err) {
+		hd_error_destroy(err);
+		*sources = NULL;
+		*n = 0;
+		return;
+	}
+	*sources = rev->targets + rev->offsets[v];
+	*n = rev->offsets[v + 1] - rev->offsets[v];
 }
 
 void hd_graph_get_info(const struct hd_graph *g, struct hd_graph_info *ret)
 {
 	*ret = g->info;
+	ret->bytes_per_edge = g->have_rev ? 8 : 4;
 }
 
 void hd_graph_class_groups(const struct hd_graph *g, uint64_t *groups)

@@ -152,7 +152,10 @@ struct hd_graph {
 	size_t num_reg_roots, cap_reg_roots;
 	uint32_t num_vertices;
 	struct hd_csr fwd; // owned
-	struct hd_csr rev; // owned
+	// Owned, built on first use (hd_graph_reverse): only the reports that
+	// follow references backwards need it, and it costs as much as fwd.
+	struct hd_csr rev;
+	bool have_rev;
 	size_t num_blocks;
 	struct hd_graph_info info;
 };
@@ -168,6 +171,12 @@ struct hd_dead_stack {
 // a thread's id.
 struct hd_error *hd_dead_thread_stacks(struct hd_target *t,
 				       struct hd_dead_stack **ret, size_t *num);
+
+// The reverse of g->fwd (predecessors, flags dropped), built the first
+// time it is asked for and kept with the graph; the graph is otherwise
+// read-only, so the cache is its one change.
+struct hd_error *hd_graph_reverse(const struct hd_graph *g,
+				  const struct hd_csr **ret);
 
 // The super-root's edges come in root-class order (scan.c): groups[k] is
 // the number of them to roots of class k or stronger, the groups of
@@ -199,8 +208,9 @@ struct hd_error *hd_graph_build_refs(struct hd_target *t,
 				     hd_pointer_map_fn map,
 				     hd_word_typed_fn word_typed, void *map_arg,
 				     struct hd_graph **ret);
-// The graph's vertices and roots without its edges (fwd and rev empty),
-// for framework modules whose blocks hold nothing and that read no edge.
+// The graph's vertices alone (roots named, blocks and sub-allocator
+// blocks numbered as hd_graph_build_with does) and no edge: for framework
+// modules that assign blocks by vertex and never read references.
 struct hd_error *hd_graph_build_vertices(struct hd_target *t,
 					 struct hd_debuginfo *di,
 					 const struct hd_heap *h,

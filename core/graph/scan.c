@@ -714,5 +714,5 @@ struct hd_error *hd_graph_scan(struct hd_graph *g, struct hd_target *t,
 	uint64_t block_edges = b.n - b.offsets[b.first_block_vertex];
 	g->info.typed_edges = b.typed_found < block_edges ? b.typed_found : block_edges;
 	g->info.conservative_edges = b.n - g->num_roots - g->info.typed_edges;
-	return hd_csr_reverse(&g->fwd, &g->rev);
+	return NULL; // the reverse graph: on demand (hd_graph_reverse)
 }

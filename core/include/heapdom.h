@@ -689,6 +689,9 @@ HD_EXPORT int64_t hd_graph_vertex_block(const struct hd_graph *g, uint32_t v);
 #define HD_GRAPH_INTERIOR 0x80000000u
 HD_EXPORT void hd_graph_successors(const struct hd_graph *g, uint32_t v,
 				   const uint32_t **targets, size_t *n);
+// Predecessors of v (flags dropped). The reverse graph is built on the
+// first call and kept with the graph; should memory run out for it, v is
+// reported without predecessors.
 HD_EXPORT void hd_graph_predecessors(const struct hd_graph *g, uint32_t v,
 				     const uint32_t **sources, size_t *n);
 // Edge counts of the conservative scan, and bytes the graph uses.
@@ -703,6 +706,9 @@ struct hd_graph_info {
 	// Words of roots and used blocks never populated (hd_view): known
 	// zeros, not scanned.
 	uint64_t words_skipped;
+	// Of bytes, those per edge: 4 (forward), 8 once the reverse graph is
+	// built (only reports that follow references backwards build it).
+	unsigned bytes_per_edge;
 };
 HD_EXPORT void hd_graph_get_info(const struct hd_graph *g,
 				 struct hd_graph_info *ret);

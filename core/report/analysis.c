@@ -45,6 +45,12 @@ struct hd_error *hd_analysis_get_view(struct hd_session *s,
 	return NULL;
 }
 
+struct hd_error *hd_analysis_reverse(const struct hd_analysis *a,
+				     const struct hd_csr **rev)
+{
+	return hd_graph_reverse(a->g, rev);
+}
+
 void hd_idom_label(const struct hd_analysis *a, uint32_t idom, char *buf,
 		   size_t len)
 {

@@ -155,6 +155,11 @@ struct hd_error *hd_render_leaks(FILE *out, struct hd_session *s,
 	struct hd_error *err = hd_analysis_get(s, &a);
 	if (err)
 		return err;
+	// Unreferenced leaks are those without predecessors.
+	const struct hd_csr *rev;
+	err = hd_analysis_reverse(&a, &rev);
+	if (err)
+		return err;
 	struct hd_alloc_sites as;
 	err = hd_alloc_sites_init(&as, s);
 	if (err)

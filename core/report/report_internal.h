@@ -73,6 +73,10 @@ struct hd_analysis {
 	uint64_t used_blocks;
 };
 struct hd_error *hd_analysis_get(struct hd_session *s, struct hd_analysis *a);
+// The graph's predecessors (built on first use: only the reports that
+// follow references backwards pay for them).
+struct hd_error *hd_analysis_reverse(const struct hd_analysis *a,
+				     const struct hd_csr **rev);
 // The same with the dominator tree of a given view.
 struct hd_error *hd_analysis_get_view(struct hd_session *s,
 				      enum hd_dom_view view,

@@ -411,6 +411,10 @@ struct hd_error *hd_snapshot_make(struct hd_session *s,
 	struct hd_error *err = hd_analysis_get(s, &a);
 	// Typing has joined the DWARF reading unless the analysis failed first.
 	hd_session_join_prefetch(s);
+	// The subtrees' root paths follow references backwards.
+	const struct hd_csr *rev;
+	if (!err)
+		err = hd_analysis_reverse(&a, &rev);
 	if (err)
 		return err;
 	struct hd_snapshot *snap = calloc(1, sizeof(*snap));

@@ -96,7 +96,9 @@ static bool find_reference(const struct hd_analysis *a, uint32_t src,
 struct hd_error *hd_shortest_chain(const struct hd_analysis *a, uint32_t v,
 				   bool to_root, uint32_t **path, size_t *len)
 {
-	return hd_csr_chain(&a->g->rev, v, to_root, path, len);
+	const struct hd_csr *rev;
+	struct hd_error *err = hd_analysis_reverse(a, &rev);
+	return err ? err : hd_csr_chain(rev, v, to_root, path, len);
 }
 
 static void describe_block(FILE *out, const struct hd_analysis *a, uint32_t v,
@@ -564,8 +566,12 @@ struct hd_error *hd_render_why(FILE *out, struct hd_session *s,
 	struct hd_why_roots w = { .first = -1 };
 	uint32_t *path = NULL;
 	size_t len = 0;
+	const struct hd_csr *rev;
+	err = hd_analysis_reverse(&a, &rev);
+	if (err)
+		return err;
 	if (reachable)
-		err = hd_why_roots_find(&a.g->rev, v, graph_rank, a.g, o->exclude, &w);
+		err = hd_why_roots_find(rev, v, graph_rank, a.g, o->exclude, &w);
 	else
 		err = hd_shortest_chain(&a, v, false, &path, &len);
 	if (!err && w.first >= 0)

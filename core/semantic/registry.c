@@ -403,6 +403,15 @@ struct hd_error *hd_fw_analyze(struct hd_fw *fw, const struct hd_graph *g)
 	return hd_fw_resolve_shared(fw);
 }
 
+bool hd_fw_reads_edges(const struct hd_fw *fw)
+{
+	for (size_t i = 0; i < fw->num_mods; i++)
+		if (fw->mods[i].detected && !fw->mods[i].error &&
+		    fw->mods[i].ops != &hd_framework_glibc)
+			return true;
+	return false;
+}
+
 void hd_fw_destroy(struct hd_fw *fw)
 {
 	if (!fw)

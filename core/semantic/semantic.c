@@ -220,7 +220,7 @@ struct hd_error *hd_semantic_compute(struct hd_fw *fw, struct hd_graph *g,
 		g->fwd = g->rev = (struct hd_csr){0};
 	}
 	if (!err)
-		err = hd_dominators(&s->fwd, &s->rev, 0, &s->tree);
+		err = hd_dominators(&s->fwd, 0, &s->tree);
 	if (!err)
 		err = retained(s);
 	if (!err)

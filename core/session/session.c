@@ -497,9 +497,9 @@ struct hd_error *hd_session_subblock_semantic(struct hd_session *s,
 
 // The framework modules named (n == 0: the default ones) after analyze,
 // over a graph of their own: the sub-allocators' blocks are vertices of it,
-// and the plain graph of this stop stays as it was. With names_only (the
-// caller keeps the graph's edges only when a module's blocks are used),
-// the graph has no edges unless some are needed.
+// and the plain graph of this stop stays as it was. With names_only, the
+// caller keeps the graph's edges only if the modules found sub-allocator
+// blocks in use (default_names).
 static struct hd_error *framework_run(struct hd_session *s,
 				      const char *const *names, size_t n,
 				      bool names_only, struct hd_fw **ret_fw,
@@ -518,26 +518,27 @@ static struct hd_error *framework_run(struct hd_session *s,
 		return err;
 	bool had_ix = s->have_ix;
 	err = session_frames(s);
-	struct hd_graph *g = NULL;
-	if (!err && names_only && !has_used_subblocks(fw)) {
-		// Modules read roots and vertices, never edges, and no block
-		// of theirs holds anything: the heap need not be scanned again.
-		err = hd_graph_build_vertices(s->t, s->di, h, &fw->sa, &g);
-	} else {
-		// This graph scans the heap itself: the references typing
-		// followed would only take room (the plain graph, if ever
-		// asked for, finds them again).
-		if (s->have_refs) {
-			hd_refs_deinit(&s->refs);
-			s->have_refs = false;
-		}
-		if (!err)
-			err = session_index(s);
-		if (!err)
-			err = hd_graph_build_with(s->t, s->di, h, &s->ix,
-						  ty ? hd_typing_pointer_map : NULL,
-						  (void *)ty, &fw->sa, &g);
+	// Modules that read no edge (the allocator module alone, as in any
+	// program without a framework) need the vertices only: a second scan
+	// of the heap would cost as much time and memory as the first.
+	bool edges = !names_only || hd_fw_reads_edges(fw) ||
+		     has_used_subblocks(fw);
+	// A graph that scans the heap itself: the references typing followed
+	// would only take room (the plain graph, if ever asked for, finds
+	// them again).
+	if (!err && edges && s->have_refs) {
+		hd_refs_deinit(&s->refs);
+		s->have_refs = false;
 	}
+	if (!err && edges)
+		err = session_index(s);
+	struct hd_graph *g = NULL;
+	if (!err && edges)
+		err = hd_graph_build_with(s->t, s->di, h, &s->ix,
+					  ty ? hd_typing_pointer_map : NULL,
+					  (void *)ty, &fw->sa, &g);
+	else if (!err)
+		err = hd_graph_build_vertices(s->t, s->di, h, &fw->sa, &g);
 	if (!had_ix && s->g) {
 		hd_index_deinit(&s->ix);
 		s->have_ix = false;

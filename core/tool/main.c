@@ -390,10 +390,11 @@ static void print_profile(struct hd_session *s, double open, double total)
 			hd_typing_get_info(ty, &ti);
 			tbytes = ti.bytes;
 		}
-		fprintf(stderr, ", graph %zu bytes, dominators %zu bytes, types %zu bytes: %.1f bytes/block + %.1f bytes/edge",
+		fprintf(stderr, ", graph %zu bytes, dominators %zu bytes, types %zu bytes: %.1f bytes/block + %u bytes/edge",
 			gbytes, dbytes, tbytes,
-			n ? (double)(table + dbytes + gbytes + tbytes - 8 * gi.edges) / n : 0.0,
-			8.0);
+			n ? (double)(table + dbytes + gbytes + tbytes -
+				     (size_t)gi.bytes_per_edge * gi.edges) / n : 0.0,
+			gi.bytes_per_edge);
 	}
 	fprintf(stderr, "; anonymous RSS %ld KiB\n", rss_anon_kib());
 }

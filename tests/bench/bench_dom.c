@@ -232,7 +232,7 @@ static void run(const struct graph *g, uint32_t root, const uint64_t *size,
 		base = peak_reset();
 		struct hd_domtree t;
 		double t2 = now();
-		err = hd_dominators(&csr, &rev, root, &t);
+		err = hd_dominators(&csr, root, &t);
 		double t3 = now();
 		if (err)
 			die(err);

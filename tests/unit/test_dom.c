@@ -446,7 +446,7 @@ static void dominators(struct graph *g, uint32_t root, struct hd_domtree *t)
 	struct hd_csr csr = graph_csr(g);
 	struct hd_csr rev;
 	ck_assert_no_error(hd_csr_reverse(&csr, &rev));
-	ck_assert_no_error(hd_dominators(&csr, &rev, root, t));
+	ck_assert_no_error(hd_dominators(&csr, root, t));
 	hd_csr_free_owned(&rev);
 	check_shape(g, root, t);
 }
@@ -633,6 +633,60 @@ START_TEST(test_random_larger)
 }
 END_TEST
 
+// Children lists: each vertex's list holds exactly the vertices whose
+// idom it is, largest retained first, ties by vertex. Sizes are drawn
+// from few values so that ties are common; some vertices get a dozen or
+// hundreds of children (the insertion sort and the qsort paths), and
+// many vertices get none.
+START_TEST(test_children_lists)
+{
+	for (int iter = 0; iter < 60; iter++) {
+		rng_seed(5000 + iter);
+		struct graph g;
+		graph_init(&g, 2 + rng_below(iter < 50 ? 300 : 5000));
+		for (uint32_t v = 0; v < g.n; v++)
+			g.size[v] = 16 * (1 + rng_below(3));
+		// A star under 0 and 1, plus random edges.
+		for (uint32_t v = 1; v < g.n; v++)
+			add_edge(&g, rng_chance(50) ? 0 : 1 % v, v);
+		random_edges(&g, g.n / 2);
+		struct hd_domtree t;
+		dominators(&g, 0, &t);
+		uint64_t *ret = malloc(g.n * sizeof(*ret));
+		ck_assert_ptr_nonnull(ret);
+		hd_retained(&t, g.size, ret, NULL);
+		uint32_t *off, *ch;
+		ck_assert_no_error(hd_domtree_children(&t, ret, &off, &ch));
+		uint32_t *seen = calloc(g.n, sizeof(*seen));
+		ck_assert_ptr_nonnull(seen);
+		ck_assert_uint_eq(off[0], 0);
+		for (uint32_t v = 0; v < g.n; v++) {
+			for (uint32_t i = off[v]; i < off[v + 1]; i++) {
+				uint32_t c = ch[i];
+				ck_assert_uint_lt(c, g.n);
+				ck_assert_uint_eq(t.idom[c], v);
+				ck_assert_uint_ne(c, t.root);
+				seen[c]++;
+				if (i > off[v]) {
+					uint32_t p = ch[i - 1];
+					ck_assert(ret[p] > ret[c] || (ret[p] == ret[c] && p < c));
+				}
+			}
+		}
+		// Every reached vertex but the root is some vertex's child, once.
+		for (uint32_t v = 0; v < g.n; v++)
+			ck_assert_uint_eq(seen[v], t.idom[v] != HD_NO_VERTEX && v != t.root);
+		ck_assert_uint_eq(off[g.n], t.num_reachable - 1);
+		free(seen);
+		free(off);
+		free(ch);
+		free(ret);
+		hd_domtree_deinit(&t);
+		graph_deinit(&g);
+	}
+}
+END_TEST
+
 // ------------------------------------------------------ medium: CHK oracle
 
 // Cooper, Harvey and Kennedy, "A Simple, Fast Dominance Algorithm":
@@ -780,7 +834,7 @@ static void grouped_case(int iter)
 	struct hd_csr rev;
 	ck_assert_no_error(hd_csr_reverse(&csr, &rev));
 	struct hd_domtree t;
-	ck_assert_no_error(hd_dominators_grouped(&csr, &rev, 0, groups, ngroups, &t));
+	ck_assert_no_error(hd_dominators_grouped(&csr, 0, groups, ngroups, &t));
 	hd_csr_free_owned(&rev);
 	// The classes, by searching group by group.
 	uint32_t *cls = malloc(g.n * sizeof(*cls)), *queue = malloc(g.n * sizeof(*queue));
@@ -1055,21 +1109,23 @@ START_TEST(test_bad_arguments)
 {
 	struct graph g;
 	build_list(&g, 4, false);
-	struct hd_csr csr = graph_csr(&g), rev;
-	ck_assert_no_error(hd_csr_reverse(&csr, &rev));
+	struct hd_csr csr = graph_csr(&g);
 	struct hd_domtree t;
-	struct hd_error *err = hd_dominators(&csr, &rev, 4, &t);
+	struct hd_error *err = hd_dominators(&csr, 4, &t);
 	ck_assert_ptr_nonnull(err);
 	ck_assert_int_eq(err->code, HD_ERROR_INVALID);
 	hd_error_destroy(err);
-	rev.n = 3;
-	err = hd_dominators(&csr, &rev, 0, &t);
-	ck_assert_ptr_nonnull(err);
-	ck_assert_int_eq(err->code, HD_ERROR_INVALID);
-	hd_error_destroy(err);
-	rev.n = 4;
-	hd_csr_free_owned(&rev);
 	graph_deinit(&g);
+	// More edges than 32-bit offsets hold: a clear error before any edge
+	// is read (the targets are never touched, so need not exist).
+	uint64_t offsets[3] = { 0, 0, (uint64_t)UINT32_MAX + 1 };
+	uint32_t target = 0;
+	struct hd_csr huge = { 2, offsets, &target };
+	err = hd_dominators(&huge, 0, &t);
+	ck_assert_ptr_nonnull(err);
+	ck_assert_int_eq(err->code, HD_ERROR_UNSUPPORTED);
+	ck_assert_ptr_nonnull(strstr(err->message, "4294967296 references"));
+	hd_error_destroy(err);
 }
 END_TEST
 
@@ -1109,7 +1165,7 @@ static void check_chain(struct big *b)
 	struct hd_csr g = { b->n, b->offsets, b->targets }, rev;
 	ck_assert_no_error(hd_csr_reverse(&g, &rev));
 	struct hd_domtree t;
-	ck_assert_no_error(hd_dominators(&g, &rev, 0, &t));
+	ck_assert_no_error(hd_dominators(&g, 0, &t));
 	hd_csr_free_owned(&rev);
 	expect_eq(t.num_reachable, b->n);
 	expect_eq(t.idom[0], 0);
@@ -1252,6 +1308,7 @@ int main(void)
 	tcase_add_test(tc, test_random_larger);
 	tcase_add_test(tc, test_random_medium_chk);
 	tcase_add_test(tc, test_grouped_random);
+	tcase_add_test(tc, test_children_lists);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("big");
