@@ -136,6 +136,23 @@ static struct hd_error *read_backing_file(struct hd_target *t,
 	return NULL;
 }
 
+// pread until n bytes are read; -1 on an error or the end of the file.
+static int pread_all(int fd, void *buf, size_t n, off_t off)
+{
+	uint8_t *p = buf;
+	while (n) {
+		ssize_t r = pread(fd, p, n, off);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		p += r;
+		n -= (size_t)r;
+		off += r;
+	}
+	return 0;
+}
+
 static struct hd_error *core_read(struct hd_target *t, uint64_t addr,
 				  void *buf, size_t len)
 {
@@ -154,7 +171,12 @@ static struct hd_error *core_read(struct hd_target *t, uint64_t addr,
 		if (in_seg < s->avail) {
 			if (n > s->avail - in_seg)
 				n = s->avail - in_seg;
-			memcpy(out, c->data + s->offset + in_seg, n);
+			// Read, not copied from the mapping: a scattered read
+			// (a block's name, a framework module's object) would
+			// map the page in and count it toward RSS; passes over
+			// whole heaps use views and give their pages back.
+			if (pread_all(c->fd, out, n, (off_t)(s->offset + in_seg)) != 0)
+				memcpy(out, c->data + s->offset + in_seg, n);
 		} else if (s->file_index >= 0 &&
 			   (!(s->prot & HD_PROT_WRITE) || c->anon_dumped)) {
 			struct hd_error *err =
