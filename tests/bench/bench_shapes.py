@@ -41,7 +41,10 @@ phase at each size, and how far apart the sizes are (max/min): the issue's
 
 Cores are large (60-100 bytes per block): they go to --workdir (default: a
 temporary directory under $TMPDIR) and are deleted after use unless --keep
-DIR is given; a core already in DIR for the same shape and size is reused.
+DIR is given; a core already in DIR for the same shape and size is reused
+(the programs are built into DIR too: the core names its program's path,
+where heapdom reads its DWARF). The shapes are deterministic and gdb runs
+them without address randomization, so a core made again is the same heap.
 Exit status 2 when a tool it needs is missing, 1 when a step fails.
 """
 import argparse
@@ -275,7 +278,9 @@ class Bench:
         if free < need:
             raise BenchError("%s: about %.1f GB needed for the core in %s, %.1f GB free"
                              % (shape, need / 1e9, coredir, free / 1e9))
-        prog = self.build(shape, workdir)
+        # A kept core keeps its program beside it: heapdom reads the program's
+        # DWARF from the path the core records.
+        prog = self.build(shape, coredir)
         env = dict(os.environ, DEBUGINFOD_URLS="")
         t0 = time.monotonic()
         if shape == "cpython":
@@ -428,7 +433,8 @@ class Bench:
             return res
         finally:
             if not keep:
-                for p in (core, core + ".done"):
+                # (chap leaves CORE.symreqs, a gdb script for its symbols)
+                for p in (core, core + ".done", core + ".symreqs", core + ".symdefs"):
                     if os.path.exists(p):
                         os.unlink(p)
 
