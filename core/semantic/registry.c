@@ -405,9 +405,11 @@ struct hd_error *hd_fw_analyze(struct hd_fw *fw, const struct hd_graph *g)
 
 bool hd_fw_reads_edges(const struct hd_fw *fw)
 {
+	// The built-in modules (glibc, libstdc++, CPython) number vertices
+	// and never follow an edge; a module loaded from a shared object may
+	// (hd_fw_graph is public).
 	for (size_t i = 0; i < fw->num_mods; i++)
-		if (fw->mods[i].detected && !fw->mods[i].error &&
-		    fw->mods[i].ops != &hd_framework_glibc)
+		if (fw->mods[i].detected && !fw->mods[i].error && fw->mods[i].dl)
 			return true;
 	return false;
 }

@@ -116,9 +116,10 @@ struct hd_error *hd_fw_create(struct hd_target *t, struct hd_debuginfo *di,
 // Runs the detected modules' analyze over the graph built with fw->sa,
 // then settles the shared blocks.
 struct hd_error *hd_fw_analyze(struct hd_fw *fw, const struct hd_graph *g);
-// Whether a detected module may read the graph's edges in analyze: every
-// module but the built-in allocator one (which assigns blocks by id) is
-// assumed to. Without, the modules' graph needs its vertices only.
+// Whether a detected module may read the graph's edges in analyze: one
+// loaded from a shared object may (the built-in ones number vertices and
+// never follow an edge). Without, the modules' graph needs its vertices
+// only.
 bool hd_fw_reads_edges(const struct hd_fw *fw);
 void hd_fw_destroy(struct hd_fw *fw);
 
