@@ -61,9 +61,11 @@ static inline uint32_t hd_refs_row(const struct hd_refs *r, size_t id,
 	while (id >= p->end)
 		p++;
 	size_t k = id - p->first;
-	*targets = p->targets + p->offsets[k];
-	*words = p->words + p->offsets[k];
-	return p->offsets[k + 1] - p->offsets[k];
+	uint32_t at = p->offsets[k], n = p->offsets[k + 1] - at;
+	// A part without references has no arrays (NULL + 0 is undefined).
+	*targets = n ? p->targets + at : NULL;
+	*words = n ? p->words + at : NULL;
+	return n;
 }
 
 // Frees part j's references (hd_refs_row must not ask for its blocks

@@ -499,10 +499,8 @@ static void *edges_of_part(void *arg)
 		b->offsets[v0 + id] = n;
 		if (hd_heap_state(h, id) != HD_STATE_USED)
 			continue;
-		size_t k = id - p->first;
-		const uint32_t *targets = p->targets + p->offsets[k];
-		const uint32_t *words = p->words + p->offsets[k];
-		uint32_t m = p->offsets[k + 1] - p->offsets[k];
+		const uint32_t *targets, *words;
+		uint32_t m = hd_refs_row(ew->r, id, &targets, &words);
 		uint64_t start = n;
 		for (uint32_t j = 0; j < m; j++) {
 			uint32_t to = targets[j] & ~HD_EDGE_INTERIOR;
