@@ -29,37 +29,49 @@ struct link_node {
 	uint32_t ancestor;
 	// Smallest semidominator on the compressed path up to (not including)
 	// the forest root. Storing the value rather than the vertex that has
-	// it saves a lookup in EVAL.
+	// it saves a lookup in EVAL. Until the vertex's own turn in the
+	// semidominator pass, nothing reads it: the search keeps there the
+	// smallest predecessor numbered before the vertex (see explore).
 	uint32_t label;
 };
 
-// By preorder number. The DFS keeps a 64-bit edge cursor for each vertex it
-// will come back to; semi and idom are only needed afterwards, so they
-// share the space.
-union semi_node {
-	uint64_t cursor;
-	struct {
-		uint32_t semi;
-		uint32_t idom;
-	};
+// A vertex the search will come back to, with the next of its edges.
+// Edges are counted in 32 bits (hd_dominators_grouped checks).
+struct dfs_frame {
+	uint32_t i;
+	uint32_t cursor;
 };
 
+// The scratch is what bounds the analysis's peak memory on a large heap,
+// so every per-vertex array is live only while some pass needs it, and
+// the later passes reuse the earlier ones' arrays (see each field):
+// 20 bytes per vertex at most, plus 4 per edge that climbs back up the
+// search order.
 struct dom_state {
 	const struct hd_csr *g;
-	// Vertex id -> preorder number, HD_NO_VERTEX if not reached. This is
-	// the idom output buffer: the numbers are dead by the time the
-	// immediate dominators are written over them.
+	// Vertex id -> preorder number, HD_NO_VERTEX if not reached, until
+	// the predecessor lists are built; then, by preorder number, the DFS
+	// parent and, after nearest_common_ancestors, the immediate dominator
+	// (parent_idom).
 	uint32_t *num;
 	uint32_t *preorder; // preorder number -> vertex id
 	struct link_node *link;
-	union semi_node *sn;
-	// The reached part of the reverse graph by preorder number, sources
-	// as preorder numbers too (build_preds): the semidominator pass
-	// reads it in order instead of chasing each vertex's predecessors
-	// and their numbers over the whole heap.
+	// The predecessors the semidominator pass must evaluate, by preorder
+	// number, sources as preorder numbers too (build_preds): only those
+	// numbered after the target (the search found them later) and, with
+	// groups, in the target's group. One numbered before is an ancestor
+	// or the target itself, whose contribution the search already took
+	// into link[].label; most edges are tree edges, which need nothing.
+	// Then pred_off[w + 1], read for the last time when w's turn comes,
+	// holds w's semidominator (semi_of).
 	uint32_t *pred_off; // n + 2 entries, count + 2 used
 	uint32_t *pred;
+	struct dfs_frame *stack;
+	size_t stack_cap;
 	uint32_t count; // vertices reached
+	// Preorder numbers below this belong to an earlier group: an edge
+	// from the group being searched to them is borrowed, not followed.
+	uint32_t group_lo;
 };
 
 static struct hd_error *dom_state_init(struct dom_state *st,
@@ -70,33 +82,25 @@ static struct hd_error *dom_state_init(struct dom_state *st,
 	st->num = malloc(n * sizeof(*st->num));
 	st->preorder = malloc(n * sizeof(*st->preorder));
 	st->link = malloc(n * sizeof(*st->link));
-	st->sn = malloc(n * sizeof(*st->sn));
-	// The search counts each reached vertex's in-degree (by number) as
-	// it goes: it reads every target's number anyway.
+	// The search counts each vertex's evaluated predecessors (by number)
+	// as it goes: it reads every target's number anyway.
 	st->pred_off = calloc(n + 2, sizeof(*st->pred_off));
-	if (!st->num || !st->preorder || !st->link || !st->sn || !st->pred_off)
+	st->stack_cap = 4096;
+	st->stack = malloc(st->stack_cap * sizeof(*st->stack));
+	if (!st->num || !st->preorder || !st->link || !st->pred_off || !st->stack)
 		return &hd_error_no_memory;
 	memset(st->num, 0xff, n * sizeof(*st->num));
 	return NULL;
 }
 
-static void dom_state_free_scratch(struct dom_state *st)
-{
-	free(st->link);
-	free(st->sn);
-	free(st->pred_off);
-	free(st->pred);
-	st->link = NULL;
-	st->sn = NULL;
-	st->pred_off = NULL;
-	st->pred = NULL;
-}
-
 static void dom_state_free(struct dom_state *st)
 {
-	dom_state_free_scratch(st);
 	free(st->num);
 	free(st->preorder);
+	free(st->link);
+	free(st->pred_off);
+	free(st->pred);
+	free(st->stack);
 }
 
 // Vertex ids follow addresses, not structure, so on a real heap each
@@ -115,69 +119,91 @@ static inline void prefetch_successors(const struct dom_state *st,
 	}
 }
 
+// An edge from number i (being searched) to number nu, already found.
+// If nu > i, nu was found below i: i is an ancestor of nu (or nu itself),
+// so its whole contribution to nu's semidominator is i, and it is
+// recorded now. Otherwise i comes after nu and the semidominator pass
+// must evaluate it: counted for build_preds, unless nu is in an earlier
+// group.
+static inline void seen_edge(struct dom_state *st, uint32_t i, uint32_t nu)
+{
+	if (nu < i) {
+		if (nu >= st->group_lo)
+			st->pred_off[nu + 2]++;
+	} else if (st->link[nu].label > i) {
+		st->link[nu].label = i;
+	}
+}
+
 // Depth-first search below vertex number i, already numbered. The DFS path
 // is the parent chain, but climbing it back through vertices whose edges
 // are all used would double the work on lists and trees; so the search
-// keeps a stack of only the vertices with edges left, each with its cursor
-// in sn. The stack lives in link[].label: a label is first read only after
-// the semidominator pass has set it, and the stack never holds more
-// entries than vertices found.
-static void explore(struct dom_state *st, uint32_t i)
+// keeps a stack of only the vertices with edges left, each with its
+// cursor.
+static struct hd_error *explore(struct dom_state *st, uint32_t i)
 {
 	const uint64_t *offsets = st->g->offsets;
 	const uint32_t *targets = st->g->targets;
 	uint32_t *num = st->num;
 	uint32_t *preorder = st->preorder;
 	struct link_node *link = st->link;
-	union semi_node *sn = st->sn;
-	uint32_t *indeg = st->pred_off + 2;
-	uint32_t count = st->count, depth = 0;
-	uint64_t e = offsets[preorder[i]], end = offsets[preorder[i] + 1];
+	uint32_t count = st->count;
+	size_t depth = 0;
+	uint32_t e = (uint32_t)offsets[preorder[i]];
+	uint32_t end = (uint32_t)offsets[preorder[i] + 1];
 	prefetch_successors(st, e, end);
 	for (;;) {
 		while (e < end) {
 			uint32_t u = HD_EDGE_TARGET(targets[e++]);
 			uint32_t nu = num[u];
 			if (nu != HD_NO_VERTEX) {
-				indeg[nu]++;
+				seen_edge(st, i, nu);
 				continue;
 			}
-			indeg[count]++;
 			if (e < end) {
-				sn[i].cursor = e;
-				link[depth++].label = i;
+				if (depth == st->stack_cap) {
+					size_t cap = 2 * st->stack_cap;
+					struct dfs_frame *s =
+						realloc(st->stack, cap * sizeof(*s));
+					if (!s)
+						return &hd_error_no_memory;
+					st->stack = s;
+					st->stack_cap = cap;
+				}
+				st->stack[depth++] = (struct dfs_frame){ i, e };
 			}
 			num[u] = count;
 			preorder[count] = u;
-			link[count].ancestor = i;
+			// The parent is the first guess for the semidominator.
+			link[count] = (struct link_node){ i, i };
 			i = count++;
-			e = offsets[u];
-			end = offsets[u + 1];
+			e = (uint32_t)offsets[u];
+			end = (uint32_t)offsets[u + 1];
 			prefetch_successors(st, e, end);
 		}
 		if (depth == 0)
 			break;
-		i = link[--depth].label;
-		e = sn[i].cursor;
-		end = offsets[preorder[i] + 1];
+		struct dfs_frame f = st->stack[--depth];
+		i = f.i;
+		e = f.cursor;
+		end = (uint32_t)offsets[preorder[i] + 1];
 	}
 	st->count = count;
+	return NULL;
 }
 
 // Numbers u, a successor of the root not yet found, and explores below it.
-static void explore_from_root(struct dom_state *st, uint32_t u)
+static struct hd_error *explore_from_root(struct dom_state *st, uint32_t u)
 {
-	uint32_t *indeg = st->pred_off + 2;
 	if (st->num[u] != HD_NO_VERTEX) {
-		indeg[st->num[u]]++;
-		return;
+		seen_edge(st, 0, st->num[u]);
+		return NULL;
 	}
-	indeg[st->count]++;
 	uint32_t i = st->count++;
 	st->num[u] = i;
 	st->preorder[i] = u;
-	st->link[i].ancestor = 0;
-	explore(st, i);
+	st->link[i] = (struct link_node){ 0, 0 };
+	return explore(st, i);
 }
 
 // Depth-first search from root. With groups, root's successors are taken
@@ -185,27 +211,32 @@ static void explore_from_root(struct dom_state *st, uint32_t u)
 // vertices first found from group k get the preorder numbers
 // [group_start[k], group_start[k + 1]); edges past the last group form
 // one more group.
-static void dfs(struct dom_state *st, uint32_t root, const uint64_t *groups,
-		uint32_t num_groups, uint32_t *group_start)
+static struct hd_error *dfs(struct dom_state *st, uint32_t root,
+			    const uint64_t *groups, uint32_t num_groups,
+			    uint32_t *group_start)
 {
 	st->num[root] = 0;
 	st->preorder[0] = root;
-	st->link[0].ancestor = 0;
+	st->link[0] = (struct link_node){ 0, 0 };
 	st->count = 1;
-	if (!groups) {
-		explore(st, 0);
-		return;
-	}
+	if (!groups)
+		return explore(st, 0);
 	const uint32_t *targets = st->g->targets;
 	uint64_t first = st->g->offsets[root], end = st->g->offsets[root + 1];
 	uint64_t e = first;
 	for (uint32_t k = 0; k <= num_groups; k++) {
 		group_start[k] = st->count;
+		st->group_lo = st->count;
 		uint64_t gend = k < num_groups && first + groups[k] < end ? first + groups[k] : end;
-		for (; e < gend; e++)
-			explore_from_root(st, HD_EDGE_TARGET(targets[e]));
+		for (; e < gend; e++) {
+			struct hd_error *err =
+				explore_from_root(st, HD_EDGE_TARGET(targets[e]));
+			if (err)
+				return err;
+		}
 	}
 	group_start[num_groups + 1] = st->count;
+	return NULL;
 }
 
 // Compresses the forest path from v, whose ancestor is linked, given that
@@ -245,15 +276,29 @@ static inline uint32_t eval(struct link_node *link, uint32_t v, uint32_t w)
 	return compress(link, v, w);
 }
 
-// The predecessor lists by preorder number, from the in-degrees the
-// search counted into pred_off[t + 2]: after the prefix sum pred_off[t + 1]
-// is t's cursor for the fill, which leaves it at t's end, t + 1's start
-// (as in hd_csr_reverse). Edges are taken in vertex order (the forward
-// graph's own order, read straight through); what is scattered is each
-// target's number, its cursor and its slot, prefetched in stages, each
-// reading what the one before fetched. Only reached sources count: an
-// edge from a vertex the search never found takes no part.
-static struct hd_error *build_preds(struct dom_state *st)
+// The group start at or below preorder number nu.
+static inline uint32_t group_of(const uint32_t *group_start,
+				uint32_t num_groups, uint32_t nu)
+{
+	uint32_t lo = 0;
+	for (uint32_t k = 0; k <= num_groups; k++)
+		if (group_start[k] <= nu)
+			lo = group_start[k];
+	return lo;
+}
+
+// The predecessor lists by preorder number, from the counts the search
+// made into pred_off[t + 2]: after the prefix sum pred_off[t + 1] is t's
+// cursor for the fill, which leaves it at t's end, t + 1's start (as in
+// hd_csr_reverse). Edges are taken in vertex order (the forward graph's
+// own order, read straight through); what is scattered is each target's
+// number, its cursor and its slot, prefetched in stages, each reading
+// what the one before fetched. An edge is kept on the same terms as the
+// search counted it (seen_edge): from a reached vertex, to one numbered
+// before it, in its group.
+static struct hd_error *build_preds(struct dom_state *st,
+				    const uint32_t *group_start,
+				    uint32_t num_groups)
 {
 	const uint64_t *offsets = st->g->offsets;
 	const uint32_t *targets = st->g->targets;
@@ -268,42 +313,40 @@ static struct hd_error *build_preds(struct dom_state *st)
 	if (!pred)
 		return &hd_error_no_memory;
 	st->pred = pred;
-	uint32_t u = 0;
-	for (uint64_t e = 0; e < m; e++) {
-		while (e >= offsets[u + 1])
-			u++;
-		if (e + 3 * PREFETCH_AHEAD < m)
-			__builtin_prefetch(&num[HD_EDGE_TARGET(targets[e + 3 * PREFETCH_AHEAD])]);
-		if (e + 2 * PREFETCH_AHEAD < m) {
-			uint32_t a = num[HD_EDGE_TARGET(targets[e + 2 * PREFETCH_AHEAD])];
-			if (a != HD_NO_VERTEX)
-				__builtin_prefetch(&off[a + 1], 1);
-		}
-		if (e + PREFETCH_AHEAD < m) {
-			uint32_t a = num[HD_EDGE_TARGET(targets[e + PREFETCH_AHEAD])];
-			if (a != HD_NO_VERTEX)
-				__builtin_prefetch(&pred[off[a + 1]], 1);
-		}
+	if (!total)
+		return NULL;
+	for (uint32_t u = 0; u < n; u++) {
 		uint32_t nu = num[u];
-		if (nu == HD_NO_VERTEX)
+		if (nu == HD_NO_VERTEX || nu == 0)
 			continue;
-		// A reached vertex's successors are reached.
-		uint32_t t = num[HD_EDGE_TARGET(targets[e])];
-		pred[off[t + 1]++] = nu;
+		uint32_t lo = group_start ? group_of(group_start, num_groups, nu) : 0;
+		for (uint64_t e = offsets[u], end = offsets[u + 1]; e < end; e++) {
+			if (e + 2 * PREFETCH_AHEAD < m)
+				__builtin_prefetch(&num[HD_EDGE_TARGET(targets[e + 2 * PREFETCH_AHEAD])]);
+			if (e + PREFETCH_AHEAD < m) {
+				uint32_t a = num[HD_EDGE_TARGET(targets[e + PREFETCH_AHEAD])];
+				if (a != HD_NO_VERTEX)
+					__builtin_prefetch(&off[a + 1], 1);
+			}
+			// A reached vertex's successors are reached.
+			uint32_t t = num[HD_EDGE_TARGET(targets[e])];
+			if (t < nu && t >= lo)
+				pred[off[t + 1]++] = nu;
+		}
 	}
 	return NULL;
 }
 
 // The semidominator pass walks the preorder numbers down, and its
-// predecessor lists are in that order, but each predecessor numbered past
-// w starts a climb of the link-eval forest through nodes all over it.
-// Prefetch in stages, each reading what the previous one fetched: the
-// forest nodes of the predecessors of the vertex FOREST_STAGES *
-// PREFETCH_AHEAD ahead, their ancestors' nodes a stage nearer, and so on
-// up: a compressing climb averages a dozen hops on a server's heap, each
-// a cache miss otherwise (5 stages: 0.8 s instead of 1.45 s without any,
-// 0.9 s with 3, on 8.6M vertices). Compression may move an ancestor
-// before w gets there; the prefetch is then wasted, never wrong.
+// predecessor lists are in that order, but each predecessor starts a climb
+// of the link-eval forest through nodes all over it. Prefetch in stages,
+// each reading what the previous one fetched: the forest nodes of the
+// predecessors of the vertex FOREST_STAGES * PREFETCH_AHEAD ahead, their
+// ancestors' nodes a stage nearer, and so on up: a compressing climb
+// averages a dozen hops on a server's heap, each a cache miss otherwise
+// (5 stages: 0.8 s instead of 1.45 s without any, 0.9 s with 3, on 8.6M
+// vertices). Compression may move an ancestor before w gets there; the
+// prefetch is then wasted, never wrong.
 static inline void prefetch_forest(const struct dom_state *st, uint32_t w)
 {
 	const uint32_t *off = st->pred_off, *pred = st->pred;
@@ -325,67 +368,56 @@ static inline void prefetch_forest(const struct dom_state *st, uint32_t w)
 	}
 }
 
-// Semidominators in reverse preorder; also records each DFS parent as the
-// first guess for the immediate dominator before compression overwrites
-// it.
-//
-// With groups, an edge into w from a vertex of a later group (a larger
-// preorder number past w's group) is not followed: the later group only
-// borrows w.
-static void semidominators(struct dom_state *st, const uint32_t *group_start,
-			   uint32_t num_groups)
+// w's semidominator, once the semidominator pass is past w: pred_off[w + 1]
+// is not read after w's turn (the turns go down), so it holds it.
+static inline uint32_t *semi_of(struct dom_state *st)
+{
+	return st->pred_off + 1;
+}
+
+// Semidominators in reverse preorder. Each predecessor numbered after w is
+// evaluated; the smallest of the others is in link[w].label already. Also
+// records each DFS parent, by number, as the first guess for the
+// immediate dominator before compression overwrites it: in num, dead
+// since build_preds.
+static void semidominators(struct dom_state *st)
 {
 	const uint32_t *off = st->pred_off, *pred = st->pred;
+	uint32_t *semi = semi_of(st);
+	uint32_t *parent = st->num;
 	struct link_node *link = st->link;
-	union semi_node *sn = st->sn;
-	uint32_t k = num_groups, limit = HD_NO_VERTEX;
 	for (uint32_t w = st->count - 1; w > 0; w--) {
-		if (group_start) {
-			while (k > 0 && w < group_start[k])
-				k--;
-			limit = group_start[k + 1];
-		}
 		prefetch_forest(st, w);
-		uint32_t parent = link[w].ancestor;
-		uint32_t semi = parent;
+		uint32_t s = link[w].label;
 		for (uint32_t e = off[w], end = off[w + 1]; e < end; e++) {
-			uint32_t p = pred[e];
-			uint32_t s;
-			// An unlinked vertex is its own semidominator so far.
-			if (p <= w)
-				s = p;
-			else if (p >= limit)
-				continue;
-			else
-				s = eval(link, p, w);
-			if (s < semi)
-				semi = s;
+			uint32_t x = eval(link, pred[e], w);
+			if (x < s)
+				s = x;
 		}
-		link[w].label = semi;
-		sn[w].semi = semi;
-		sn[w].idom = parent;
+		link[w].label = s;
+		parent[w] = link[w].ancestor;
+		semi[w] = s;
 	}
-	sn[0].semi = 0;
-	sn[0].idom = 0;
+	semi[0] = 0;
+	parent[0] = 0;
 }
 
 // In preorder, a vertex's ancestors already have their immediate
 // dominators, so the NCA of parent and semidominator is reached by
-// climbing the dominator tree from the parent. The same pass writes the
-// answer in vertex ids over the vertex -> number map, which is dead by now:
-// one trip through memory instead of two.
-static void nearest_common_ancestors(struct dom_state *st)
+// climbing the dominator tree from the parent; the answers, by number,
+// replace the parents. The same pass writes them in vertex ids into idom.
+static void nearest_common_ancestors(struct dom_state *st, uint32_t *idom)
 {
-	union semi_node *sn = st->sn;
+	const uint32_t *semi = semi_of(st);
+	uint32_t *d_of = st->num;
 	const uint32_t *preorder = st->preorder;
-	uint32_t *idom = st->num;
 	idom[preorder[0]] = preorder[0];
 	for (uint32_t w = 1; w < st->count; w++) {
-		uint32_t d = sn[w].idom;
-		uint32_t semi = sn[w].semi;
-		while (d > semi)
-			d = sn[d].idom;
-		sn[w].idom = d;
+		uint32_t d = d_of[w];
+		uint32_t s = semi[w];
+		while (d > s)
+			d = d_of[d];
+		d_of[w] = d;
 		if (w + PREFETCH_AHEAD < st->count)
 			__builtin_prefetch(&idom[preorder[w + PREFETCH_AHEAD]], 1);
 		idom[preorder[w]] = preorder[d];
@@ -396,6 +428,29 @@ struct hd_error *hd_dominators(const struct hd_csr *g, uint32_t root,
 			       struct hd_domtree *ret)
 {
 	return hd_dominators_grouped(g, root, NULL, 0, ret);
+}
+
+// The search, the predecessor lists and the semidominators, leaving the
+// parents in st->num and the semidominators in semi_of(st).
+static struct hd_error *semi_pass(struct dom_state *st, uint32_t root,
+				  const uint64_t *groups, uint32_t num_groups,
+				  uint32_t *group_start)
+{
+	struct hd_error *err =
+		dfs(st, root, groups, num_groups - (groups != NULL), group_start);
+	if (err)
+		return err;
+	free(st->stack);
+	st->stack = NULL;
+	err = build_preds(st, group_start, num_groups);
+	if (err)
+		return err;
+	semidominators(st);
+	free(st->link);
+	free(st->pred);
+	st->link = NULL;
+	st->pred = NULL;
+	return NULL;
 }
 
 struct hd_error *hd_dominators_grouped(const struct hd_csr *g, uint32_t root,
@@ -409,7 +464,7 @@ struct hd_error *hd_dominators_grouped(const struct hd_csr *g, uint32_t root,
 				       "graph of %" PRIu32 " vertices is too large "
 				       "for dominators", g->n);
 	}
-	// The predecessor lists are indexed with 32 bits.
+	// Edge cursors and the predecessor lists are indexed with 32 bits.
 	if (g->offsets[g->n] > UINT32_MAX) {
 		return hd_error_create(HD_ERROR_UNSUPPORTED,
 				       "%" PRIu64 " references: more than the "
@@ -438,16 +493,19 @@ struct hd_error *hd_dominators_grouped(const struct hd_csr *g, uint32_t root,
 		}
 		num_groups++;
 	}
-	dfs(&st, root, groups, num_groups - (groups != NULL), group_start);
-	err = build_preds(&st);
+	err = semi_pass(&st, root, groups, num_groups, group_start);
+	// Allocated only now, in the room the forest and the predecessor
+	// lists gave back.
+	uint32_t *idom = err ? NULL : malloc((size_t)g->n * sizeof(*idom));
+	if (!err && !idom)
+		err = &hd_error_no_memory;
 	if (err) {
 		free(group_start);
 		dom_state_free(&st);
 		return err;
 	}
-	semidominators(&st, group_start, num_groups);
-	nearest_common_ancestors(&st);
-	dom_state_free_scratch(&st);
+	memset(idom, 0xff, (size_t)g->n * sizeof(*idom));
+	nearest_common_ancestors(&st, idom);
 	// Give back the tail for the unreachable part; keeping the larger
 	// block is fine if that fails.
 	uint32_t *preorder = realloc(st.preorder, st.count * sizeof(*preorder));
@@ -455,11 +513,13 @@ struct hd_error *hd_dominators_grouped(const struct hd_csr *g, uint32_t root,
 		st.preorder = preorder;
 	ret->n = g->n;
 	ret->root = root;
-	ret->idom = st.num;
+	ret->idom = idom;
 	ret->preorder = st.preorder;
 	ret->num_reachable = st.count;
 	ret->group_start = group_start;
 	ret->num_groups = num_groups;
+	st.preorder = NULL;
+	dom_state_free(&st);
 	return NULL;
 }
 
