@@ -1,18 +1,148 @@
 // hd_dom: dominator tree and retained sizes of the object graph, plus the
 // same for the leaked blocks, which no root reaches.
 #include <stdlib.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <string.h>
+#include <sys/mman.h>
 
 #include "dom/dom.h"
 #include "dom/dom_internal.h"
 #include "graph/graph_internal.h"
 #include "heap/heap_internal.h"
+#include "util/sort.h"
 
-// Children lists of the dominator tree, each sorted by retained size.
+// An array of zeros whose pages become resident only when written: calloc
+// gives that only above malloc's mmap threshold, which glibc raises as
+// large blocks are freed, and below it clears the memory itself.
+static void *zeroed_pages(size_t size)
+{
+	void *p = mmap(NULL, size ? size : 1, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void free_pages(void *p, size_t size)
+{
+	if (p)
+		munmap(p, size ? size : 1);
+}
+
+// The dominator stage allocates and frees arrays of every size; those
+// below malloc's mmap threshold stay in its own heap once freed, pages
+// and all, and are not at its top, so never trimmed: give them back
+// between the steps, whose peaks are the analysis's.
+static void give_back_free_memory(void)
+{
+#ifdef __GLIBC__
+	malloc_trim(0);
+#endif
+}
+
+// Children lists of the dominator tree, grouped by immediate dominator and
+// each sorted by retained size. The per-parent offsets are needed only
+// while the lists are made; afterwards a binary search finds a run.
+static int by_ret(const struct hd_dom *d, uint32_t x, uint32_t y)
+{
+	uint64_t rx = hd_dom_ret(d, x), ry = hd_dom_ret(d, y);
+	if (rx != ry)
+		return rx > ry ? -1 : 1;
+	return (x > y) - (x < y);
+}
+
+// Children lists this long or shorter are sorted by insertion.
+#define SMALL_LIST 16
+
+// A long list is sorted as (retained, vertex) pairs, so that comparisons
+// read the pairs themselves, not the retained sizes all over the heap (a
+// hash table's bucket array has millions of children).
+struct keyed {
+	uint64_t retained;
+	uint32_t v;
+};
+
+static int keyed_order(const void *a, const void *b)
+{
+	const struct keyed *x = a, *y = b;
+	if (x->retained != y->retained)
+		return x->retained > y->retained ? -1 : 1;
+	return x->v < y->v ? -1 : x->v > y->v;
+}
+
+static bool sort_long_list(const struct hd_dom *d, uint32_t *c, uint32_t k,
+			   struct keyed **buf, uint32_t *cap)
+{
+	if (k > *cap) {
+		struct keyed *p = realloc(*buf, (size_t)k * sizeof(*p));
+		if (!p)
+			return false;
+		*buf = p;
+		*cap = k;
+	}
+	struct keyed *kv = *buf;
+	for (uint32_t i = 0; i < k; i++)
+		kv[i] = (struct keyed){ hd_dom_ret(d, c[i]), c[i] };
+	hd_qsort(kv, k, sizeof(*kv), keyed_order);
+	for (uint32_t i = 0; i < k; i++)
+		c[i] = kv[i].v;
+	return true;
+}
+
 static struct hd_error *build_children(struct hd_dom *d)
 {
-	return hd_domtree_children(&d->tree, d->retained, &d->child_off,
-				   &d->children);
+	const struct hd_domtree *t = &d->tree;
+	uint32_t n = t->n;
+	uint32_t num = t->num_reachable ? t->num_reachable - 1 : 0;
+	uint32_t *off = calloc((size_t)n + 1, sizeof(*off));
+	uint32_t *children = malloc((num ? num : 1) * sizeof(*children));
+	if (!off || !children) {
+		free(off);
+		free(children);
+		return &hd_error_no_memory;
+	}
+	for (uint32_t v = 0; v < n; v++)
+		if (t->idom[v] != HD_NO_VERTEX && v != t->root)
+			off[t->idom[v] + 1]++;
+	for (uint32_t v = 0; v < n; v++)
+		off[v + 1] += off[v];
+	// Fill in vertex order (idom read straight through), using off[p]
+	// as a cursor, then shift back.
+	for (uint32_t v = 0; v < n; v++)
+		if (t->idom[v] != HD_NO_VERTEX && v != t->root)
+			children[off[t->idom[v]]++] = v;
+	for (uint32_t v = n; v > 0; v--)
+		off[v] = off[v - 1];
+	off[0] = 0;
+	// Most lists are a few children (a block's string and payload): an
+	// insertion sort in place, where a qsort call per list cost more
+	// than the sorting.
+	struct keyed *kv = NULL;
+	uint32_t kv_cap = 0;
+	bool ok = true;
+	for (uint32_t v = 0; v < n && ok; v++) {
+		uint32_t *c = children + off[v];
+		uint32_t k = off[v + 1] - off[v];
+		if (k > SMALL_LIST) {
+			ok = sort_long_list(d, c, k, &kv, &kv_cap);
+			continue;
+		}
+		for (uint32_t i = 1; i < k; i++) {
+			uint32_t x = c[i], j = i;
+			for (; j > 0 && by_ret(d, c[j - 1], x) > 0; j--)
+				c[j] = c[j - 1];
+			c[j] = x;
+		}
+	}
+	free(kv);
+	free(off);
+	if (!ok) {
+		free(children);
+		return &hd_error_no_memory;
+	}
+	d->children = children;
+	d->num_children = num;
+	return NULL;
 }
 
 // The leaked subgraph: every used block no root reaches, numbered 1..k
@@ -144,11 +274,22 @@ out:
 	return err;
 }
 
-// retained[v] = extent bytes dominated by v, in place: the array starts as
+static inline void set_ret(struct hd_dom *d, uint32_t v, uint64_t r)
+{
+	d->retained_lo[v] = (uint32_t)r;
+	// Only where it changes: writing a zero would make the page resident.
+	if ((uint16_t)(r >> 32) != d->retained_hi[v])
+		d->retained_hi[v] = (uint16_t)(r >> 32);
+}
+
+// retained = extent bytes dominated by v, in place: the array starts as
 // the vertex sizes, then one sweep in reverse preorder adds each vertex into
-// its dominator. Doing it in place saves 8 bytes per vertex.
-static void retained_in_place(struct hd_dom *d, const struct hd_graph *g,
-			      const struct hd_heap *h)
+// its dominator. The sum of distinct blocks' extents is below 2^48 unless
+// the heap's metadata is corrupt: then the stage says so rather than
+// give a wrong size.
+static struct hd_error *retained_in_place(struct hd_dom *d,
+					  const struct hd_graph *g,
+					  const struct hd_heap *h)
 {
 	uint32_t v0 = 1 + (uint32_t)g->num_roots;
 	// Own sizes in vertex order, which is the block table's: read
@@ -157,17 +298,28 @@ static void retained_in_place(struct hd_dom *d, const struct hd_graph *g,
 		bool reached = d->tree.idom[v] != HD_NO_VERTEX;
 		int64_t id = v >= v0 ? (int64_t)(v - v0) : -1;
 		d->count[v] = reached;
-		d->retained[v] = reached && id >= 0 && (size_t)id < h->num_blocks &&
+		uint64_t own = reached && id >= 0 && (size_t)id < h->num_blocks &&
 					 hd_heap_state(h, (size_t)id) == HD_STATE_USED
 				 ? hd_heap_extent(h, (size_t)id)
 				 : 0;
+		if (own >> 48)
+			goto too_large;
+		set_ret(d, v, own);
 	}
 	for (uint32_t i = d->tree.num_reachable; i-- > 1;) {
 		uint32_t v = d->tree.preorder[i];
 		uint32_t p = d->tree.idom[v];
-		d->retained[p] += d->retained[v];
+		uint64_t r = hd_dom_ret(d, p) + hd_dom_ret(d, v);
+		if (r >> 48)
+			goto too_large;
+		set_ret(d, p, r);
 		d->count[p] += d->count[v];
 	}
+	return NULL;
+too_large:
+	return hd_error_create(HD_ERROR_INVALID,
+			       "the blocks' sizes add up to more than 2^48 "
+			       "bytes: the heap's metadata is corrupt");
 }
 
 static bool any_leak(const struct hd_dom *d, const struct hd_graph *g,
@@ -203,31 +355,38 @@ struct hd_error *hd_dom_compute_view(const struct hd_graph *g,
 			? hd_dominators_grouped(&g->fwd, 0, groups,
 						HD_ROOT_RANKS, &d->tree)
 			: hd_dominators(&g->fwd, 0, &d->tree);
+	// The scratch's smaller arrays (the back edges, the search's stack)
+	// came from malloc's own heap, which keeps the pages when they are
+	// freed: hand them back before the results take their room.
+	give_back_free_memory();
 	if (!err) {
-		d->retained = malloc((size_t)d->n * sizeof(*d->retained));
+		d->retained_lo = malloc((size_t)d->n * sizeof(*d->retained_lo));
+		d->retained_hi = zeroed_pages((size_t)d->n * sizeof(*d->retained_hi));
 		d->count = malloc((size_t)d->n * sizeof(*d->count));
-		if (!d->retained || !d->count)
+		if (!d->retained_lo || !d->retained_hi || !d->count)
 			err = &hd_error_no_memory;
 	}
-	if (!err) {
-		retained_in_place(d, g, h);
-		err = build_children(d);
-	}
+	if (!err)
+		err = retained_in_place(d, g, h);
 	// The leak forest costs memory only when something leaked.
 	if (!err && any_leak(d, g, h))
 		err = leak_forest(d, g, h);
 	if (!err)
 		err = hd_dom_holders_compute(d, g);
+	// The preorder served retained sizes and holders; nothing after
+	// reads it, and the children lists' offsets take its room.
+	free(d->tree.preorder);
+	d->tree.preorder = NULL;
+	give_back_free_memory();
+	if (!err)
+		err = build_children(d);
 	if (err) {
 		hd_dom_destroy(d);
 		return err;
 	}
-	// The preorder served retained sizes and holders; nothing after
-	// reads it.
-	free(d->tree.preorder);
-	d->tree.preorder = NULL;
-	// idom, retained, count, child_off per vertex; children per reached.
-	d->bytes = (size_t)d->n * (4 + 8 + 4 + 4) + d->tree.num_reachable * 4;
+	// idom, retained (the low part), count per vertex; children per
+	// reached.
+	d->bytes = (size_t)d->n * (4 + 4 + 4) + d->tree.num_reachable * 4;
 	if (d->leak_retained)
 		d->bytes += d->num_leaked * (4 + 4 + 4 + 8 + 4);
 	*ret = d;
@@ -240,9 +399,9 @@ void hd_dom_destroy(struct hd_dom *d)
 		return;
 	hd_domtree_deinit(&d->tree);
 	hd_domtree_deinit(&d->leak_tree);
-	free(d->retained);
+	free(d->retained_lo);
+	free_pages(d->retained_hi, (size_t)d->n * sizeof(*d->retained_hi));
 	free(d->count);
-	free(d->child_off);
 	free(d->children);
 	free(d->leak_retained);
 	free(d->leak_count);
@@ -259,7 +418,7 @@ uint32_t hd_dom_idom(const struct hd_dom *d, uint32_t v)
 
 uint64_t hd_dom_retained(const struct hd_dom *d, uint32_t v)
 {
-	return d->retained[v];
+	return hd_dom_ret(d, v);
 }
 
 uint32_t hd_dom_retained_blocks(const struct hd_dom *d, uint32_t v)
@@ -270,8 +429,26 @@ uint32_t hd_dom_retained_blocks(const struct hd_dom *d, uint32_t v)
 void hd_dom_children(const struct hd_dom *d, uint32_t v,
 		     const uint32_t **children, size_t *n)
 {
-	*children = d->children + d->child_off[v];
-	*n = d->child_off[v + 1] - d->child_off[v];
+	const uint32_t *idom = d->tree.idom;
+	uint32_t lo = 0, hi = d->num_children;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (idom[d->children[mid]] < v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	uint32_t end = lo;
+	hi = d->num_children;
+	while (end < hi) {
+		uint32_t mid = end + (hi - end) / 2;
+		if (idom[d->children[mid]] <= v)
+			end = mid + 1;
+		else
+			hi = mid;
+	}
+	*children = d->children + lo;
+	*n = end - lo;
 }
 
 uint32_t hd_dom_leak_idom(const struct hd_dom *d, uint32_t v)

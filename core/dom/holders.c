@@ -30,7 +30,7 @@ struct proto {
 };
 
 static const struct hd_graph *g_sort_graph;
-static const uint64_t *g_sort_retained;
+static const struct hd_dom *g_sort_dom;
 
 static int by_name(const void *a, const void *b)
 {
@@ -129,7 +129,7 @@ static struct hd_error *root_holders(struct builder *b)
 			if (!push_item(b, r))
 				return &hd_error_no_memory;
 			p.h.num_roots++;
-			p.h.retained += d->retained[v];
+			p.h.retained += hd_dom_ret(d, v);
 			p.h.retained_blocks += d->count[v] - 1;
 		}
 		p.h.rank = hd_root_rank(b->g->roots[name_root(b, id)].kind);
@@ -147,7 +147,7 @@ static struct hd_error *root_holders(struct builder *b)
 			uint32_t v = b->j->vertex[b->joint_order[i]];
 			if (!push_item(b, v))
 				return &hd_error_no_memory;
-			p.h.retained += d->retained[v];
+			p.h.retained += hd_dom_ret(d, v);
 			p.h.retained_blocks += d->count[v];
 		}
 		p.h.num_vertices = p.h.num_roots + (s1 - s0);
@@ -197,23 +197,34 @@ static int u32_order(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+// The super-root's children that are blocks (or sub-allocator blocks):
+// the vertices from v0 on that it immediately dominates, ascending. They
+// are found in idom, before the children lists exist (those are built
+// once the preorder, which the holders read, is freed).
+static uint32_t joint_count(const struct hd_domtree *t, uint32_t v0)
+{
+	uint32_t k = 0;
+	for (uint32_t v = v0; v < t->n; v++)
+		k += t->idom[v] == t->root && v != t->root;
+	return k;
+}
+
 // The joint blocks: the super-root's children that are blocks, by vertex;
 // in the ranked view with the class each was first reached from, found by
 // one pass over the preorder with a bitmap of them.
-static struct hd_error *find_joints(struct builder *b, struct joints *j)
+static struct hd_error *find_joints(struct builder *b, struct joints *j,
+				    uint32_t num)
 {
 	const struct hd_dom *d = b->d;
 	const struct hd_domtree *t = &d->tree;
 	uint32_t v0 = 1 + (uint32_t)b->nroots;
-	uint32_t lo = d->child_off[t->root], hi = d->child_off[t->root + 1];
-	j->vertex = malloc(((size_t)(hi - lo) + 1) * sizeof(*j->vertex));
-	j->rank = calloc((size_t)(hi - lo) + 1, sizeof(*j->rank));
+	j->vertex = malloc(((size_t)num + 1) * sizeof(*j->vertex));
+	j->rank = calloc((size_t)num + 1, sizeof(*j->rank));
 	if (!j->vertex || !j->rank)
 		return &hd_error_no_memory;
-	for (uint32_t k = lo; k < hi; k++)
-		if (d->children[k] >= v0)
-			j->vertex[j->num++] = d->children[k];
-	hd_qsort(j->vertex, j->num, sizeof(*j->vertex), u32_order);
+	for (uint32_t v = v0; v < t->n; v++)
+		if (t->idom[v] == t->root && v != t->root)
+			j->vertex[j->num++] = v;
 	if (!t->group_start || !j->num)
 		return NULL;
 	uint64_t *bits = calloc(((size_t)d->n + 63) / 64, sizeof(*bits));
@@ -412,8 +423,8 @@ static int by_set(const void *a, const void *b)
 	uint32_t sx = g_sort_joints->set[x], sy = g_sort_joints->set[y];
 	if (sx != sy)
 		return sx < sy ? -1 : 1;
-	uint64_t rx = g_sort_retained[g_sort_joints->vertex[x]];
-	uint64_t ry = g_sort_retained[g_sort_joints->vertex[y]];
+	uint64_t rx = hd_dom_ret(g_sort_dom, g_sort_joints->vertex[x]);
+	uint64_t ry = hd_dom_ret(g_sort_dom, g_sort_joints->vertex[y]);
 	if (rx != ry)
 		return rx > ry ? -1 : 1;
 	return (x > y) - (x < y);
@@ -443,7 +454,7 @@ static struct hd_error *joint_runs(struct builder *b, struct joints *j,
 	for (uint32_t x = 0; x < j->num; x++)
 		b->joint_order[x] = x;
 	g_sort_joints = j;
-	g_sort_retained = b->d->retained;
+	g_sort_dom = b->d;
 	hd_qsort(b->joint_order, j->num, sizeof(*b->joint_order), by_set);
 	for (uint32_t i = 0; i < j->num;) {
 		uint32_t s = j->set[b->joint_order[i]], i0 = i;
@@ -489,7 +500,7 @@ static struct hd_error *joint_holders(struct builder *b, struct joints *j,
 			if (!push_item(b, v))
 				return &hd_error_no_memory;
 			p.h.num_vertices++;
-			p.h.retained += b->d->retained[v];
+			p.h.retained += hd_dom_ret(b->d, v);
 			p.h.retained_blocks += b->d->count[v];
 		}
 		g_sort_builder = b;
@@ -514,12 +525,9 @@ struct hd_error *hd_dom_holders_compute(struct hd_dom *d,
 	struct hd_error *err = name_roots(&b);
 	// Joint blocks are rare on most heaps: look only if the super-root
 	// dominates a block.
-	bool any_joint = false;
-	for (uint32_t k = d->child_off[d->tree.root]; !err &&
-	     k < d->child_off[d->tree.root + 1]; k++)
-		any_joint |= d->children[k] > g->num_roots;
-	if (!err && any_joint)
-		err = find_joints(&b, &j);
+	uint32_t num_joints = err ? 0 : joint_count(&d->tree, 1 + (uint32_t)g->num_roots);
+	if (!err && num_joints)
+		err = find_joints(&b, &j, num_joints);
 	if (!err && j.num)
 		err = joint_edges(&b, &j);
 	if (!err && j.num)
