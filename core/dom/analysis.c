@@ -180,7 +180,7 @@ static struct hd_error *leak_forest(struct hd_dom *d, const struct hd_graph *g,
 	uint32_t n = (uint32_t)k + 1;
 	uint8_t *entry = calloc(n, 1), *seen = calloc(n, 1);
 	uint32_t *stack = malloc((size_t)n * sizeof(*stack));
-	uint64_t *off = calloc((size_t)n + 1, sizeof(*off));
+	uint32_t *off = calloc((size_t)n + 1, sizeof(*off));
 	uint32_t *tg = NULL;
 	uint64_t *size = NULL;
 	struct hd_error *err = NULL;

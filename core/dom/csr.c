@@ -15,7 +15,7 @@
 // use offsets[t + 1] as its cursor and leaves it at t's end, which is
 // t + 1's start. No separate cursor array, and offsets[0] stays 0.
 static struct hd_error *count_in_degrees(const struct hd_csr *g,
-					 uint64_t *offsets)
+					 uint32_t *offsets)
 {
 	uint64_t m = g->offsets[g->n];
 	for (uint64_t e = 0; e < m; e++) {
@@ -38,7 +38,7 @@ static struct hd_error *count_in_degrees(const struct hd_csr *g,
 	return NULL;
 }
 
-static void fill_predecessors(const struct hd_csr *g, uint64_t *offsets,
+static void fill_predecessors(const struct hd_csr *g, uint32_t *offsets,
 			      uint32_t *targets)
 {
 	uint64_t m = g->offsets[g->n];
@@ -69,7 +69,7 @@ struct hd_error *hd_csr_reverse(const struct hd_csr *g, struct hd_csr *rev)
 	}
 	uint64_t m = g->offsets[g->n];
 	// One spare entry for the shifted counts (see count_in_degrees).
-	uint64_t *offsets = calloc((size_t)g->n + 2, sizeof(*offsets));
+	uint32_t *offsets = calloc((size_t)g->n + 2, sizeof(*offsets));
 	// malloc(0) may return NULL, which is not a failure.
 	uint32_t *targets = malloc(m ? m * sizeof(*targets) : 1);
 	if (!offsets || !targets) {

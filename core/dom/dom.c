@@ -35,8 +35,8 @@ struct link_node {
 	uint32_t label;
 };
 
-// A vertex the search will come back to, with the next of its edges.
-// Edges are counted in 32 bits (hd_dominators_grouped checks).
+// A vertex the search will come back to, with the next of its edges
+// (a graph has fewer than 2^32).
 struct dfs_frame {
 	uint32_t i;
 	uint32_t cursor;
@@ -142,7 +142,7 @@ static inline void seen_edge(struct dom_state *st, uint32_t i, uint32_t nu)
 // cursor.
 static struct hd_error *explore(struct dom_state *st, uint32_t i)
 {
-	const uint64_t *offsets = st->g->offsets;
+	const uint32_t *offsets = st->g->offsets;
 	const uint32_t *targets = st->g->targets;
 	uint32_t *num = st->num;
 	uint32_t *preorder = st->preorder;
@@ -300,7 +300,7 @@ static struct hd_error *build_preds(struct dom_state *st,
 				    const uint32_t *group_start,
 				    uint32_t num_groups)
 {
-	const uint64_t *offsets = st->g->offsets;
+	const uint32_t *offsets = st->g->offsets;
 	const uint32_t *targets = st->g->targets;
 	const uint32_t *num = st->num;
 	uint32_t *off = st->pred_off;
@@ -463,13 +463,6 @@ struct hd_error *hd_dominators_grouped(const struct hd_csr *g, uint32_t root,
 		return hd_error_create(HD_ERROR_INVALID,
 				       "graph of %" PRIu32 " vertices is too large "
 				       "for dominators", g->n);
-	}
-	// Edge cursors and the predecessor lists are indexed with 32 bits.
-	if (g->offsets[g->n] > UINT32_MAX) {
-		return hd_error_create(HD_ERROR_UNSUPPORTED,
-				       "%" PRIu64 " references: more than the "
-				       "dominator stage's 2^32 - 1",
-				       g->offsets[g->n]);
 	}
 	if (root >= g->n) {
 		return hd_error_create(HD_ERROR_INVALID,

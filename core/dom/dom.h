@@ -12,10 +12,14 @@
 
 // A directed graph over vertices 0..n-1 in compressed sparse row form:
 // the successors of v are targets[offsets[v] .. offsets[v+1]).
-// n < 2^31. Duplicate edges and self-loops are allowed.
+// n < 2^31, and fewer than 2^32 edges: 32-bit offsets keep 4 bytes a
+// vertex off the analysis's peak, and the dominator stage indexes edges
+// with 32 bits anyway (a heap past that holds over 32 GiB of pointers).
+// Duplicate edges and self-loops are allowed.
+#define HD_CSR_MAX_EDGES UINT32_MAX
 struct hd_csr {
 	uint32_t n;
-	const uint64_t *offsets; // n + 1 entries
+	const uint32_t *offsets; // n + 1 entries
 	const uint32_t *targets; // offsets[n] entries, HD_EDGE_INTERIOR allowed
 };
 

@@ -2,6 +2,7 @@
 // that points into a used block is an edge. Vertices are visited in order
 // (super-root, roots, blocks), so the forward CSR is written in one pass.
 #include <pthread.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,7 +16,7 @@ struct builder {
 	struct hd_graph *g;
 	const struct hd_heap *h;
 	const struct hd_index *ix;
-	uint64_t *offsets;
+	uint32_t *offsets; // edges counted in 64 bits (n), checked at the end
 	uint32_t *targets;
 	uint64_t n, cap;
 	uint32_t first_block_vertex;
@@ -697,7 +698,14 @@ struct hd_error *hd_graph_scan(struct hd_graph *g, struct hd_target *t,
 		free(b.targets);
 		return err;
 	}
-	b.offsets[nv] = b.n;
+	if (b.n > HD_CSR_MAX_EDGES) {
+		free(b.offsets);
+		free(b.targets);
+		return hd_error_create(HD_ERROR_UNSUPPORTED,
+				       "%" PRIu64 " references: more than the "
+				       "object graph's 2^32 - 1", b.n);
+	}
+	b.offsets[nv] = (uint32_t)b.n;
 	// Give back the slack of the geometric growth.
 	uint32_t *shrunk = realloc(b.targets, (b.n ? b.n : 1) * sizeof(*b.targets));
 	if (shrunk)

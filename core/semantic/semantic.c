@@ -69,14 +69,14 @@ static struct hd_error *build_csr(struct hd_semantic *s)
 	const struct hd_fw *fw = s->fw;
 	const struct hd_graph *g = s->g;
 	uint32_t nv = s->nv, n = s->n;
-	uint64_t *off = calloc((size_t)n + 2, sizeof(*off));
+	uint32_t *off = calloc((size_t)n + 2, sizeof(*off));
 	if (!off)
 		return &hd_error_no_memory;
 	// Pass 0 counts into off[v + 2], pass 1 fills at off[v + 1]; the
 	// shift makes both a prefix sum away.
 	uint32_t *tg = NULL;
 	for (int pass = 0; pass < 2; pass++) {
-		uint64_t *at = off + (pass ? 1 : 2);
+		uint32_t *at = off + (pass ? 1 : 2);
 		for (uint32_t v = 0; v < nv; v++) {
 			const uint32_t *e;
 			size_t k;

@@ -22,7 +22,7 @@
 struct graph {
 	uint32_t n;
 	uint64_t m;
-	uint64_t *offsets;
+	uint32_t *offsets;
 	uint32_t *targets;
 };
 
@@ -177,7 +177,7 @@ static uint32_t shuffle(struct graph *g, uint32_t root)
 		perm[v - 1] = perm[j];
 		perm[j] = tmp;
 	}
-	uint64_t *offsets = xmalloc(((size_t)n + 1) * sizeof(*offsets));
+	uint32_t *offsets = xmalloc(((size_t)n + 1) * sizeof(*offsets));
 	uint32_t *targets = xmalloc(g->m * sizeof(*targets));
 	offsets[0] = 0;
 	uint32_t *inv = xmalloc(n * sizeof(*inv));

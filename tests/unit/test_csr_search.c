@@ -17,7 +17,7 @@ struct graph {
 	uint32_t n;
 	size_t m;
 	uint32_t src[4096], dst[4096];
-	uint64_t offsets[513];
+	uint32_t offsets[513];
 	uint32_t targets[4096];
 };
 
@@ -38,7 +38,7 @@ static struct hd_csr csr_of(struct graph *g, struct hd_csr *rev)
 		g->offsets[g->src[e] + 1]++;
 	for (uint32_t v = 0; v < g->n; v++)
 		g->offsets[v + 1] += g->offsets[v];
-	uint64_t fill[513];
+	uint32_t fill[513];
 	memcpy(fill, g->offsets, sizeof(fill));
 	for (size_t e = 0; e < g->m; e++)
 		g->targets[fill[g->src[e]]++] = g->dst[e];

@@ -252,7 +252,7 @@ static void build_base(const struct scenario *sc, struct built *b)
 		b->g->roots[r].name = strdup("root");
 	b->g->num_blocks = sc->blocks;
 	b->g->num_vertices = sc->nv;
-	uint64_t *off = calloc(sc->nv + 1, sizeof(*off));
+	uint32_t *off = calloc(sc->nv + 1, sizeof(*off));
 	uint32_t *tg = malloc((size_t)sc->nv * sc->nv * sizeof(*tg) + 4);
 	uint64_t n = 0;
 	for (uint32_t a = 0; a < sc->nv; a++) {
