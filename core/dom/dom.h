@@ -55,9 +55,13 @@ struct hd_domtree {
 // Computes the dominator tree of g from root with the semi-NCA algorithm
 // (iterative DFS and path compression: a 10M-long list must work). The
 // predecessors it needs are built inside, by preorder number, for the
-// reached vertices only. Memory: about 7 uint32 per vertex and one per
-// edge beyond the output, freed before it returns. Edges into or from
-// unreachable vertices are ignored. g may have at most 2^32 - 1 edges.
+// reached vertices only, and only those numbered after their target (the
+// rest are tree edges or from ancestors, settled during the search).
+// Memory: at most 5 uint32 per vertex and one per such edge (plus the
+// search's stack of vertices with edges left, 2 uint32 each) beyond the
+// output, freed before it returns; the output's idom is allocated last,
+// in the room the scratch gave back. Edges into or from unreachable
+// vertices are ignored.
 struct hd_error *hd_dominators(const struct hd_csr *g, uint32_t root,
 			       struct hd_domtree *ret);
 // The same over the graph without "borrowed" edges: root's successors come
