@@ -327,8 +327,8 @@ int64_t hd_fw_vertex_subblock(struct hd_fw *fw, uint32_t v)
 
 int hd_fw_vertex_name(const struct hd_fw *fw, uint32_t v, char *buf, size_t len)
 {
-	if (fw->names && fw->names[v] != UINT32_MAX) {
-		snprintf(buf, len, "%s", fw->labels[fw->names[v]]);
+	if (hd_fw_name_of(fw, v) != UINT32_MAX) {
+		snprintf(buf, len, "%s", fw->labels[hd_fw_name_of(fw, v)]);
 		return 1;
 	}
 	if (!fw->g || v < first_sub_vertex(fw) || v >= fw->g->num_vertices)
@@ -473,7 +473,8 @@ uint32_t hd_fw_vertex_at(struct hd_fw *fw, uint64_t addr)
 // The value of an array of HD_UNDO_* no module has set.
 static uint64_t empty_value(uint8_t what)
 {
-	return what == HD_UNDO_ASSIGN || what == HD_UNDO_NAME ? UINT32_MAX : UINT64_MAX;
+	return what == HD_UNDO_ASSIGN ? UINT32_MAX
+	     : what == HD_UNDO_MARK ? HD_FW_UNMARKED : 0;
 }
 
 static struct hd_error *journal(struct hd_fw *fw, uint8_t what, uint32_t v,
@@ -749,11 +750,11 @@ struct hd_error *hd_fw_name(struct hd_fw *fw, uint32_t v, const char *type)
 	uint32_t l = hd_fw_intern(fw, type);
 	if (l == UINT32_MAX)
 		return &hd_error_no_memory;
-	if ((err = lazy_u32(fw, &fw->names)))
-		return err;
+	if (!fw->names && !(fw->names = calloc(fw->g->num_vertices, sizeof(*fw->names))))
+		return &hd_error_no_memory;
 	err = journal(fw, HD_UNDO_NAME, v, fw->names[v]);
 	if (!err)
-		fw->names[v] = l;
+		fw->names[v] = l + 1;
 	return err;
 }
 
@@ -771,16 +772,11 @@ struct hd_error *hd_fw_type(struct hd_fw *fw, uint32_t v, const char *type)
 	if (!hd_fw_find_type_memo(fw, type, &mi, &t))
 		return hd_error_create(HD_ERROR_NOT_FOUND,
 				       "no complete type named %s", type);
-	if (!fw->dwarf) {
-		size_t n = fw->g->num_vertices;
-		fw->dwarf = malloc(n * sizeof(*fw->dwarf));
-		if (!fw->dwarf)
-			return &hd_error_no_memory;
-		memset(fw->dwarf, 0xff, n * sizeof(*fw->dwarf));
-	}
+	if (!fw->dwarf && !(fw->dwarf = calloc(fw->g->num_vertices, sizeof(*fw->dwarf))))
+		return &hd_error_no_memory;
 	err = journal(fw, HD_UNDO_TYPE, v, fw->dwarf[v]);
 	if (!err)
-		fw->dwarf[v] = (uint64_t)mi << 32 | t;
+		fw->dwarf[v] = ((uint64_t)mi << 32 | t) + 1;
 	return err;
 }
 
@@ -799,8 +795,8 @@ void hd_fw_undo_module(struct hd_fw *fw)
 				switch (w) {
 				case HD_UNDO_ASSIGN: fw->assigned[v] = UINT32_MAX; break;
 				case HD_UNDO_MARK: fw->fw_bytes[v] = HD_FW_UNMARKED; break;
-				case HD_UNDO_NAME: fw->names[v] = UINT32_MAX; break;
-				case HD_UNDO_TYPE: fw->dwarf[v] = UINT64_MAX; break;
+				case HD_UNDO_NAME: fw->names[v] = 0; break;
+				case HD_UNDO_TYPE: fw->dwarf[v] = 0; break;
 				}
 			}
 			t[i] = 0;

@@ -78,10 +78,13 @@ struct hd_fw {
 	uint32_t *assigned;      // per vertex: node id or HD_FW_NO_NODE (lazy)
 	uint64_t *fw_bytes;      // per vertex: framework bytes, UINT64_MAX-1:
 				 // unmarked (lazy)
-	uint32_t *names;         // per vertex: label index or UINT32_MAX (lazy)
+	// names and dwarf hold their value + 1, 0 for none, in zeroed memory:
+	// pages of blocks no module named never become resident (the
+	// allocator's module names a few blocks of millions). Read them with
+	// hd_fw_name_of and hd_fw_dwarf_of.
+	uint32_t *names;         // per vertex: label index (lazy)
 	uint64_t *dwarf;         // per vertex: module << 32 | type id of the
-				 // DWARF type hd_fw_type gave, UINT64_MAX:
-				 // none (lazy)
+				 // DWARF type hd_fw_type gave (lazy)
 	struct hd_fw_undo *undo; // of the module running analyze
 	size_t num_undo, cap_undo;
 	uint64_t *touched[4];    // per HD_UNDO_*: vertices it set (lazy)
@@ -109,6 +112,19 @@ struct hd_fw {
 	uint32_t *root_order;
 	size_t num_root_order;
 };
+
+// The label index a module named vertex v with, or UINT32_MAX.
+static inline uint32_t hd_fw_name_of(const struct hd_fw *fw, uint32_t v)
+{
+	return fw->names && fw->names[v] ? fw->names[v] - 1 : UINT32_MAX;
+}
+
+// module << 32 | type id of the DWARF type a module gave vertex v, or
+// UINT64_MAX.
+static inline uint64_t hd_fw_dwarf_of(const struct hd_fw *fw, uint32_t v)
+{
+	return fw->dwarf && fw->dwarf[v] ? fw->dwarf[v] - 1 : UINT64_MAX;
+}
 
 // What the frameworks call vertex v of fw's graph, into buf: 1 when a
 // module named it or it is a sub-allocator block of a known type; 0 for an

@@ -442,9 +442,9 @@ START_TEST(test_failing_module_undone)
 	ck_assert_uint_eq(b.fw->assigned[v], HD_FW_NO_NODE);
 	ck_assert_uint_eq(b.fw->assigned[v + 1], 0); // the good module's own
 	ck_assert_uint_eq(b.fw->fw_bytes[v], 4); // the good module's
-	ck_assert_uint_ne(b.fw->names[v], UINT32_MAX);
-	ck_assert_str_eq(b.fw->labels[b.fw->names[v]], "kept");
-	ck_assert_uint_eq(b.fw->names[v + 2], UINT32_MAX);
+	ck_assert_uint_ne(hd_fw_name_of(b.fw, v), UINT32_MAX);
+	ck_assert_str_eq(b.fw->labels[hd_fw_name_of(b.fw, v)], "kept");
+	ck_assert_uint_eq(hd_fw_name_of(b.fw, v + 2), UINT32_MAX);
 	ck_assert_uint_eq(b.fw->fw_bytes[v + 2], HD_FW_UNMARKED);
 	ck_assert_uint_eq(b.fw->mods[1].nodes, 0);
 	ck_assert_no_error(hd_semantic_compute(b.fw, b.g, &b.s));
@@ -488,8 +488,8 @@ START_TEST(test_names_only)
 	ck_assert_ptr_null(b.fw->assigned);
 	ck_assert_ptr_null(b.fw->fw_bytes);
 	uint32_t v = 1 + sc.roots;
-	ck_assert_str_eq(b.fw->labels[b.fw->names[v]], "kept");
-	ck_assert_uint_eq(b.fw->names[v + 2], UINT32_MAX);
+	ck_assert_str_eq(b.fw->labels[hd_fw_name_of(b.fw, v)], "kept");
+	ck_assert_uint_eq(hd_fw_name_of(b.fw, v + 2), UINT32_MAX);
 	ck_assert_ptr_nonnull(b.fw->mods[1].error);
 	built_free(&b);
 }
