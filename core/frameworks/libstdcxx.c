@@ -129,34 +129,141 @@ static struct hd_error *set_add(struct set *s, uint64_t x, bool *fresh)
 	return NULL;
 }
 
-// hd_fw_objects' call-back: queue the container.
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+// The type named s (src: where that name lives, for the recent ones),
+// entered if new; NULL without memory.
+static struct stl_type *intern(struct strtab *t, const char *src)
+{
+	size_t r = ((uintptr_t)src >> 3) & 63;
+	if (t->recent_src[r] == src && src)
+		return t->recent[r];
+	const char *s = src ? src : "";
+	if ((t->n + 1) * 2 > t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 64;
+		struct stl_type **v = calloc(cap, sizeof(*v));
+		if (!v)
+			return NULL;
+		for (size_t i = 0; i < t->cap; i++) {
+			if (!t->v[i])
+				continue;
+			size_t j = hash_str(t->v[i]->name) & (cap - 1);
+			while (v[j])
+				j = (j + 1) & (cap - 1);
+			v[j] = t->v[i];
+		}
+		free(t->v);
+		t->v = v;
+		t->cap = cap;
+	}
+	size_t i = hash_str(s) & (t->cap - 1);
+	for (; t->v[i]; i = (i + 1) & (t->cap - 1))
+		if (strcmp(t->v[i]->name, s) == 0)
+			break;
+	if (!t->v[i]) {
+		struct stl_type *ty = calloc(1, sizeof(*ty));
+		if (!ty || !(ty->name = strdup(s))) {
+			free(ty);
+			return NULL;
+		}
+		ty->kind = stl_kind_of(s);
+		t->v[i] = ty;
+		t->n++;
+	}
+	t->recent_src[r] = src;
+	t->recent[r] = t->v[i];
+	return t->v[i];
+}
+
+static void strtab_free(struct strtab *t)
+{
+	for (size_t i = 0; i < t->cap; i++) {
+		struct stl_type *ty = t->v[i];
+		if (!ty)
+			continue;
+		free(ty->name);
+		free(ty->vt);
+		free(ty->short_elem);
+		free(ty->elem_type);
+		free(ty->short_type);
+		free(ty);
+	}
+	free(t->v);
+}
+
+// Fills what ty's name says of its elements and its short name, the first
+// time a container of the type is looked at.
+static struct hd_error *type_ready(struct hd_fw *fw, struct stl_type *ty)
+{
+	if (ty->ready)
+		return NULL;
+	char vt[1024];
+	if (ty->kind != K_STRING && stl_value_type(ty->name, ty->kind, vt, sizeof(vt))) {
+		if (!(ty->vt = strdup(vt)) || !(ty->short_elem = stl_short_type(vt)))
+			return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
+		ty->has_vt = true;
+		struct hd_error *e = hd_fw_type_size(fw, vt, &ty->esize);
+		if (e) {
+			hd_error_destroy(e); // a scalar: nothing nested
+			ty->esize = stl_scalar_size(vt);
+		} else if (!(ty->elem_type = strdup(vt))) {
+			return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
+		}
+	}
+	if (!(ty->short_type = stl_short_type(ty->name)))
+		return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
+	ty->ready = true;
+	return NULL;
+}
+
+// Whether o lies in a heap block (a typed block's member or element): its
+// container is looked at in a pass of its own (block_container).
+static bool in_block(struct hd_fw *fw, const struct hd_fw_object *o)
+{
+	struct hd_block b;
+	return o->holder != HD_DOM_NONE && hd_fw_vertex_block(fw, o->holder, &b);
+}
+
+// p for o: false without memory.
+static bool pending_of(struct ctx *c, const struct hd_fw_object *o,
+		       struct pending *p)
+{
+	p->addr = o->addr;
+	p->size = o->size;
+	p->holder = o->holder;
+	p->t = intern(&c->types, o->type);
+	p->type = p->t ? p->t->name : NULL;
+	p->where = strdup(o->where ? o->where : "");
+	// hd_fw_objects names an array block's element "T[k]...".
+	p->in_array = p->where && strchr(p->where, '[');
+	if (!p->type || !p->where) {
+		free(p->where);
+		return false;
+	}
+	return true;
+}
+
+// hd_fw_objects' and hd_fw_objects_in's call-back: queue the container
+// (at the top, only those of globals: the heap blocks' come later).
 static struct hd_error *enqueue(struct hd_fw *fw, const struct hd_fw_object *o,
 				void *arg)
 {
 	struct ctx *c = arg;
-	struct hd_block b;
-	bool later = c->top && o->holder != HD_DOM_NONE &&
-		     hd_fw_vertex_block(fw, o->holder, &b);
-	struct pending **q = later ? &c->later : &c->queue;
-	size_t *num = later ? &c->num_later : &c->num_queue;
-	size_t *cap = later ? &c->cap_later : &c->cap_queue;
-	struct hd_error *err = stl_grow((void **)q, cap, *num, sizeof(**q));
+	if (c->top && in_block(fw, o))
+		return NULL;
+	struct hd_error *err = stl_grow((void **)&c->queue, &c->cap_queue,
+					c->num_queue, sizeof(*c->queue));
 	if (err)
 		return err;
-	struct pending *p = &(*q)[*num];
-	p->addr = o->addr;
-	p->size = o->size;
-	p->holder = o->holder;
-	p->type = strdup(o->type ? o->type : "");
-	p->where = strdup(o->where ? o->where : "");
-	// hd_fw_objects names an array block's element "T[k]...".
-	p->in_array = later && p->where && strchr(p->where, '[');
-	if (!p->type || !p->where) {
-		free(p->type);
-		free(p->where);
+	if (!pending_of(c, o, &c->queue[c->num_queue]))
 		return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
-	}
-	(*num)++;
+	c->queue[c->num_queue++].in_array = false;
 	return NULL;
 }
 
@@ -205,7 +312,7 @@ static bool node_dwarf_name(enum kind k, const char *vt, bool cached,
 static struct hd_error *container(struct ctx *c, const struct pending *p,
 				  bool from_block)
 {
-	enum kind k = stl_kind_of(p->type);
+	enum kind k = p->t->kind;
 	bool fresh;
 	struct hd_error *err;
 	// A buffer DWARF types as an array as long as the block: past the
@@ -217,26 +324,16 @@ static struct hd_error *container(struct ctx *c, const struct pending *p,
 	if ((err = set_add(&c->seen, p->addr, &fresh)) || !fresh)
 		return err;
 	c->num_blocks = c->num_elems = 0;
-	free(c->elem_type);
-	free(c->short_elem);
-	c->elem_type = c->short_elem = NULL;
 	c->node_name[0] = c->buffer_name[0] = c->chunk_name[0] = '\0';
+	struct stl_type *ty = (struct stl_type *)p->t;
+	if ((err = type_ready(c->fw, ty)))
+		return err;
+	c->elem_type = ty->elem_type;
+	c->short_elem = ty->short_elem;
+	const char *vt = ty->has_vt ? ty->vt : "";
 
 	struct walk w = { .p = p };
-	char vt[1024];
-	uint64_t esize = 0;
-	if (k != K_STRING && stl_value_type(p->type, k, vt, sizeof(vt))) {
-		if (!(c->short_elem = stl_short_type(vt)))
-			return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
-		struct hd_error *e = hd_fw_type_size(c->fw, vt, &esize);
-		if (e) {
-			hd_error_destroy(e); // a scalar: nothing nested
-			esize = stl_scalar_size(vt);
-		} else if (!(c->elem_type = strdup(vt))) {
-			return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
-		}
-	}
-	w.elem_size = esize;
+	w.elem_size = ty->esize;
 	switch (k) {
 	case K_VECTOR: err = stl_walk_vector(c, &w); break;
 	case K_LIST: err = stl_walk_list(c, &w); break;
@@ -250,32 +347,28 @@ static struct hd_error *container(struct ctx *c, const struct pending *p,
 	}
 	if (err)
 		return err;
+	const char *st = ty->short_type;
 	if (w.why) {
-		char *st = stl_short_type(p->type);
 		hd_fw_warn(c->fw, w.why_addr, "%s%s%s at 0x%llx: %s; skipped",
-			   st ? st : p->type, *p->where ? " " : "", p->where,
+			   st, *p->where ? " " : "", p->where,
 			   (unsigned long long)p->addr, w.why);
-		free(st);
 		return NULL;
 	}
 	if (w.empty || !c->num_blocks)
 		return NULL;
 
-	char *st = stl_short_type(p->type);
-	if (!st)
-		return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
-	size_t len = strlen(st) + strlen(p->where) + 2;
-	char *label = malloc(len);
-	if (!label) {
-		free(st);
-		return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
+	// Only block names are kept: the node needs no label.
+	char *label = NULL;
+	if (!c->names_only) {
+		size_t len = strlen(st) + strlen(p->where) + 2;
+		if (!(label = malloc(len)))
+			return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
+		snprintf(label, len, "%s%s%s", st, *p->where ? " " : "", p->where);
 	}
-	snprintf(label, len, "%s%s%s", st, *p->where ? " " : "", p->where);
 	uint32_t node;
 	err = hd_fw_node(c->fw, HD_FW_NO_NODE, p->holder, label, "container",
 			 HD_OWNER_APPLICATION, &node);
 	free(label);
-	free(st);
 	if (err)
 		return err;
 	c->containers++;
@@ -312,51 +405,79 @@ static struct hd_error *container(struct ctx *c, const struct pending *p,
 }
 
 
+// Looks at the queued containers, in order, to the end of the queue.
+static struct hd_error *drain(struct ctx *c)
+{
+	struct hd_error *err = NULL;
+	while (!err && c->done < c->num_queue) {
+		struct pending p = c->queue[c->done]; // may move
+		err = container(c, &p, false);
+		// Millions may wait: each gives its name back once looked at.
+		free(c->queue[c->done].where);
+		c->queue[c->done++].where = NULL;
+		// The queue is a wave of a million containers at a time: what
+		// was looked at makes room.
+		if (c->done >= 65536 && c->done >= c->num_queue / 2) {
+			memmove(c->queue, c->queue + c->done,
+				(c->num_queue - c->done) * sizeof(*c->queue));
+			c->num_queue -= c->done;
+			c->done = 0;
+		}
+	}
+	return err;
+}
+
+// hd_fw_objects' call-back in the passes over the heap blocks: each
+// container of a block (of an array element's in pass 1, of the others in
+// pass 0) after everything the ones before it nested. Found again pass by
+// pass rather than kept: they are millions, each with its name.
+static struct hd_error *block_container(struct hd_fw *fw,
+					const struct hd_fw_object *o, void *arg)
+{
+	struct ctx *c = arg;
+	if (!in_block(fw, o) || (o->where && strchr(o->where, '[')) != (c->pass == 1))
+		return NULL;
+	struct hd_error *err = drain(c);
+	if (err)
+		return err;
+	struct pending p;
+	if (!pending_of(c, o, &p))
+		return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
+	err = container(c, &p, true);
+	free(p.where);
+	return err;
+}
+
 static struct hd_error *analyze(struct hd_fw *fw)
 {
-	struct ctx c = { .fw = fw };
+	struct ctx c = { .fw = fw, .names_only = hd_fw_names_only(fw) };
 	if (!hd_fw_typing(fw)) {
 		hd_fw_note(fw, "no DWARF typing: containers cannot be found");
 		return NULL;
 	}
+	// A queue, not recursion: nested containers are appended while the
+	// outer ones are looked at. First those of globals, then each
+	// container of a heap block after everything the ones before it
+	// nested. Containers in single objects first: a vector in a heap
+	// struct claims its buffer before the buffer's typed elements come up.
 	c.top = true;
 	struct hd_error *err = hd_fw_objects(fw, prefixes, NUM_PREFIXES,
 					     enqueue, &c);
 	c.top = false;
-	// A queue, not recursion: nested containers are appended while the
-	// outer ones are looked at. Each container of a heap block comes
-	// after everything the ones before it nested.
-	// Containers in single objects first: a vector in a heap struct
-	// claims its buffer before the buffer's typed elements come up.
-	size_t done = 0;
-	for (int pass = 0; pass < 2; pass++) {
-		for (size_t j = 0; !err && j <= c.num_later; j++) {
-			for (; !err && done < c.num_queue; done++) {
-				struct pending p = c.queue[done]; // may move
-				err = container(&c, &p, false);
-			}
-			if (!err && j < c.num_later && c.later[j].in_array == pass)
-				err = container(&c, &c.later[j], true);
-		}
-	}
-	for (size_t i = 0; i < c.num_queue; i++) {
-		free(c.queue[i].type);
+	for (c.pass = 0; !err && c.pass < 2; c.pass++)
+		err = hd_fw_objects(fw, prefixes, NUM_PREFIXES, block_container, &c);
+	if (!err)
+		err = drain(&c);
+	for (size_t i = c.done; i < c.num_queue; i++)
 		free(c.queue[i].where);
-	}
-	for (size_t i = 0; i < c.num_later; i++) {
-		free(c.later[i].type);
-		free(c.later[i].where);
-	}
+	strtab_free(&c.types);
 	if (!err)
 		hd_fw_note(fw, "%zu containers", c.containers);
 	free(c.queue);
-	free(c.later);
 	free(c.seen.v);
 	free(c.buffers.v);
 	free(c.blocks);
 	free(c.elems);
-	free(c.elem_type);
-	free(c.short_elem);
 	free(c.stack);
 	return err;
 }

@@ -27,11 +27,26 @@ enum kind {
 	K_DEQUE, K_NONE,
 };
 
+// What one container type's name says, worked out once for all the
+// containers of that type (a million std::string keys share one).
+struct stl_type {
+	char *name;         // the DWARF name
+	enum kind kind;
+	bool ready;         // the fields below are filled (type_ready)
+	bool has_vt;        // vt holds the element (value) type
+	char *vt;           // its DWARF name, or NULL
+	char *short_elem;   // as stl_short_type() writes it, or NULL
+	char *elem_type;    // vt when DWARF has it complete (nesting), or NULL
+	uint64_t esize;     // its size
+	char *short_type;   // the container's own short name (labels)
+};
+
 // A container found and not yet looked at.
 struct pending {
 	uint64_t addr, size;
-	char *type;
-	char *where;
+	const char *type; // interned: t->name
+	const struct stl_type *t;
+	char *where;      // freed once the container is looked at
 	uint32_t holder;
 	bool in_array; // in an element of a block typed as an array
 };
@@ -58,26 +73,39 @@ struct set {
 	size_t cap, n;
 };
 
+// Interned strings (open addressing, NULL = empty): the type names of the
+// containers waiting, a few distinct ones among millions of containers.
+struct strtab {
+	struct stl_type **v;
+	size_t cap, n;
+	// The last names interned by the address they were given at: the
+	// type index's own strings, the same few again and again.
+	const char *recent_src[64];
+	struct stl_type *recent[64];
+};
+
 // The analyze phase's state, and the container being walked.
 struct ctx {
 	struct hd_fw *fw;
-	// Globals and nested containers; containers found in typed heap
-	// blocks wait in later, so that one reached both ways (the strings in
-	// a std::vector<std::string>'s buffer, which DWARF types too) is named
-	// by its container: "g_names[2]", not "std::string[2]".
+	// Globals and nested containers, looked at from done on; containers
+	// found in typed heap blocks come after (block_container), so that
+	// one reached both ways (the strings in a std::vector<std::string>'s
+	// buffer, which DWARF types too) is named by its container:
+	// "g_names[2]", not "std::string[2]".
 	struct pending *queue;
-	size_t num_queue, cap_queue;
-	struct pending *later;
-	size_t num_later, cap_later;
+	size_t num_queue, cap_queue, done;
 	bool top; // hd_fw_objects is calling enqueue
+	int pass; // of block_container: 1 for containers in array elements
+	bool names_only; // hd_fw_names_only: no labels
+	struct strtab types; // of the pending containers
 	struct set seen;    // addresses of the containers looked at
 	struct set buffers; // vertices + 1 of the element buffers walked
 	struct owned *blocks;
 	size_t num_blocks, cap_blocks;
 	struct element *elems;
 	size_t num_elems, cap_elems;
-	char *elem_type; // DWARF name of the elements, or NULL
-	char *short_elem; // the element type as stl_short_type() writes it
+	const char *elem_type; // DWARF name of the elements, or NULL
+	const char *short_elem; // the element type as stl_short_type() writes it
 	// The type of the container's node blocks ("std::_Rb_tree_node<
 	// std::pair<int const, Session>>") and of its buffer ("Item*[10]").
 	// A deque's element buffers: chunk_name ("int[128]").

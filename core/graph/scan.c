@@ -51,12 +51,6 @@ static bool reserve(struct builder *b, uint64_t more)
 	return true;
 }
 
-static int u32_cmp(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 // Sorts and deduplicates one vertex's edges. The interior flag is the high
 // bit, so flagged edges sort after all plain ones; an exact pointer wins
 // over an interior one to the same block.
@@ -64,17 +58,7 @@ static uint64_t dedupe(uint32_t *t, uint64_t n)
 {
 	if (n < 2)
 		return n;
-	if (n <= 16) {
-		for (uint64_t i = 1; i < n; i++) {
-			uint32_t v = t[i];
-			uint64_t j = i;
-			for (; j > 0 && t[j - 1] > v; j--)
-				t[j] = t[j - 1];
-			t[j] = v;
-		}
-	} else {
-		hd_qsort(t, n, sizeof(*t), u32_cmp);
-	}
+	hd_sort_u32(t, n);
 	uint64_t plain = 0;
 	while (plain < n && !(t[plain] & HD_EDGE_INTERIOR))
 		plain++;

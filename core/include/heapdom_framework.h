@@ -199,6 +199,12 @@ enum hd_fw_owner {
 
 #define HD_FW_NO_NODE UINT32_MAX
 
+// True when this analysis keeps only what names blocks (hd_fw_name,
+// hd_fw_type, sub-allocator blocks): the reports that asked for it show no
+// semantic tree, so nodes are numbered and dropped, and assignments and
+// marks are checked and dropped. A module may then skip building labels.
+HD_EXPORT bool hd_fw_names_only(struct hd_fw *fw);
+
 // Creates a semantic node: label as a user reads it ("window 'main'"),
 // kind a short word for its role ("window", "container", "allocator").
 // The node hangs under parent (a node of this module), or, when parent is

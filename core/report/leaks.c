@@ -115,16 +115,44 @@ static void group_type(FILE *out, const struct hd_analysis *a,
 }
 
 static const struct hd_analysis *g_an;
+static const uint64_t *g_referenced;
+
+// A bit per vertex that some edge points at. A leak report needs only
+// whether a leaked block has a predecessor at all, which one pass over the
+// forward edges tells with a bit per vertex; the reverse graph would cost
+// four bytes per edge more and a pass of its own.
+static struct hd_error *referenced_bits(const struct hd_graph *g, uint64_t **ret)
+{
+	uint32_t nv = hd_graph_num_vertices(g);
+	uint64_t *bits = calloc(nv / 64 + 1, sizeof(*bits));
+	if (!bits)
+		return &hd_error_no_memory;
+	for (uint32_t v = 0; v < nv; v++) {
+		const uint32_t *t;
+		size_t k;
+		hd_graph_successors(g, v, &t, &k);
+		for (size_t j = 0; j < k; j++) {
+			uint32_t w = t[j] & ~HD_GRAPH_INTERIOR;
+			if (w != v)
+				bits[w / 64] |= 1ull << (w % 64);
+		}
+	}
+	*ret = bits;
+	return NULL;
+}
+
+static bool unreferenced(const uint64_t *referenced, uint32_t v)
+{
+	return !(referenced[v / 64] & (1ull << (v % 64)));
+}
+
 // Unreferenced leaks first, then by retained size, then by address.
 static int leak_cmp(const void *x, const void *y)
 {
 	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
-	const uint32_t *p;
-	size_t ka, kb;
-	hd_graph_predecessors(g_an->g, a, &p, &ka);
-	hd_graph_predecessors(g_an->g, b, &p, &kb);
-	if ((ka == 0) != (kb == 0))
-		return ka == 0 ? -1 : 1;
+	bool ua = unreferenced(g_referenced, a), ub = unreferenced(g_referenced, b);
+	if (ua != ub)
+		return ua ? -1 : 1;
 	uint64_t ra = hd_dom_leak_retained(g_an->d, a);
 	uint64_t rb = hd_dom_leak_retained(g_an->d, b);
 	if (ra != rb)
@@ -140,14 +168,6 @@ static bool leaked(const struct hd_analysis *a, size_t id)
 	       hd_dom_idom(a->d, hd_graph_block_vertex(a->g, id)) == HD_DOM_NONE;
 }
 
-static bool unreferenced(const struct hd_analysis *a, uint32_t v)
-{
-	const uint32_t *p;
-	size_t k;
-	hd_graph_predecessors(a->g, v, &p, &k);
-	return k == 0;
-}
-
 struct hd_error *hd_render_leaks(FILE *out, struct hd_session *s,
 				 const struct hd_render_options *o)
 {
@@ -156,14 +176,16 @@ struct hd_error *hd_render_leaks(FILE *out, struct hd_session *s,
 	if (err)
 		return err;
 	// Unreferenced leaks are those without predecessors.
-	const struct hd_csr *rev;
-	err = hd_analysis_reverse(&a, &rev);
+	uint64_t *referenced;
+	err = referenced_bits(a.g, &referenced);
 	if (err)
 		return err;
 	struct hd_alloc_sites as;
 	err = hd_alloc_sites_init(&as, s);
-	if (err)
+	if (err) {
+		free(referenced);
 		return err;
+	}
 	size_t n = hd_heap_num_blocks(a.h);
 	uint64_t nleak = 0, bytes = 0, nunref = 0;
 	for (size_t i = 0; i < n; i++)
@@ -175,6 +197,7 @@ struct hd_error *hd_render_leaks(FILE *out, struct hd_session *s,
 	if (!groups || !list) {
 		free(groups);
 		free(list);
+		free(referenced);
 		hd_alloc_sites_deinit(&as);
 		return &hd_error_no_memory;
 	}
@@ -184,7 +207,7 @@ struct hd_error *hd_render_leaks(FILE *out, struct hd_session *s,
 		struct hd_block b;
 		hd_heap_block(a.h, i, &b);
 		uint32_t v = hd_graph_block_vertex(a.g, i);
-		bool unref = unreferenced(&a, v);
+		bool unref = unreferenced(referenced, v);
 		groups[ng++] = (struct group){
 			.chunk = b.extent, .usable = b.usable, .count = 1,
 			.bytes = b.extent, .unreferenced = unref,
@@ -208,6 +231,7 @@ struct hd_error *hd_render_leaks(FILE *out, struct hd_session *s,
 	ng = out_n;
 	hd_qsort(groups, ng, sizeof(*groups), group_cmp);
 	g_an = &a;
+	g_referenced = referenced;
 	hd_qsort(list, nl, sizeof(*list), leak_cmp);
 	struct site_group *sgroups;
 	size_t nsg;
@@ -215,6 +239,7 @@ struct hd_error *hd_render_leaks(FILE *out, struct hd_session *s,
 	if (err) {
 		free(groups);
 		free(list);
+		free(referenced);
 		hd_alloc_sites_deinit(&as);
 		return err;
 	}
@@ -295,7 +320,7 @@ struct hd_error *hd_render_leaks(FILE *out, struct hd_session *s,
 	// Every leaked block: the unreferenced ones (leak roots) first.
 	for (size_t j = 0; j < nl; j++) {
 		uint32_t v = list[j];
-		bool unref = unreferenced(&a, v);
+		bool unref = unreferenced(referenced, v);
 		struct hd_block b;
 		hd_heap_block(a.h, (size_t)hd_graph_vertex_block(a.g, v), &b);
 		uint64_t ret = hd_dom_leak_retained(a.d, v);
@@ -334,6 +359,7 @@ struct hd_error *hd_render_leaks(FILE *out, struct hd_session *s,
 		}
 	}
 	free(list);
+	free(referenced);
 	hd_alloc_sites_deinit(&as);
 	if (json)
 		fputs("\n]}\n", out);

@@ -163,7 +163,7 @@ static bool instance(const struct instances *in, uint32_t v, uint64_t *bytes,
 			return false;
 		*sub = true;
 		*bytes = *usable = b->size;
-		uint32_t l = fw->names ? fw->names[v] : UINT32_MAX;
+		uint32_t l = hd_fw_name_of(fw, v);
 		if (l == UINT32_MAX)
 			l = b->type;
 		if (l != UINT32_MAX) {

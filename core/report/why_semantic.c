@@ -116,7 +116,7 @@ static void smember(const struct sview *w, uint32_t u, uint64_t off,
 			hd_typing_block_member(w->a->ty, id, off, buf, len);
 		return;
 	}
-	uint64_t d = fw->dwarf ? fw->dwarf[u] : UINT64_MAX;
+	uint64_t d = hd_fw_dwarf_of(fw, u);
 	if (hd_semantic_vertex_kind(w->s, u) == HD_SV_SUB && d != UINT64_MAX && fw->ty &&
 	    (d >> 32) < fw->ty->num_mods)
 		hd_type_member_path(fw->ty->mods[d >> 32].ix, (uint32_t)d, off,

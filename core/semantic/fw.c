@@ -21,31 +21,61 @@ const struct hd_graph *hd_fw_graph(struct hd_fw *fw) { return fw->g; }
 const struct hd_typing *hd_fw_typing(struct hd_fw *fw) { return fw->ty; }
 void **hd_fw_private(struct hd_fw *fw) { return &fw->mods[fw->cur].priv; }
 
-// Modules read millions of small objects; from a live process each read
-// would be a system call. The process is stopped while it is analysed, so
-// whole windows of it can be kept: a direct-mapped cache of 16 KiB lines.
-#define LINE_SHIFT 14
-#define LINE_SIZE (1u << LINE_SHIFT)
-#define NUM_LINES 256
+// Modules read millions of small objects; from a live process or through a
+// debugger's call-backs each read would be a system call or a call into
+// the debugger. The process is stopped while it is analysed, so whole
+// windows of it can be kept: a direct-mapped cache of 16 KiB lines. A
+// core is read with pread, whose cost is the copy: a line there is 1 KiB
+// (a container's nodes are scattered over the heap, and a 16 KiB line per
+// 8-byte read made the copies most of the libstdc++ module's time).
+#define CACHE_BYTES (4u << 20)
 
 struct hd_fw_cache {
-	uint64_t base[NUM_LINES]; // line address + 1, 0: empty
-	uint8_t data[NUM_LINES][LINE_SIZE];
+	unsigned shift;      // log2 of the line size
+	size_t num_lines;
+	uint64_t *base;      // line address + 1, 0: empty
+	uint8_t *data;       // num_lines lines
 };
+
+static struct hd_fw_cache *cache_create(struct hd_target *t)
+{
+	struct hd_fw_cache *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->shift = strcmp(hd_target_kind(t), "core") == 0 ? 10 : 14;
+	c->num_lines = CACHE_BYTES >> c->shift;
+	c->base = calloc(c->num_lines, sizeof(*c->base));
+	c->data = malloc(CACHE_BYTES);
+	if (!c->base || !c->data) {
+		hd_fw_cache_destroy(c);
+		return NULL;
+	}
+	return c;
+}
+
+void hd_fw_cache_destroy(struct hd_fw_cache *c)
+{
+	if (!c)
+		return;
+	free(c->base);
+	free(c->data);
+	free(c);
+}
 
 struct hd_error *hd_fw_read(struct hd_fw *fw, uint64_t addr, void *buf,
 			    size_t len)
 {
-	uint64_t line = addr >> LINE_SHIFT;
-	if (len == 0 || ((addr + len - 1) >> LINE_SHIFT) != line)
+	if (!fw->cache && !(fw->cache = cache_create(fw->t)))
 		return hd_target_read(fw->t, addr, buf, len);
-	if (!fw->cache && !(fw->cache = calloc(1, sizeof(*fw->cache))))
-		return hd_target_read(fw->t, addr, buf, len);
-	size_t slot = (size_t)(line ^ (line >> 8)) % NUM_LINES;
 	struct hd_fw_cache *c = fw->cache;
+	uint64_t line = addr >> c->shift;
+	if (len == 0 || ((addr + len - 1) >> c->shift) != line)
+		return hd_target_read(fw->t, addr, buf, len);
+	size_t slot = (size_t)(line ^ (line >> 8)) & (c->num_lines - 1);
+	uint8_t *data = c->data + (slot << c->shift);
 	if (c->base[slot] != line + 1) {
-		struct hd_error *err = hd_target_read(fw->t, line << LINE_SHIFT,
-						      c->data[slot], LINE_SIZE);
+		struct hd_error *err = hd_target_read(fw->t, line << c->shift,
+						      data, (size_t)1 << c->shift);
 		if (err) {
 			// Part of the line is missing: read just what was asked.
 			c->base[slot] = 0;
@@ -56,7 +86,7 @@ struct hd_error *hd_fw_read(struct hd_fw *fw, uint64_t addr, void *buf,
 		}
 		c->base[slot] = line + 1;
 	}
-	memcpy(buf, c->data[slot] + (addr & (LINE_SIZE - 1)), len);
+	memcpy(buf, data + (addr & (((uint64_t)1 << c->shift) - 1)), len);
 	return NULL;
 }
 
@@ -297,8 +327,8 @@ int64_t hd_fw_vertex_subblock(struct hd_fw *fw, uint32_t v)
 
 int hd_fw_vertex_name(const struct hd_fw *fw, uint32_t v, char *buf, size_t len)
 {
-	if (fw->names && fw->names[v] != UINT32_MAX) {
-		snprintf(buf, len, "%s", fw->labels[fw->names[v]]);
+	if (hd_fw_name_of(fw, v) != UINT32_MAX) {
+		snprintf(buf, len, "%s", fw->labels[hd_fw_name_of(fw, v)]);
 		return 1;
 	}
 	if (!fw->g || v < first_sub_vertex(fw) || v >= fw->g->num_vertices)
@@ -393,6 +423,32 @@ static const struct hd_root *root_at(struct hd_fw *fw, uint64_t addr)
 	return NULL;
 }
 
+// Calls of hd_fw_vertex_at answered by binary search before the index is
+// built: a module that asks a few times does not pay for it.
+#define FINDS_BEFORE_INDEX 4096
+
+// hd_heap_find, through the address index once there have been enough
+// look-ups to pay for building it.
+static int64_t heap_find(struct hd_fw *fw, uint64_t addr)
+{
+	if (!fw->have_ix && fw->finds < UINT32_MAX && ++fw->finds == FINDS_BEFORE_INDEX) {
+		struct hd_error *err = hd_index_init(&fw->ix, fw->h);
+		if (err)
+			hd_error_destroy(err); // the binary search still answers
+		else
+			fw->have_ix = true;
+	}
+	return fw->have_ix ? hd_index_lookup(&fw->ix, addr) : hd_heap_find(fw->h, addr);
+}
+
+void hd_fw_index_free(struct hd_fw *fw)
+{
+	if (fw->have_ix)
+		hd_index_deinit(&fw->ix);
+	fw->have_ix = false;
+	fw->finds = 0;
+}
+
 uint32_t hd_fw_vertex_at(struct hd_fw *fw, uint64_t addr)
 {
 	if (!fw->g)
@@ -402,13 +458,10 @@ uint32_t hd_fw_vertex_at(struct hd_fw *fw, uint64_t addr)
 	if (k >= 0 && !(fw->sa.blocks[k].state == HD_STATE_INTERNAL &&
 			fw->sa.blocks[k].container >= 0))
 		return first_sub_vertex(fw) + (uint32_t)k;
-	int64_t id = hd_heap_find(fw->h, addr);
-	if (id >= 0) {
-		struct hd_block b;
-		hd_heap_block(fw->h, (size_t)id, &b);
-		if (addr >= b.addr && addr < b.addr + b.usable)
-			return hd_graph_block_vertex(fw->g, (size_t)id);
-	}
+	// The block whose usable bytes hold addr, or none.
+	int64_t id = heap_find(fw, addr);
+	if (id >= 0)
+		return hd_graph_block_vertex(fw->g, (size_t)id);
 	const struct hd_root *r = root_at(fw, addr);
 	if (r)
 		return hd_graph_root_vertex(fw->g, (size_t)(r - fw->g->roots));
@@ -417,13 +470,47 @@ uint32_t hd_fw_vertex_at(struct hd_fw *fw, uint64_t addr)
 
 // ------------------------------------------------------- semantic nodes
 
+// The value of an array of HD_UNDO_* no module has set.
+static uint64_t empty_value(uint8_t what)
+{
+	return what == HD_UNDO_ASSIGN ? UINT32_MAX
+	     : what == HD_UNDO_MARK ? HD_FW_UNMARKED : 0;
+}
+
 static struct hd_error *journal(struct hd_fw *fw, uint8_t what, uint32_t v,
 				uint64_t old)
 {
-	struct hd_fw_undo u = {.what = what, .v = v, .old = old};
-	if (!HD_VEC_PUSH(fw->undo, fw->num_undo, fw->cap_undo, u))
+	uint64_t **t = &fw->touched[what];
+	if (!*t && !(*t = calloc(fw->g->num_vertices / 64 + 1, sizeof(**t))))
 		return &hd_error_no_memory;
+	uint64_t bit = 1ull << (v % 64);
+	if ((*t)[v / 64] & bit)
+		return NULL; // its value before this module is known
+	struct hd_fw_undo u = {.what = what, .v = v, .old = old};
+	if (old != empty_value(what) &&
+	    !HD_VEC_PUSH(fw->undo, fw->num_undo, fw->cap_undo, u))
+		return &hd_error_no_memory;
+	(*t)[v / 64] |= bit;
 	return NULL;
+}
+
+bool hd_fw_names_only(struct hd_fw *fw)
+{
+	return fw->names_only;
+}
+
+void hd_fw_set_names_only(struct hd_fw *fw)
+{
+	fw->names_only = true;
+}
+
+void hd_fw_journal_reset(struct hd_fw *fw)
+{
+	fw->num_undo = 0;
+	for (int w = 0; w < 4; w++)
+		if (fw->touched[w])
+			memset(fw->touched[w], 0,
+			       (fw->g->num_vertices / 64 + 1) * sizeof(*fw->touched[w]));
 }
 
 // Per-vertex arrays, made on first use: a module that only names blocks
@@ -473,6 +560,23 @@ struct hd_error *hd_fw_node(struct hd_fw *fw, uint32_t parent, uint32_t holder,
 	if (err)
 		return err;
 	const char *name = fw->mods[fw->cur].ops->name;
+	if (fw->names_only) {
+		if (parent != HD_FW_NO_NODE && parent >= fw->light_nodes)
+			return hd_error_create(HD_ERROR_INVALID,
+					       "framework %s: node parent %u is not a node of this module",
+					       name, parent);
+		if (holder != HD_DOM_NONE && (holder == 0 || holder >= fw->g->num_vertices))
+			return hd_error_create(HD_ERROR_INVALID,
+					       "framework %s: node holder %u is not a vertex",
+					       name, holder);
+		if (fw->light_nodes >= HD_FW_MAX_NODES)
+			return hd_error_create(HD_ERROR_INVALID,
+					       "framework %s: more than %u semantic nodes",
+					       name, HD_FW_MAX_NODES);
+		*node = fw->light_nodes++;
+		fw->mods[fw->cur].nodes++;
+		return NULL;
+	}
 	if (parent != HD_FW_NO_NODE &&
 	    (parent >= fw->num_nodes || fw->nodes[parent].module != fw->cur))
 		return hd_error_create(HD_ERROR_INVALID,
@@ -580,7 +684,8 @@ struct hd_error *hd_fw_assign(struct hd_fw *fw, uint32_t node, uint32_t v)
 	struct hd_error *err = analyze_only(fw, "hd_fw_assign");
 	if (err)
 		return err;
-	if (node >= fw->num_nodes || fw->nodes[node].module != fw->cur)
+	if (fw->names_only ? node >= fw->light_nodes
+			   : node >= fw->num_nodes || fw->nodes[node].module != fw->cur)
 		return hd_error_create(HD_ERROR_INVALID,
 				       "framework %s: %u is not a node of this module",
 				       fw->mods[fw->cur].ops->name, node);
@@ -588,6 +693,8 @@ struct hd_error *hd_fw_assign(struct hd_fw *fw, uint32_t node, uint32_t v)
 		return hd_error_create(HD_ERROR_INVALID,
 				       "framework %s: only blocks can be assigned (vertex %u)",
 				       fw->mods[fw->cur].ops->name, v);
+	if (fw->names_only)
+		return NULL;
 	if ((err = lazy_u32(fw, &fw->assigned)))
 		return err;
 	uint32_t old = fw->assigned[v], now = node;
@@ -619,6 +726,8 @@ struct hd_error *hd_fw_mark(struct hd_fw *fw, uint32_t v, uint64_t framework_byt
 		return hd_error_create(HD_ERROR_INVALID,
 				       "framework %s: only blocks can be marked (vertex %u)",
 				       fw->mods[fw->cur].ops->name, v);
+	if (fw->names_only)
+		return NULL;
 	if (framework_bytes >= HD_FW_UNMARKED)
 		framework_bytes = HD_FW_ALL;
 	if ((err = lazy_fw_bytes(fw)))
@@ -641,11 +750,11 @@ struct hd_error *hd_fw_name(struct hd_fw *fw, uint32_t v, const char *type)
 	uint32_t l = hd_fw_intern(fw, type);
 	if (l == UINT32_MAX)
 		return &hd_error_no_memory;
-	if ((err = lazy_u32(fw, &fw->names)))
-		return err;
+	if (!fw->names && !(fw->names = calloc(fw->g->num_vertices, sizeof(*fw->names))))
+		return &hd_error_no_memory;
 	err = journal(fw, HD_UNDO_NAME, v, fw->names[v]);
 	if (!err)
-		fw->names[v] = l;
+		fw->names[v] = l + 1;
 	return err;
 }
 
@@ -660,24 +769,39 @@ struct hd_error *hd_fw_type(struct hd_fw *fw, uint32_t v, const char *type)
 				       fw->mods[fw->cur].ops->name, v);
 	size_t mi;
 	uint32_t t;
-	if (!hd_fw_find_type(fw, type, &mi, &t))
+	if (!hd_fw_find_type_memo(fw, type, &mi, &t))
 		return hd_error_create(HD_ERROR_NOT_FOUND,
 				       "no complete type named %s", type);
-	if (!fw->dwarf) {
-		size_t n = fw->g->num_vertices;
-		fw->dwarf = malloc(n * sizeof(*fw->dwarf));
-		if (!fw->dwarf)
-			return &hd_error_no_memory;
-		memset(fw->dwarf, 0xff, n * sizeof(*fw->dwarf));
-	}
+	if (!fw->dwarf && !(fw->dwarf = calloc(fw->g->num_vertices, sizeof(*fw->dwarf))))
+		return &hd_error_no_memory;
 	err = journal(fw, HD_UNDO_TYPE, v, fw->dwarf[v]);
 	if (!err)
-		fw->dwarf[v] = (uint64_t)mi << 32 | t;
+		fw->dwarf[v] = ((uint64_t)mi << 32 | t) + 1;
 	return err;
 }
 
 void hd_fw_undo_module(struct hd_fw *fw)
 {
+	// Everything it set goes back to empty, then the values earlier
+	// modules had set come back.
+	for (uint8_t w = 0; w < 4; w++) {
+		uint64_t *t = fw->touched[w];
+		if (!t)
+			continue;
+		size_t words = fw->g->num_vertices / 64 + 1;
+		for (size_t i = 0; i < words; i++) {
+			for (uint64_t b = t[i]; b; b &= b - 1) {
+				uint32_t v = (uint32_t)(i * 64 + (unsigned)__builtin_ctzll(b));
+				switch (w) {
+				case HD_UNDO_ASSIGN: fw->assigned[v] = UINT32_MAX; break;
+				case HD_UNDO_MARK: fw->fw_bytes[v] = HD_FW_UNMARKED; break;
+				case HD_UNDO_NAME: fw->names[v] = 0; break;
+				case HD_UNDO_TYPE: fw->dwarf[v] = 0; break;
+				}
+			}
+			t[i] = 0;
+		}
+	}
 	while (fw->num_undo) {
 		struct hd_fw_undo *u = &fw->undo[--fw->num_undo];
 		switch (u->what) {

@@ -398,11 +398,12 @@ static struct hd_error *visit(struct objects *ob, size_t mi, uint32_t type,
 		return err;
 	if (!s || !s->count)
 		return NULL;
+	// The slot may move if fn flattens more types into this memo; its
+	// matches stay where they are.
+	uint32_t first = s->first, num = s->count;
 	for (uint64_t k = 0; k < count; k++) {
-		// s->first stays valid: nothing is flattened while we visit
-		// (fn may call hd_fw_objects_in, which has its own state).
-		for (uint32_t i = 0; i < s->count; i++) {
-			struct match m = ob->matches[s->first + i];
+		for (uint32_t i = 0; i < num; i++) {
+			struct match m = ob->matches[first + i];
 			const struct hd_type *mt = &ix->types[m.type];
 			uint64_t addr = base + k * tsize + m.offset;
 			ob->where[0] = '\0';
@@ -548,6 +549,100 @@ bool hd_fw_find_type(const struct hd_fw *fw, const char *name, size_t *mi,
 	return false;
 }
 
+// A module asks for the insides of each of a container's million
+// elements, all of a few types: the last types looked up by name.
+#define TYPE_MEMO 64
+
+struct hd_fw_type_memo {
+	uint64_t hash;
+	char *name; // NULL: empty
+	size_t mi;
+	uint32_t type;
+	bool found;
+};
+
+static uint64_t name_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+bool hd_fw_find_type_memo(struct hd_fw *fw, const char *name, size_t *mi,
+		      uint32_t *type)
+{
+	if (!fw->ty || !name)
+		return false;
+	if (!fw->type_memo)
+		fw->type_memo = calloc(TYPE_MEMO, sizeof(*fw->type_memo));
+	if (!fw->type_memo)
+		return hd_fw_find_type(fw, name, mi, type);
+	uint64_t h = name_hash(name);
+	struct hd_fw_type_memo *m = &fw->type_memo[h % TYPE_MEMO];
+	if (!m->name || m->hash != h || strcmp(m->name, name) != 0) {
+		char *copy = strdup(name);
+		if (!copy)
+			return hd_fw_find_type(fw, name, mi, type);
+		free(m->name);
+		*m = (struct hd_fw_type_memo){.hash = h, .name = copy};
+		m->found = hd_fw_find_type(fw, name, &m->mi, &m->type);
+	}
+	*mi = m->mi;
+	*type = m->type;
+	return m->found;
+}
+
+// The memo of hd_fw_objects_in: flattening a type per call would redo the
+// same few types for each element of a container.
+struct hd_fw_objects {
+	struct objects ob;
+	uint16_t module; // the module running when it was made
+	bool busy;       // a call is visiting with it (fn may call again)
+};
+
+void hd_fw_objects_free(struct hd_fw *fw)
+{
+	if (fw->objects_in)
+		objects_deinit(&fw->objects_in->ob);
+	free(fw->objects_in);
+	fw->objects_in = NULL;
+	if (fw->type_memo)
+		for (size_t i = 0; i < TYPE_MEMO; i++)
+			free(fw->type_memo[i].name);
+	free(fw->type_memo);
+	fw->type_memo = NULL;
+}
+
+// fw's memo for prefixes, made anew when another module or another list
+// of prefixes asks, or when it holds half the matches one call may make;
+// NULL when it is in use (or no memory): the caller uses its own.
+static struct objects *objects_memo(struct hd_fw *fw, const char *const *prefixes,
+				    size_t n)
+{
+	struct hd_fw_objects *o = fw->objects_in;
+	if (o && o->busy)
+		return NULL;
+	if (o && (o->ob.prefixes != prefixes || o->ob.n != n || o->module != fw->cur ||
+		  o->ob.num_matches > MAX_MATCHES / 2)) {
+		objects_deinit(&o->ob);
+		free(o);
+		fw->objects_in = o = NULL;
+	}
+	if (!o) {
+		o = calloc(1, sizeof(*o));
+		if (!o)
+			return NULL;
+		if (objects_init(&o->ob, fw, prefixes, n)) {
+			free(o);
+			return NULL;
+		}
+		o->module = fw->cur;
+		fw->objects_in = o;
+	}
+	return &o->ob;
+}
+
 struct hd_error *hd_fw_objects_in(struct hd_fw *fw, const char *type,
 				  uint64_t addr, uint32_t holder,
 				  const char *where,
@@ -556,11 +651,20 @@ struct hd_error *hd_fw_objects_in(struct hd_fw *fw, const char *type,
 {
 	size_t mi;
 	uint32_t t;
-	if (!hd_fw_find_type(fw, type, &mi, &t))
+	if (!hd_fw_find_type_memo(fw, type, &mi, &t))
 		return hd_error_create(HD_ERROR_NOT_FOUND,
 				       "no complete type named %s", type);
 	if (!n)
 		return NULL;
+	struct objects *memo = objects_memo(fw, prefixes, n);
+	if (memo) {
+		fw->objects_in->busy = true;
+		memo->truncated = false;
+		struct hd_error *err = visit(memo, mi, t, addr, 1, 0,
+					     where ? where : "", holder, fn, arg);
+		fw->objects_in->busy = false;
+		return err;
+	}
 	struct objects ob;
 	struct hd_error *err = objects_init(&ob, fw, prefixes, n);
 	if (!err)
@@ -575,7 +679,7 @@ struct hd_error *hd_fw_type_size(struct hd_fw *fw, const char *type,
 {
 	size_t mi;
 	uint32_t t;
-	if (!hd_fw_find_type(fw, type, &mi, &t))
+	if (!hd_fw_find_type_memo(fw, type, &mi, &t))
 		return hd_error_create(HD_ERROR_NOT_FOUND,
 				       "no complete type named %s", type);
 	*size = fw->ty->mods[mi].ix->types[t].size;

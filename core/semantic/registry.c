@@ -382,7 +382,8 @@ struct hd_error *hd_fw_analyze(struct hd_fw *fw, const struct hd_graph *g)
 			continue;
 		fw->cur = (uint16_t)i;
 		size_t nodes = fw->num_nodes, conflicts = fw->num_conflicts;
-		fw->num_undo = 0;
+		uint32_t light = fw->light_nodes;
+		hd_fw_journal_reset(fw);
 		struct hd_error *err = m->ops->analyze(fw);
 		if (err == &hd_error_no_memory)
 			return err;
@@ -394,12 +395,17 @@ struct hd_error *hd_fw_analyze(struct hd_fw *fw, const struct hd_graph *g)
 				free(fw->nodes[k].kind);
 			}
 			fw->num_nodes = nodes;
+			fw->light_nodes = light;
 			m->nodes = m->assigned = 0;
 			disable(fw, i, "analyze", err);
 		}
-		fw->num_undo = 0;
+		hd_fw_journal_reset(fw);
 	}
 	fw->phase = HD_FW_DONE;
+	// The modules' look-ups are done: the index and memos would only
+	// take room.
+	hd_fw_index_free(fw);
+	hd_fw_objects_free(fw);
 	return hd_fw_resolve_shared(fw);
 }
 
@@ -447,10 +453,14 @@ void hd_fw_destroy(struct hd_fw *fw)
 	free(fw->names);
 	free(fw->dwarf);
 	free(fw->undo);
+	for (int w = 0; w < 4; w++)
+		free(fw->touched[w]);
 	free(fw->conflicts);
 	free(fw->marks);
 	free(fw->root_order);
-	free(fw->cache);
+	hd_fw_cache_destroy(fw->cache);
+	hd_fw_index_free(fw);
+	hd_fw_objects_free(fw);
 	hd_fw_labels_free(fw);
 	free(fw);
 }

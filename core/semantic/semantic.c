@@ -265,7 +265,7 @@ uint32_t hd_fw_block_label(const struct hd_fw *fw, size_t id)
 	uint32_t first_sub = g->num_vertices - (uint32_t)g->num_sub;
 	if (id >= (size_t)(first_sub - first_block))
 		return UINT32_MAX;
-	return fw->names[first_block + id];
+	return hd_fw_name_of(fw, first_block + (uint32_t)id);
 }
 
 const char *hd_fw_block_name(const struct hd_fw *fw, size_t id)
@@ -284,7 +284,7 @@ bool hd_fw_block_member(const struct hd_fw *fw, size_t id, uint64_t offset,
 	uint32_t first_sub = g->num_vertices - (uint32_t)g->num_sub;
 	if (id >= (size_t)(first_sub - first_block))
 		return false;
-	uint64_t d = fw->dwarf[first_block + id];
+	uint64_t d = hd_fw_dwarf_of(fw, first_block + (uint32_t)id);
 	if (d == UINT64_MAX || (d >> 32) >= fw->ty->num_mods)
 		return false;
 	hd_type_member_path(fw->ty->mods[d >> 32].ix, (uint32_t)d, offset, buf, len);

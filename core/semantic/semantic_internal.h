@@ -43,7 +43,11 @@ struct hd_fw_module {
 #define HD_FW_UNMARKED UINT64_MAX      // fw_bytes: no mark
 #define HD_FW_ALL (UINT64_MAX - 1)     // fw_bytes: the whole block
 
-// What a module's analyze changed, to undo it if the module fails.
+// What a module's analyze changed, to undo it if the module fails: a bit
+// per vertex and per array for the values it set (undone by setting the
+// array's empty value back), and the old value when it was not empty (a
+// value an earlier module set), once per vertex. A module that names a
+// million blocks costs a bit each, not a record each.
 struct hd_fw_undo {
 	uint8_t what; // HD_UNDO_*
 	uint32_t v;
@@ -74,12 +78,20 @@ struct hd_fw {
 	uint32_t *assigned;      // per vertex: node id or HD_FW_NO_NODE (lazy)
 	uint64_t *fw_bytes;      // per vertex: framework bytes, UINT64_MAX-1:
 				 // unmarked (lazy)
-	uint32_t *names;         // per vertex: label index or UINT32_MAX (lazy)
+	// names and dwarf hold their value + 1, 0 for none, in zeroed memory:
+	// pages of blocks no module named never become resident (the
+	// allocator's module names a few blocks of millions). Read them with
+	// hd_fw_name_of and hd_fw_dwarf_of.
+	uint32_t *names;         // per vertex: label index (lazy)
 	uint64_t *dwarf;         // per vertex: module << 32 | type id of the
-				 // DWARF type hd_fw_type gave, UINT64_MAX:
-				 // none (lazy)
+				 // DWARF type hd_fw_type gave (lazy)
 	struct hd_fw_undo *undo; // of the module running analyze
 	size_t num_undo, cap_undo;
+	uint64_t *touched[4];    // per HD_UNDO_*: vertices it set (lazy)
+	// hd_fw_names_only: nodes are only counted (light_nodes of them),
+	// assignments and marks dropped.
+	bool names_only;
+	uint32_t light_nodes;
 	// Blocks assigned to a second node: resolved after analyze.
 	struct hd_fw_conflict {
 		uint32_t v, node, resolved;
@@ -87,21 +99,57 @@ struct hd_fw {
 	size_t num_conflicts, cap_conflicts;
 	uint32_t *marks, stamp; // scratch of common_node
 	struct hd_fw_cache *cache; // of target memory (fw.c)
+	// The address index hd_fw_vertex_at builds once it is asked often
+	// (fw.c): a binary search over millions of blocks per container node
+	// is a cache miss per step.
+	struct hd_index ix;
+	bool have_ix;
+	uint32_t finds;
+	// Memos of hd_fw_objects_in and of type look-ups by name (objects.c).
+	struct hd_fw_objects *objects_in;
+	struct hd_fw_type_memo *type_memo;
 	// Roots sorted by start address, for hd_fw_vertex_at (lazy).
 	uint32_t *root_order;
 	size_t num_root_order;
 };
+
+// The label index a module named vertex v with, or UINT32_MAX.
+static inline uint32_t hd_fw_name_of(const struct hd_fw *fw, uint32_t v)
+{
+	return fw->names && fw->names[v] ? fw->names[v] - 1 : UINT32_MAX;
+}
+
+// module << 32 | type id of the DWARF type a module gave vertex v, or
+// UINT64_MAX.
+static inline uint64_t hd_fw_dwarf_of(const struct hd_fw *fw, uint32_t v)
+{
+	return fw->dwarf && fw->dwarf[v] ? fw->dwarf[v] - 1 : UINT64_MAX;
+}
 
 // What the frameworks call vertex v of fw's graph, into buf: 1 when a
 // module named it or it is a sub-allocator block of a known type; 0 for an
 // unnamed sub-allocator block (buf says "unk<SIZE>"); -1, buf untouched,
 // for a heap block no module named (its DWARF type is the caller's to ask).
 int hd_fw_vertex_name(const struct hd_fw *fw, uint32_t v, char *buf, size_t len);
+// Frees the cache of target memory hd_fw_read keeps.
+void hd_fw_cache_destroy(struct hd_fw_cache *c);
+// hd_fw_find_type through fw's memo of recently asked names.
+bool hd_fw_find_type_memo(struct hd_fw *fw, const char *name, size_t *mi,
+			  uint32_t *type);
+// Frees the memos of hd_fw_objects_in and of types by name (objects.c).
+void hd_fw_objects_free(struct hd_fw *fw);
+// Frees the address index of hd_fw_vertex_at, if built.
+void hd_fw_index_free(struct hd_fw *fw);
 // Interned strings of fw->labels; UINT32_MAX when out of memory.
 uint32_t hd_fw_intern(struct hd_fw *fw, const char *name);
 void hd_fw_labels_free(struct hd_fw *fw);
 // Reverts the assignments, marks and names of the running module.
 void hd_fw_undo_module(struct hd_fw *fw);
+// Makes fw keep only block names (hd_fw_names_only): before analyze, for a
+// caller that reads nothing else of it.
+void hd_fw_set_names_only(struct hd_fw *fw);
+// Forgets what the module that ran changed: the next one starts a journal.
+void hd_fw_journal_reset(struct hd_fw *fw);
 // Blocks assigned to several nodes go to their nearest common ancestor
 // (through parents and holders' nodes), or to none.
 struct hd_error *hd_fw_resolve_shared(struct hd_fw *fw);

@@ -538,6 +538,10 @@ static struct hd_error *framework_run(struct hd_session *s,
 	// of the heap would cost as much time and memory as the first.
 	bool edges = !names_only || hd_fw_reads_edges(fw) ||
 		     has_used_subblocks(fw);
+	// Nothing but the names will be read (default_names): the modules'
+	// nodes, assignments and marks need not be kept.
+	if (!edges)
+		hd_fw_set_names_only(fw);
 	// A graph that scans the heap itself: the references typing followed
 	// would only take room (the plain graph, if ever asked for, finds
 	// them again).

@@ -4,7 +4,12 @@
 #ifndef HD_UTIL_SORT_H
 #define HD_UTIL_SORT_H
 
+#include <stdint.h>
 #include <stdlib.h>
+
+// Sorts n 32-bit integers ascending (radix passes for long arrays; qsort
+// when memory for them is short). Never fails.
+void hd_sort_u32(uint32_t *a, size_t n);
 
 static inline void hd_qsort(void *base, size_t n, size_t size,
 			    int (*cmp)(const void *, const void *))

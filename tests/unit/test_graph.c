@@ -13,6 +13,7 @@
 #include "graph/graph_internal.h"
 #include "graph/refs.h"
 #include "heap/glibc/glibc_internal.h"
+#include "util/sort.h"
 #include "check_util.h"
 
 // Check records every passing ck_assert through a pipe; loops over millions
@@ -1586,6 +1587,45 @@ START_TEST(test_dominators_no_leak)
 }
 END_TEST
 
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+// hd_sort_u32 (the edges' dedupe) against qsort: short arrays, long ones
+// (radix passes), values sharing their high bytes (passes skipped), the
+// interior flag bit set on some.
+START_TEST(test_sort_u32)
+{
+	static const size_t sizes[] = {0, 1, 2, 15, 16, 17, 100, 4095, 4096, 100000};
+	static const uint32_t masks[] = {0xffffffffu, 0xffu, 0x800000ffu, 0x0000ff00u};
+	uint64_t x = 88172645463325252ull;
+	for (size_t si = 0; si < sizeof(sizes) / sizeof(*sizes); si++) {
+		for (size_t mi = 0; mi < sizeof(masks) / sizeof(*masks); mi++) {
+			size_t n = sizes[si];
+			uint32_t *a = malloc((n + 1) * sizeof(*a));
+			uint32_t *b = malloc((n + 1) * sizeof(*b));
+			ck_assert(a && b);
+			for (size_t i = 0; i < n; i++) {
+				x ^= x << 13;
+				x ^= x >> 7;
+				x ^= x << 17;
+				a[i] = b[i] = (uint32_t)x & masks[mi];
+			}
+			hd_sort_u32(a, n);
+			if (n)
+				qsort(b, n, sizeof(*b), cmp_u32);
+			ck_assert_msg(!n || !memcmp(a, b, n * sizeof(*a)),
+				      "n %zu mask %08x: not sorted as qsort sorts", n,
+				      masks[mi]);
+			free(a);
+			free(b);
+		}
+	}
+}
+END_TEST
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -1605,6 +1645,7 @@ int main(void)
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("scan");
+	tcase_add_test(tc, test_sort_u32);
 	tcase_add_test(tc, test_scan_edges);
 	tcase_add_test(tc, test_scan_typing_keeps_edges);
 	tcase_add_test(tc, test_scan_counts);

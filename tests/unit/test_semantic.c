@@ -369,6 +369,13 @@ static struct hd_error *failing_analyze(struct hd_fw *fw)
 		err = hd_fw_mark(fw, v, 8);
 	if (!err)
 		err = hd_fw_name(fw, v, "doomed");
+	// Set twice, and blocks no module had set.
+	if (!err)
+		err = hd_fw_name(fw, v, "doomed again");
+	if (!err)
+		err = hd_fw_name(fw, v + 2, "doomed");
+	if (!err)
+		err = hd_fw_mark(fw, v + 2, 8);
 	if (!err)
 		err = hd_error_create(HD_ERROR_INVALID, "fails on purpose");
 	return err;
@@ -381,6 +388,12 @@ static struct hd_error *good_analyze(struct hd_fw *fw)
 					  "kept", HD_OWNER_FRAMEWORK, &node);
 	if (!err)
 		err = hd_fw_assign(fw, node, 2 + (uint32_t)fw->g->num_roots);
+	// A name and a mark the failing module overwrites: they must come
+	// back, not go empty.
+	if (!err)
+		err = hd_fw_name(fw, 1 + (uint32_t)fw->g->num_roots, "kept");
+	if (!err)
+		err = hd_fw_mark(fw, 1 + (uint32_t)fw->g->num_roots, 4);
 	return err;
 }
 
@@ -428,10 +441,56 @@ START_TEST(test_failing_module_undone)
 	uint32_t v = 1 + sc.roots;
 	ck_assert_uint_eq(b.fw->assigned[v], HD_FW_NO_NODE);
 	ck_assert_uint_eq(b.fw->assigned[v + 1], 0); // the good module's own
-	ck_assert_uint_eq(b.fw->fw_bytes[v], HD_FW_UNMARKED);
-	ck_assert_uint_eq(b.fw->names[v], UINT32_MAX);
+	ck_assert_uint_eq(b.fw->fw_bytes[v], 4); // the good module's
+	ck_assert_uint_ne(hd_fw_name_of(b.fw, v), UINT32_MAX);
+	ck_assert_str_eq(b.fw->labels[hd_fw_name_of(b.fw, v)], "kept");
+	ck_assert_uint_eq(hd_fw_name_of(b.fw, v + 2), UINT32_MAX);
+	ck_assert_uint_eq(b.fw->fw_bytes[v + 2], HD_FW_UNMARKED);
 	ck_assert_uint_eq(b.fw->mods[1].nodes, 0);
 	ck_assert_no_error(hd_semantic_compute(b.fw, b.g, &b.s));
+	built_free(&b);
+}
+END_TEST
+
+// Names only (the default reports' framework names): nodes are counted,
+// not kept, assignments and marks dropped, names kept; a failing module's
+// names are undone all the same.
+START_TEST(test_names_only)
+{
+	static const struct hd_framework good = {
+		.abi = HD_FRAMEWORK_ABI, .name = "good", .version = "1",
+		.detect = yes, .analyze = good_analyze,
+	};
+	static const struct hd_framework bad = {
+		.abi = HD_FRAMEWORK_ABI, .name = "bad", .version = "1",
+		.detect = yes, .analyze = failing_analyze,
+	};
+	struct scenario sc;
+	rng_state = 43;
+	make_scenario(&sc);
+	memset(sc.edge, 0, sizeof(sc.edge));
+	for (uint32_t v = 0; v < MAXV; v++)
+		sc.used[v] = true;
+	struct built b;
+	build_base(&sc, &b);
+	b.fw = calloc(1, sizeof(*b.fw));
+	b.fw->h = b.h;
+	b.fw->mods = calloc(2, sizeof(*b.fw->mods));
+	b.fw->num_mods = b.fw->cap_mods = 2;
+	b.fw->mods[0] = (struct hd_fw_module){.ops = &good, .source = strdup("t"), .detected = true};
+	b.fw->mods[1] = (struct hd_fw_module){.ops = &bad, .source = strdup("t"), .detected = true};
+	hd_fw_set_names_only(b.fw);
+	ck_assert(hd_fw_names_only(b.fw));
+	ck_assert_no_error(hd_fw_analyze(b.fw, b.g));
+	ck_assert_uint_eq(b.fw->num_nodes, 0);
+	ck_assert_uint_eq(b.fw->mods[0].nodes, 1);
+	ck_assert_uint_eq(b.fw->mods[1].nodes, 0);
+	ck_assert_ptr_null(b.fw->assigned);
+	ck_assert_ptr_null(b.fw->fw_bytes);
+	uint32_t v = 1 + sc.roots;
+	ck_assert_str_eq(b.fw->labels[hd_fw_name_of(b.fw, v)], "kept");
+	ck_assert_uint_eq(hd_fw_name_of(b.fw, v + 2), UINT32_MAX);
+	ck_assert_ptr_nonnull(b.fw->mods[1].error);
 	built_free(&b);
 }
 END_TEST
@@ -443,6 +502,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, test_random_against_model, 0, 400);
 	tcase_add_test(tc, test_failing_module_undone);
+	tcase_add_test(tc, test_names_only);
 	suite_add_tcase(s, tc);
 	int failed = hd_run_suite(s);
 	return failed ? 1 : 0;
