@@ -239,10 +239,15 @@ static bool pending_of(struct ctx *c, const struct hd_fw_object *o,
 	p->holder = o->holder;
 	p->t = intern(&c->types, o->type);
 	p->type = p->t ? p->t->name : NULL;
-	p->where = strdup(o->where ? o->where : "");
+	// Where a container is tells a person which it is, in its node's
+	// label and in warnings; when only block names are kept, nobody
+	// reads it (NULL).
+	p->where = NULL;
+	if (!c->names_only && !(p->where = strdup(o->where ? o->where : "")))
+		return false;
 	// hd_fw_objects names an array block's element "T[k]...".
-	p->in_array = p->where && strchr(p->where, '[');
-	if (!p->type || !p->where) {
+	p->in_array = o->where && strchr(o->where, '[');
+	if (!p->type) {
 		free(p->where);
 		return false;
 	}
@@ -276,8 +281,11 @@ static struct hd_error *nest(struct ctx *c, const struct pending *p,
 {
 	char where[1200];
 	struct hd_error *err = NULL;
+	where[0] = '\0';
 	for (size_t i = 0; i < c->num_elems && !err; i++) {
-		if (k == K_SHARED)
+		if (!p->where)
+			; // names only: nobody reads it
+		else if (k == K_SHARED)
 			snprintf(where, sizeof(where), "(*%s)", p->where);
 		else
 			snprintf(where, sizeof(where), "%s[%zu]", p->where, i);
@@ -350,7 +358,7 @@ static struct hd_error *container(struct ctx *c, const struct pending *p,
 	const char *st = ty->short_type;
 	if (w.why) {
 		hd_fw_warn(c->fw, w.why_addr, "%s%s%s at 0x%llx: %s; skipped",
-			   st, *p->where ? " " : "", p->where,
+			   st, p->where && *p->where ? " " : "", p->where ? p->where : "",
 			   (unsigned long long)p->addr, w.why);
 		return NULL;
 	}

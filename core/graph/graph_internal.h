@@ -62,6 +62,20 @@ static inline const struct hd_index_range *hd_index_range_of(const struct hd_ind
 int64_t hd_index_search(const struct hd_index *ix,
 			const struct hd_index_range *r, uint64_t p);
 
+// What r's cell says of p (in r's table): the first block starting in p's
+// granule at or after p's 8-byte unit, counted from the cell's first
+// block; *starts: whether a block starts in p's unit.
+static inline int64_t hd_index_cell_block(const struct hd_index_range *r,
+					  uint64_t p, bool *starts)
+{
+	uint64_t off = p - r->lo;
+	uint64_t cell = r->cells[off >> HD_GRANULE_SHIFT];
+	unsigned u = (unsigned)(off >> 3) & 15;
+	uint32_t bits = (uint32_t)(cell >> 32);
+	*starts = bits & (1u << u);
+	return (int64_t)(uint32_t)cell + __builtin_popcount(bits & ((1u << u) - 1));
+}
+
 // Id of the block whose usable bytes hold p, or -1: the same answer as
 // hd_heap_find, in O(1); *exact says whether p is the block's start. A
 // block's usable bytes may end inside the next extent's header (glibc's
@@ -75,13 +89,9 @@ static inline int64_t hd_index_find(const struct hd_index *ix, uint64_t p,
 		return -1;
 	int64_t id;
 	if (r->num_granules) {
-		uint64_t off = p - r->lo;
-		uint64_t cell = r->cells[off >> HD_GRANULE_SHIFT];
-		unsigned u = (unsigned)(off >> 3) & 15;
-		uint32_t bits = (uint32_t)(cell >> 32);
-		int64_t k = (int64_t)(uint32_t)cell +
-			    __builtin_popcount(bits & ((1u << u) - 1));
-		if (bits & (1u << u)) {
+		bool starts;
+		int64_t k = hd_index_cell_block(r, p, &starts);
+		if (starts) {
 			if (r->exact_bits && !(p & 7)) {
 				*exact = true;
 				return k;

@@ -124,13 +124,10 @@ void hd_index_find_batch(const struct hd_index *ix, const uint64_t *vals,
 		ids[i] = -1;
 		if (!r || !r->num_granules)
 			continue;
-		uint64_t p = vals[i], off = p - r->lo;
-		uint64_t cell = r->cells[off >> HD_GRANULE_SHIFT];
-		unsigned u = (unsigned)(off >> 3) & 15;
-		uint32_t bits = (uint32_t)(cell >> 32);
-		int64_t k = (int64_t)(uint32_t)cell +
-			    __builtin_popcount(bits & ((1u << u) - 1));
-		if (!(bits & (1u << u)))
+		uint64_t p = vals[i];
+		bool starts;
+		int64_t k = hd_index_cell_block(r, p, &starts);
+		if (!starts)
 			k--;
 		else if (r->exact_bits && !(p & 7)) {
 			ids[i] = k;

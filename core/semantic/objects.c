@@ -51,6 +51,7 @@ struct objects {
 	uint32_t *stack;
 	size_t num_stack, cap_stack;
 	bool truncated;          // warned once
+	bool no_where;           // names only (hd_fw_names_only): where is ""
 	char where[1024];
 };
 
@@ -407,15 +408,17 @@ static struct hd_error *visit(struct objects *ob, size_t mi, uint32_t type,
 			const struct hd_type *mt = &ix->types[m.type];
 			uint64_t addr = base + k * tsize + m.offset;
 			ob->where[0] = '\0';
-			append(ob->where, sizeof(ob->where), where_base);
-			if (count > 1) {
-				char tmp[32];
-				snprintf(tmp, sizeof(tmp), "[%llu]",
-					 (unsigned long long)k);
-				append(ob->where, sizeof(ob->where), tmp);
+			if (!ob->no_where) {
+				append(ob->where, sizeof(ob->where), where_base);
+				if (count > 1) {
+					char tmp[32];
+					snprintf(tmp, sizeof(tmp), "[%llu]",
+						 (unsigned long long)k);
+					append(ob->where, sizeof(ob->where), tmp);
+				}
+				member_path(ix, t, m.offset, m.type, ob->where,
+					    sizeof(ob->where));
 			}
-			member_path(ix, t, m.offset, m.type, ob->where,
-				    sizeof(ob->where));
 			struct hd_fw_object o = {
 				.addr = addr,
 				.size = mt->size,
@@ -593,10 +596,15 @@ bool hd_fw_find_type_memo(struct hd_fw *fw, const char *name, size_t *mi,
 	return m->found;
 }
 
-// The memo of hd_fw_objects_in: flattening a type per call would redo the
-// same few types for each element of a container.
+// The memos of hd_fw_objects_in, one per list of prefixes asked with
+// (a module may look for containers, and for one type inside a hash
+// table): flattening a type per call would redo the same few types for
+// each element of a container.
+#define OBJECTS_MEMOS 4
+
 struct hd_fw_objects {
 	struct objects ob;
+	bool used;       // ob is initialised
 	uint16_t module; // the module running when it was made
 	bool busy;       // a call is visiting with it (fn may call again)
 };
@@ -604,7 +612,9 @@ struct hd_fw_objects {
 void hd_fw_objects_free(struct hd_fw *fw)
 {
 	if (fw->objects_in)
-		objects_deinit(&fw->objects_in->ob);
+		for (size_t i = 0; i < OBJECTS_MEMOS; i++)
+			if (fw->objects_in[i].used)
+				objects_deinit(&fw->objects_in[i].ob);
 	free(fw->objects_in);
 	fw->objects_in = NULL;
 	if (fw->type_memo)
@@ -614,33 +624,42 @@ void hd_fw_objects_free(struct hd_fw *fw)
 	fw->type_memo = NULL;
 }
 
-// fw's memo for prefixes, made anew when another module or another list
-// of prefixes asks, or when it holds half the matches one call may make;
-// NULL when it is in use (or no memory): the caller uses its own.
-static struct objects *objects_memo(struct hd_fw *fw, const char *const *prefixes,
-				    size_t n)
+// fw's memo for prefixes, made anew when another module asks, or when it
+// holds half the matches one call may make; NULL when it is in use (or no
+// memory): the caller uses one of its own.
+static struct hd_fw_objects *objects_memo(struct hd_fw *fw,
+					  const char *const *prefixes, size_t n)
 {
-	struct hd_fw_objects *o = fw->objects_in;
-	if (o && o->busy)
+	if (!fw->objects_in &&
+	    !(fw->objects_in = calloc(OBJECTS_MEMOS, sizeof(*fw->objects_in))))
 		return NULL;
-	if (o && (o->ob.prefixes != prefixes || o->ob.n != n || o->module != fw->cur ||
-		  o->ob.num_matches > MAX_MATCHES / 2)) {
-		objects_deinit(&o->ob);
-		free(o);
-		fw->objects_in = o = NULL;
-	}
+	struct hd_fw_objects *o = NULL;
+	for (size_t i = 0; i < OBJECTS_MEMOS && !o; i++)
+		if (fw->objects_in[i].used && fw->objects_in[i].ob.prefixes == prefixes &&
+		    fw->objects_in[i].ob.n == n)
+			o = &fw->objects_in[i];
 	if (!o) {
-		o = calloc(1, sizeof(*o));
+		// A free slot, else the next in turn.
+		for (size_t i = 0; i < OBJECTS_MEMOS && !o; i++)
+			if (!fw->objects_in[i].used)
+				o = &fw->objects_in[i];
 		if (!o)
-			return NULL;
-		if (objects_init(&o->ob, fw, prefixes, n)) {
-			free(o);
-			return NULL;
-		}
-		o->module = fw->cur;
-		fw->objects_in = o;
+			o = &fw->objects_in[fw->objects_next++ % OBJECTS_MEMOS];
 	}
-	return &o->ob;
+	if (o->busy)
+		return NULL;
+	if (o->used && (o->ob.prefixes != prefixes || o->ob.n != n ||
+			o->module != fw->cur || o->ob.num_matches > MAX_MATCHES / 2)) {
+		objects_deinit(&o->ob);
+		o->used = false;
+	}
+	if (!o->used) {
+		if (objects_init(&o->ob, fw, prefixes, n))
+			return NULL;
+		o->used = true;
+		o->module = fw->cur;
+	}
+	return o;
 }
 
 struct hd_error *hd_fw_objects_in(struct hd_fw *fw, const char *type,
@@ -656,17 +675,22 @@ struct hd_error *hd_fw_objects_in(struct hd_fw *fw, const char *type,
 				       "no complete type named %s", type);
 	if (!n)
 		return NULL;
-	struct objects *memo = objects_memo(fw, prefixes, n);
+	struct hd_fw_objects *memo = objects_memo(fw, prefixes, n);
+	// Inside an object, where only names it for people: when only block
+	// names are kept, it is not built (the top level's, hd_fw_objects,
+	// also says which objects are array elements).
 	if (memo) {
-		fw->objects_in->busy = true;
-		memo->truncated = false;
-		struct hd_error *err = visit(memo, mi, t, addr, 1, 0,
+		memo->busy = true;
+		memo->ob.truncated = false;
+		memo->ob.no_where = fw->names_only;
+		struct hd_error *err = visit(&memo->ob, mi, t, addr, 1, 0,
 					     where ? where : "", holder, fn, arg);
-		fw->objects_in->busy = false;
+		memo->busy = false;
 		return err;
 	}
 	struct objects ob;
 	struct hd_error *err = objects_init(&ob, fw, prefixes, n);
+	ob.no_where = fw->names_only;
 	if (!err)
 		err = visit(&ob, mi, t, addr, 1, 0, where ? where : "", holder,
 			    fn, arg);

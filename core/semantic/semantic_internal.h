@@ -106,7 +106,8 @@ struct hd_fw {
 	bool have_ix;
 	uint32_t finds;
 	// Memos of hd_fw_objects_in and of type look-ups by name (objects.c).
-	struct hd_fw_objects *objects_in;
+	struct hd_fw_objects *objects_in; // OBJECTS_MEMOS of them (objects.c)
+	size_t objects_next;
 	struct hd_fw_type_memo *type_memo;
 	// Roots sorted by start address, for hd_fw_vertex_at (lazy).
 	uint32_t *root_order;
