@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -153,16 +152,29 @@ struct hd_error *hd_index_disk_key(const char *path, const char *cu_suffix,
 	// build-id and size, and within a clock tick its mtime. A few
 	// milliseconds for libc's debug file, a fraction of its index's build.
 	ret->file_crc = crc32_z(0, NULL, 0);
-	if (st.st_size > 0) {
-		void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-		if (map == MAP_FAILED) {
-			int e = errno;
-			close(fd);
-			return hd_error_os(e, path, "cannot map");
-		}
-		ret->file_crc = (uint32_t)crc32_z(ret->file_crc, map, (size_t)st.st_size);
-		munmap(map, (size_t)st.st_size);
+	// Read, not mapped: a mapping of an ELF file in this process would be
+	// inherited by a fork's child analysing itself, whose module list is
+	// read from its mappings.
+	size_t chunk = 1 << 20;
+	uint8_t *buf = malloc(chunk);
+	if (!buf) {
+		close(fd);
+		return &hd_error_no_memory;
 	}
+	for (off_t off = 0; off < st.st_size;) {
+		ssize_t r = pread(fd, buf, chunk, off);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			int e = r < 0 ? errno : EIO;
+			free(buf);
+			close(fd);
+			return hd_error_os(e, path, "cannot read");
+		}
+		ret->file_crc = (uint32_t)crc32_z(ret->file_crc, buf, (size_t)r);
+		off += r;
+	}
+	free(buf);
 	close(fd);
 	struct hd_elf_info info;
 	struct hd_error *err = hd_elf_read_info(path, &info);

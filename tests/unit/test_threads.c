@@ -189,8 +189,12 @@ START_TEST(test_fork_child)
 		char *argv[] = {(char *)"types", NULL};
 		char *text = NULL;
 		struct hd_error *err = a.run_string(own, 1, argv, &text);
-		if (err || !text || !strstr(text, "struct"))
+		if (err || !text || !strstr(text, "struct")) {
+			// Said, so that a failure here can be told apart.
+			fprintf(stderr, "the fork's child: %s\n",
+				err ? err->message : text ? text : "no text");
 			_exit(5);
+		}
 		a.session_destroy(own);
 		a.session_destroy(s);
 		exit(num_threads() == 1 ? 0 : 3); // runs the library's destructor
