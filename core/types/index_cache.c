@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,22 @@ static bool disk_dir(char *buf, size_t len)
 	return mkdir(buf, 0700) == 0 || errno == EEXIST;
 }
 
+// At most this many warnings about damaged cache files per process: a
+// directory of them (a disk that went bad) is one problem, not hundreds.
+#define MAX_WARNINGS 3
+static _Atomic unsigned num_warnings;
+
+// The file is not used, and is replaced by the index built from the DWARF.
+static void warn_damaged(const char *file, const struct hd_error *err)
+{
+	unsigned n = atomic_fetch_add(&num_warnings, 1);
+	if (n < MAX_WARNINGS)
+		fprintf(stderr,
+			"heapdom: warning: ignoring the type index cache file %s (%s); it is rebuilt from the DWARF%s\n",
+			file, err->message,
+			n + 1 == MAX_WARNINGS ? " (further such warnings are not shown)" : "");
+}
+
 // Where a fresh build is to be written, once it is in use.
 struct disk_save {
 	bool wanted;
@@ -100,6 +117,10 @@ static struct hd_error *load_or_build(const char *path, const char *cu_suffix,
 				*from_disk = true;
 			return NULL;
 		}
+		// Missing or stale (another libheapdom, another format) is
+		// the normal life of a cache; a damaged file is worth a word.
+		if (err->code != HD_ERROR_NOT_FOUND && err->code != HD_ERROR_MISMATCH)
+			warn_damaged(save->file, err);
 		hd_error_destroy(err);
 	}
 	struct hd_error *err = hd_type_index_build_filtered(path, cu_suffix, ret);
@@ -146,11 +167,19 @@ static void disk_prune(const char *file)
 		size_t len = strlen(e->d_name);
 		struct stat st;
 		if (strncmp(e->d_name, "types-", 6) != 0 || len < 5 ||
-		    strcmp(e->d_name + len - 4, ".idx") != 0 ||
 		    len >= sizeof(files->name) ||
 		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
 		    !S_ISREG(st.st_mode))
 			continue;
+		if (strcmp(e->d_name + len - 4, ".idx") != 0) {
+			// A writer's temporary file (types-*.idx.XXXXXX) left
+			// by a process killed while writing: an hour is far
+			// longer than any write takes.
+			if (len > 11 && strncmp(e->d_name + len - 11, ".idx.", 5) == 0 &&
+			    st.st_mtim.tv_sec + 3600 < time(NULL))
+				unlinkat(dirfd(d), e->d_name, 0);
+			continue;
+		}
 		if (n == cap) {
 			size_t c = cap ? 2 * cap : 64;
 			struct cache_file *p = realloc(files, c * sizeof(*p));

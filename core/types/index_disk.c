@@ -606,6 +606,9 @@ struct hd_error *hd_index_disk_parse(const uint8_t *data, size_t size,
 		return corrupt("not a heapdom index cache file");
 	if (header_crc(&h) != h.header_crc)
 		return corrupt("the header's checksum is wrong");
+	if (h.version == __builtin_bswap32(FORMAT_VERSION))
+		return hd_error_create(HD_ERROR_MISMATCH,
+				       "index cache file: written on a machine of the other byte order");
 	if (h.version != FORMAT_VERSION || h.header_size != sizeof(h) ||
 	    h.type_size != sizeof(struct disk_type) ||
 	    h.member_size != sizeof(struct disk_member) ||

@@ -2544,6 +2544,9 @@ static uint32_t strip_uintptr(const struct hd_type_index *ix, uint32_t type,
 // by pattern, not walked); this only stops DWARF that claims absurd
 // layouts from taking forever.
 #define MAX_SLOT_STEPS (1u << 24)
+// A union bigger than this (128 MiB) is typed as words that may all be
+// pointers, without the bitmap that merges its members' slots.
+#define MAX_UNION_WORDS (UINT64_C(1) << 24)
 
 struct slot_walk {
 	const struct hd_type_index *ix;
@@ -2614,8 +2617,11 @@ static void slot_value(struct slot_walk *w, uint32_t type, uint64_t off,
 			struct slot_sink *s = &w->sink;
 			if (s->union_depth == 0) {
 				uint64_t words = t->size / 8;
-				s->bits = words ? calloc((words + 63) / 64, 8)
-						: NULL;
+				// A size no program's union has (a damaged
+				// DWARF or index file): no bitmap of it.
+				s->bits = words && words <= MAX_UNION_WORDS
+						  ? calloc((words + 63) / 64, 8)
+						  : NULL;
 				if (!s->bits) {
 					emit_words(s, off, t->size);
 					return;

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -200,6 +201,25 @@ static void round_trip(const char *path)
 	expect_error(hd_index_disk_read(file, &other, &back), HD_ERROR_MISMATCH,
 		     "another libheapdom");
 
+	// Written on a machine of the other byte order: its version reads
+	// swapped, whatever else the checksums say.
+	{
+		uint8_t *swapped = malloc(size);
+		memcpy(swapped, buf, size);
+		uint32_t v;
+		memcpy(&v, swapped + 8, 4);
+		v = __builtin_bswap32(v);
+		memcpy(swapped + 8, &v, 4);
+		fix_crcs(swapped, size);
+		struct hd_error *err = hd_index_disk_parse(swapped, size, &key, &back);
+		ck_assert_msg(err && err->code == HD_ERROR_MISMATCH &&
+				      strstr(err->message, "byte order"),
+			      "a byte-swapped file: %s", err ? err->message : "accepted");
+		ck_assert_ptr_null(back);
+		hd_error_destroy(err);
+		free(swapped);
+	}
+
 	// Truncated anywhere, or longer.
 	size_t cuts[] = {0, 1, HEADER_SIZE - 1, HEADER_SIZE, HEADER_SIZE + 1,
 			 size / 2, size - 1};
@@ -361,10 +381,30 @@ START_TEST(test_cache_build)
 	buf[size - 3] ^= 0x40;
 	spit(file, buf, size);
 	free(buf);
+	// ... and the warning names the file and what is wrong with it.
+	char errfile[4400];
+	snprintf(errfile, sizeof(errfile), "%s/stderr", tmpdir);
+	fflush(stderr);
+	int saved = dup(2);
+	int efd = open(errfile, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	ck_assert_int_ge(efd, 0);
+	dup2(efd, 2);
+	close(efd);
 	ck_assert_no_error(hd_index_cache_build(path, NULL, &c, &from_disk));
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
 	ck_assert(!from_disk);
 	assert_equal(fresh, c);
 	hd_type_index_destroy(c);
+	size_t elen;
+	char *said = (char *)slurp(errfile, &elen);
+	said = realloc(said, elen + 1);
+	said[elen] = '\0';
+	ck_assert_msg(strstr(said, file) && strstr(said, "checksum"),
+		      "the warning was: %s", said);
+	free(said);
+	unlink(errfile);
 	ck_assert_no_error(hd_index_cache_build(path, NULL, &c, &from_disk));
 	ck_assert(from_disk);
 	hd_type_index_destroy(c);
@@ -381,10 +421,21 @@ START_TEST(test_cache_build)
 	spit(other, (const uint8_t *)"x", 1);
 	struct timespec times[2] = {{1000000000, 0}, {1000000000, 0}};
 	ck_assert_int_eq(utimensat(AT_FDCWD, old, times, 0), 0);
+	// A writer's temporary file, left by a process killed while
+	// writing: removed when old, kept while it may still be written.
+	char tmp_old[4400], tmp_new[4400];
+	snprintf(tmp_old, sizeof(tmp_old), "%s/types-0001.idx.a1B2c3", dir);
+	snprintf(tmp_new, sizeof(tmp_new), "%s/types-0002.idx.d4E5f6", dir);
+	spit(tmp_old, (const uint8_t *)"x", 1);
+	spit(tmp_new, (const uint8_t *)"x", 1);
+	ck_assert_int_eq(utimensat(AT_FDCWD, tmp_old, times, 0), 0);
 	unlink(file);
 	ck_assert_no_error(hd_index_cache_build(path, NULL, &c, &from_disk));
 	ck_assert(!from_disk);
 	hd_type_index_destroy(c);
+	ck_assert_int_ne(access(tmp_old, F_OK), 0);
+	ck_assert_int_eq(access(tmp_new, F_OK), 0);
+	unlink(tmp_new);
 	ck_assert_int_ne(access(old, F_OK), 0);
 	ck_assert_int_eq(access(file, F_OK), 0);
 	ck_assert_int_eq(access(other, F_OK), 0); // not ours: left alone
@@ -429,6 +480,47 @@ START_TEST(test_cache_build)
 
 	hd_type_index_destroy(a);
 	hd_type_index_destroy(b);
+	hd_type_index_destroy(fresh);
+}
+END_TEST
+
+// Processes building the same index at once, into an empty cache: each
+// gets the index, and one whole file is left (writes go through a temporary
+// file renamed over the name), which the next process uses.
+START_TEST(test_concurrent_writers)
+{
+	const char *path = samples[num_samples - 1]; // libc's when installed
+	char xdg[4096], dir[4200];
+	snprintf(xdg, sizeof(xdg), "%s/xdg-concurrent", tmpdir);
+	snprintf(dir, sizeof(dir), "%s/heapdom", xdg);
+	setenv("XDG_CACHE_HOME", xdg, 1);
+	unsetenv("HEAPDOM_INDEX_CACHE");
+	struct hd_type_index *fresh = build(path);
+	enum { N = 4 };
+	pid_t pids[N];
+	for (int i = 0; i < N; i++) {
+		pids[i] = fork();
+		ck_assert_int_ge(pids[i], 0);
+		if (pids[i] == 0) {
+			struct hd_type_index *ix;
+			bool from_disk;
+			struct hd_error *err = hd_index_cache_build(path, NULL, &ix, &from_disk);
+			_exit(err || ix->num_types != fresh->num_types ? 1 : 0);
+		}
+	}
+	for (int i = 0; i < N; i++) {
+		int status;
+		ck_assert_int_eq(waitpid(pids[i], &status, 0), pids[i]);
+		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+			      "writer %d ended with status 0x%x", i, status);
+	}
+	ck_assert_uint_eq(count_files(dir), 1); // no temporary file left
+	struct hd_type_index *c;
+	bool from_disk = false;
+	ck_assert_no_error(hd_index_cache_build(path, NULL, &c, &from_disk));
+	ck_assert(from_disk);
+	assert_equal(fresh, c);
+	hd_type_index_destroy(c);
 	hd_type_index_destroy(fresh);
 }
 END_TEST
@@ -487,6 +579,7 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, test_round_trip);
 	tcase_add_test(tc, test_garbage);
 	tcase_add_test(tc, test_cache_build);
+	tcase_add_test(tc, test_concurrent_writers);
 	suite_add_tcase(s, tc);
 	int failed = hd_run_suite(s);
 	char cmd[200];
