@@ -277,8 +277,9 @@ struct hd_error *hd_target_modules_from_mappings(struct hd_target *t)
 		// offset 0 without code is the file read as data (mmap of
 		// the whole file: a debug file being indexed, which a fork's
 		// child inherits), whose symbols would be looked up at the
-		// wrong addresses.
-		bool loaded = m->prot & HD_PROT_EXEC;
+		// wrong addresses. Only /proc/PID/maps is known to list every
+		// mapping with its permissions; a core's list may be partial.
+		bool loaded = (m->prot & HD_PROT_EXEC) || strcmp(t->kind, "live") != 0;
 		// Following mappings of the same file belong to the module,
 		// up to the next file's (or this file's) first page.
 		for (size_t j = i + 1; j < t->num_mappings; j++) {
