@@ -63,7 +63,14 @@ static bool disk_dir(char *buf, size_t len)
 	n = snprintf(buf + n, len - (size_t)n, "/heapdom");
 	if (n <= 0 || strlen(buf) >= len - 1)
 		return false;
-	return mkdir(buf, 0700) == 0 || errno == EEXIST;
+	if (mkdir(buf, 0700) != 0 && errno != EEXIST)
+		return false;
+	// Ours alone: a directory someone else can write to (a shared
+	// XDG_CACHE_HOME, a symlink planted there) could hand us layouts
+	// that pass every check and are still wrong.
+	struct stat st;
+	return lstat(buf, &st) == 0 && S_ISDIR(st.st_mode) &&
+	       st.st_uid == geteuid() && !(st.st_mode & 022);
 }
 
 // At most this many warnings about damaged cache files per process: a

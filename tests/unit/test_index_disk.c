@@ -468,6 +468,18 @@ START_TEST(test_cache_build)
 	hd_type_index_destroy(c);
 	unlink(copy);
 
+	// A directory others may write to is not used.
+	ck_assert_no_error(hd_index_cache_build(path, NULL, &c, &from_disk));
+	hd_type_index_destroy(c); // the copy's file replaced by path's
+	ck_assert_int_eq(chmod(dir, 0777), 0);
+	ck_assert_no_error(hd_index_cache_build(path, NULL, &c, &from_disk));
+	ck_assert(!from_disk);
+	hd_type_index_destroy(c);
+	ck_assert_int_eq(chmod(dir, 0700), 0);
+	ck_assert_no_error(hd_index_cache_build(path, NULL, &c, &from_disk));
+	ck_assert(from_disk);
+	hd_type_index_destroy(c);
+
 	// Off: neither read nor written.
 	setenv("HEAPDOM_INDEX_CACHE", "0", 1);
 	unlink(file);
