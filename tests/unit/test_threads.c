@@ -6,8 +6,10 @@
 // leaving it to run in unmapped code (lldb 14 crashed at quit that way).
 //
 // libheapdom is dlopen'ed, not linked, so that it can be unloaded. Each
-// test runs in a fresh process (Check forks), so libc's DWARF has not been
-// indexed yet and takes the thread a good fraction of a second.
+// test runs in a fresh process (Check forks) with an empty index cache on
+// disk of its own (fresh_cache), so libc's DWARF has not been indexed yet
+// and takes the thread a good fraction of a second: read back from a cache
+// filled by an earlier test, it could be done before the test looks.
 #include <check.h>
 #include <dirent.h>
 #include <dlfcn.h>
@@ -45,6 +47,25 @@ struct api {
 	const struct hd_module *(*module)(const struct hd_target *, size_t);
 };
 
+static char cache_dir[64];
+
+// An empty cache directory for this test's process, removed at its end
+// (the caller joins every thread first). HEAPDOM_INDEX_CACHE=0 from the
+// environment is kept: then there is no cache at all.
+static void fresh_cache(void)
+{
+	snprintf(cache_dir, sizeof(cache_dir), "/tmp/test_threads.cache.XXXXXX");
+	ck_assert(mkdtemp(cache_dir));
+	setenv("XDG_CACHE_HOME", cache_dir, 1);
+}
+
+static void remove_cache(void)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", cache_dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
 static void *sym(void *h, const char *name)
 {
 	void *p = dlsym(h, name);
@@ -54,6 +75,7 @@ static void *sym(void *h, const char *name)
 
 static void load(struct api *a)
 {
+	fresh_cache();
 	a->handle = dlopen(lib_path, RTLD_NOW | RTLD_LOCAL);
 	ck_assert_msg(a->handle, "dlopen %s: %s", lib_path, dlerror());
 	a->create_callback = sym(a->handle, "hd_target_create_callback");
@@ -130,6 +152,7 @@ START_TEST(test_report_joins)
 	a.error_destroy(err);
 	ck_assert_int_eq(num_threads(), 1);
 	a.session_destroy(s);
+	remove_cache();
 }
 END_TEST
 
@@ -147,6 +170,7 @@ START_TEST(test_unwritable_report_joins)
 	a.error_destroy(err);
 	ck_assert_int_eq(num_threads(), 1);
 	a.session_destroy(s);
+	remove_cache();
 }
 END_TEST
 
@@ -170,6 +194,7 @@ START_TEST(test_unload_joins)
 	ck_assert_int_eq(num_threads(), 1);
 	// A thread left in unmapped code would crash in this time.
 	usleep(300 * 1000);
+	remove_cache();
 }
 END_TEST
 
@@ -212,6 +237,7 @@ START_TEST(test_fork_child)
 		      "the fork's child ended with status 0x%x", status);
 	a.session_destroy(s);
 	ck_assert_int_eq(num_threads(), 1);
+	remove_cache();
 }
 END_TEST
 
@@ -273,6 +299,7 @@ START_TEST(test_data_mapping_not_module)
 		munmap(maps[i], sizes[i]);
 	unlink(copy_file);
 	rmdir(copy);
+	remove_cache();
 }
 END_TEST
 
