@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "debuginfo/dwarf_layout.h"
+#include "types/index_cache.h"
 #include "types/type_index.h"
 
 void hd_struct_layout_deinit(struct hd_struct_layout *l)
@@ -61,7 +62,7 @@ struct hd_error *hd_dwarf_struct_layouts(const char *path,
 {
 	memset(ret, 0, n * sizeof(*ret));
 	struct hd_type_index *ix;
-	struct hd_error *err = hd_type_index_build_filtered(path, cu_suffix, &ix);
+	struct hd_error *err = hd_index_cache_build(path, cu_suffix, &ix, NULL);
 	if (err)
 		return err;
 	for (size_t i = 0; i < n && !err; i++) {

@@ -272,19 +272,31 @@ struct hd_error *hd_target_modules_from_mappings(struct hd_target *t)
 		if (seen)
 			continue;
 		uint64_t start = m->start, end = m->end;
-		// Following mappings of the same file belong to the module.
+		// A loaded object maps its segments one by one: code, or a
+		// segment past the file's first page. A single mapping at
+		// offset 0 without code is the file read as data (mmap of
+		// the whole file: a debug file being indexed, which a fork's
+		// child inherits), whose symbols would be looked up at the
+		// wrong addresses. Only /proc/PID/maps is known to list every
+		// mapping with its permissions; a core's list may be partial.
+		bool loaded = (m->prot & HD_PROT_EXEC) || strcmp(t->kind, "live") != 0;
+		// Following mappings of the same file belong to the module,
+		// up to the next file's (or this file's) first page.
 		for (size_t j = i + 1; j < t->num_mappings; j++) {
 			const struct hd_mapping *n = &t->mappings[j];
-			if (n->path && strcmp(n->path, m->path) == 0)
-				end = n->end;
-			else if (n->path && n->path[0] == '/' &&
-				 n->file_offset == 0)
+			if (n->path && n->path[0] == '/' && n->file_offset == 0)
 				break;
+			if (n->path && strcmp(n->path, m->path) == 0) {
+				end = n->end;
+				loaded = true;
+			}
 		}
 		bool is_exe = have_phdr ? (start <= phdr && phdr < end)
 					: !exe_marked;
 		if (is_exe && exe_marked)
 			is_exe = false;
+		if (!loaded && !is_exe)
+			continue;
 		size_t before = t->num_modules;
 		struct hd_error *err =
 			add_module(t, m->path, m->start, start, end, is_exe);

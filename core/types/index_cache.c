@@ -1,13 +1,21 @@
 // A process-wide cache of type indexes keyed by file path and modification
 // time, filled by hd_index_cache_get or ahead of time by a prefetch thread
-// that runs while the heap is walked.
+// that runs while the heap is walked; behind it, the per-user cache on disk
+// (index_disk.c), keyed by build-id, that spares the next process the DWARF.
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "types/index_cache.h"
+#include "types/index_disk.h"
 
 struct cached {
 	char *path;
@@ -28,6 +36,209 @@ static double now(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
+
+// ------------------------------------------------------------ on disk
+
+// The directory of the cache files, made if missing; false when caching is
+// off (HEAPDOM_INDEX_CACHE=0) or there is nowhere to put it.
+static bool disk_dir(char *buf, size_t len)
+{
+	const char *env = getenv("HEAPDOM_INDEX_CACHE");
+	if (env && strcmp(env, "0") == 0)
+		return false;
+	const char *xdg = getenv("XDG_CACHE_HOME");
+	const char *home = getenv("HOME");
+	int n;
+	// The XDG spec: a relative XDG_CACHE_HOME is to be ignored.
+	if (xdg && xdg[0] == '/')
+		n = snprintf(buf, len, "%s", xdg);
+	else if (home && home[0] == '/')
+		n = snprintf(buf, len, "%s/.cache", home);
+	else
+		return false;
+	if (n <= 0 || (size_t)n >= len)
+		return false;
+	if (mkdir(buf, 0700) != 0 && errno != EEXIST)
+		return false;
+	n = snprintf(buf + n, len - (size_t)n, "/heapdom");
+	if (n <= 0 || strlen(buf) >= len - 1)
+		return false;
+	if (mkdir(buf, 0700) != 0 && errno != EEXIST)
+		return false;
+	// Ours alone: a directory someone else can write to (a shared
+	// XDG_CACHE_HOME, a symlink planted there) could hand us layouts
+	// that pass every check and are still wrong.
+	struct stat st;
+	return lstat(buf, &st) == 0 && S_ISDIR(st.st_mode) &&
+	       st.st_uid == geteuid() && !(st.st_mode & 022);
+}
+
+// At most this many warnings about damaged cache files per process: a
+// directory of them (a disk that went bad) is one problem, not hundreds.
+#define MAX_WARNINGS 3
+static _Atomic unsigned num_warnings;
+
+// The file is not used, and is replaced by the index built from the DWARF.
+static void warn_damaged(const char *file, const struct hd_error *err)
+{
+	unsigned n = atomic_fetch_add(&num_warnings, 1);
+	if (n < MAX_WARNINGS)
+		fprintf(stderr,
+			"heapdom: warning: ignoring the type index cache file %s (%s); it is rebuilt from the DWARF%s\n",
+			file, err->message,
+			n + 1 == MAX_WARNINGS ? " (further such warnings are not shown)" : "");
+}
+
+// Where a fresh build is to be written, once it is in use.
+struct disk_save {
+	bool wanted;
+	struct hd_index_key key;
+	char file[4096 + 256];
+};
+
+// dir: the cache directory (disk_dir's), "" when the disk cache is off.
+static struct hd_error *load_or_build(const char *path, const char *cu_suffix,
+				      const char *dir, struct hd_type_index **ret,
+				      bool *from_disk, struct disk_save *save)
+{
+	*ret = NULL;
+	save->wanted = false;
+	if (from_disk)
+		*from_disk = false;
+	bool cache = dir[0] != '\0';
+	if (cache) {
+		struct hd_error *err = hd_index_disk_key(path, cu_suffix, &save->key);
+		// No build-id: nothing to key a file by.
+		cache = !err && hd_index_disk_file(dir, &save->key, save->file,
+						   sizeof(save->file));
+		hd_error_destroy(err);
+	}
+	if (cache) {
+		// A file that is missing, stale, damaged or from another
+		// file is rebuilt (and replaced) below, never used.
+		struct hd_error *err = hd_index_disk_read(save->file, &save->key, ret);
+		if (!err) {
+			// Used: the last file disk_prune removes.
+			utimensat(AT_FDCWD, save->file, NULL, 0);
+			if (from_disk)
+				*from_disk = true;
+			return NULL;
+		}
+		// Missing or stale (another libheapdom, another format) is
+		// the normal life of a cache; a damaged file is worth a word.
+		if (err->code != HD_ERROR_NOT_FOUND && err->code != HD_ERROR_MISMATCH)
+			warn_damaged(save->file, err);
+		hd_error_destroy(err);
+	}
+	struct hd_error *err = hd_type_index_build_filtered(path, cu_suffix, ret);
+	save->wanted = !err && cache;
+	return err;
+}
+
+// The cache keeps at most this much: each rebuilt program has a new
+// build-id, so old files would pile up for ever.
+#define DISK_BUDGET (UINT64_C(512) << 20)
+
+struct cache_file {
+	char name[256];
+	struct timespec mtime;
+	uint64_t size;
+};
+
+static int cmp_oldest(const void *a, const void *b)
+{
+	const struct cache_file *x = a, *y = b;
+	if (x->mtime.tv_sec != y->mtime.tv_sec)
+		return x->mtime.tv_sec < y->mtime.tv_sec ? -1 : 1;
+	return (x->mtime.tv_nsec > y->mtime.tv_nsec) - (x->mtime.tv_nsec < y->mtime.tv_nsec);
+}
+
+// Removes the least recently used index files (a read refreshes a file's
+// mtime) while the directory holds more than DISK_BUDGET.
+static void disk_prune(const char *file)
+{
+	char dir[4096];
+	const char *slash = strrchr(file, '/');
+	if (!slash || (size_t)(slash - file) >= sizeof(dir))
+		return;
+	memcpy(dir, file, (size_t)(slash - file));
+	dir[slash - file] = '\0';
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct cache_file *files = NULL;
+	size_t n = 0, cap = 0;
+	uint64_t total = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		struct stat st;
+		if (strncmp(e->d_name, "types-", 6) != 0 || len < 5 ||
+		    len >= sizeof(files->name) ||
+		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+		    !S_ISREG(st.st_mode))
+			continue;
+		if (strcmp(e->d_name + len - 4, ".idx") != 0) {
+			// A writer's temporary file (types-*.idx.XXXXXX) left
+			// by a process killed while writing: an hour is far
+			// longer than any write takes.
+			if (len > 11 && strncmp(e->d_name + len - 11, ".idx.", 5) == 0 &&
+			    st.st_mtim.tv_sec + 3600 < time(NULL))
+				unlinkat(dirfd(d), e->d_name, 0);
+			continue;
+		}
+		if (n == cap) {
+			size_t c = cap ? 2 * cap : 64;
+			struct cache_file *p = realloc(files, c * sizeof(*p));
+			if (!p)
+				break;
+			files = p;
+			cap = c;
+		}
+		memcpy(files[n].name, e->d_name, len + 1);
+		files[n].mtime = st.st_mtim;
+		files[n].size = (uint64_t)st.st_size;
+		total += files[n++].size;
+	}
+	if (total > DISK_BUDGET) {
+		qsort(files, n, sizeof(*files), cmp_oldest);
+		for (size_t i = 0; i < n && total > DISK_BUDGET; i++)
+			if (unlinkat(dirfd(d), files[i].name, 0) == 0)
+				total -= files[i].size;
+	}
+	closedir(d);
+	free(files);
+}
+
+static void disk_save(const struct hd_type_index *ix, const struct disk_save *save)
+{
+	// A cache that cannot be written (read-only home, disk full) costs
+	// the next process the build again, nothing else.
+	if (!save->wanted)
+		return;
+	struct hd_error *err = hd_index_disk_write(ix, &save->key, save->file);
+	if (!err)
+		disk_prune(save->file);
+	hd_error_destroy(err);
+}
+
+struct hd_error *hd_index_cache_build(const char *path, const char *cu_suffix,
+				      struct hd_type_index **ret, bool *from_disk)
+{
+	struct disk_save *save = malloc(sizeof(*save));
+	if (!save)
+		return &hd_error_no_memory;
+	char dir[4096];
+	if (!disk_dir(dir, sizeof(dir)))
+		dir[0] = '\0';
+	struct hd_error *err = load_or_build(path, cu_suffix, dir, ret, from_disk, save);
+	if (!err)
+		disk_save(*ret, save);
+	free(save);
+	return err;
+}
+
+// ------------------------------------------------------------ in memory
 
 // The entry for path, added if new; called with the lock held.
 static struct cached *lookup(const char *path, const struct stat *st)
@@ -54,8 +265,11 @@ static struct cached *lookup(const char *path, const struct stat *st)
 	return &cache[num_cached++];
 }
 
-const struct hd_type_index *hd_index_cache_get(const char *path,
-					       double *seconds)
+// hd_index_cache_get with the disk cache's directory decided by the caller
+// (a prefetch decides in the thread that starts it: the environment is
+// read there, not in the worker, which could race a setenv).
+static const struct hd_type_index *cache_get(const char *path, const char *dir,
+					     double *seconds)
 {
 	struct stat st;
 	if (seconds)
@@ -76,7 +290,9 @@ const struct hd_type_index *hd_index_cache_get(const char *path,
 		pthread_mutex_unlock(&lock);
 		double t0 = now();
 		struct hd_type_index *ix = NULL;
-		struct hd_error *err = hd_type_index_build(path, &ix);
+		struct disk_save *save = malloc(sizeof(*save));
+		struct hd_error *err = save ? load_or_build(path, NULL, dir, &ix, NULL, save)
+					    : &hd_error_no_memory;
 		if (err) {
 			// No DWARF, or DWARF libdwarf cannot read: untyped.
 			hd_error_destroy(err);
@@ -89,12 +305,29 @@ const struct hd_type_index *hd_index_cache_get(const char *path,
 		cache[idx].building = false;
 		cache[idx].done = true;
 		pthread_cond_broadcast(&built);
+		// Written once published: whoever waits for the index does
+		// not wait for the disk too. The index is immutable now.
+		if (ix && save && save->wanted) {
+			pthread_mutex_unlock(&lock);
+			disk_save(ix, save);
+			pthread_mutex_lock(&lock);
+		}
+		free(save);
 	}
 	const struct hd_type_index *ix = cache[idx].ix;
 	if (seconds)
 		*seconds = cache[idx].seconds;
 	pthread_mutex_unlock(&lock);
 	return ix;
+}
+
+const struct hd_type_index *hd_index_cache_get(const char *path,
+					       double *seconds)
+{
+	char dir[4096];
+	if (!disk_dir(dir, sizeof(dir)))
+		dir[0] = '\0';
+	return cache_get(path, dir, seconds);
 }
 
 // One prefetch: its thread and files. Running prefetches are listed so that
@@ -107,6 +340,7 @@ struct hd_prefetch {
 	pthread_t thread;
 	char **paths;
 	size_t n;
+	char dir[4096]; // the disk cache's, "" when off
 	struct hd_prefetch *next;
 };
 
@@ -121,7 +355,7 @@ static void *prefetch_worker(void *arg)
 		bool stop = unloading;
 		pthread_mutex_unlock(&lock);
 		if (!stop)
-			hd_index_cache_get(p->paths[i], NULL);
+			cache_get(p->paths[i], p->dir, NULL);
 	}
 	return NULL;
 }
@@ -201,6 +435,8 @@ struct hd_prefetch *hd_index_cache_prefetch(const char *const *paths, size_t n)
 	for (size_t i = 0; i < n; i++)
 		if (paths[i] && (p->paths[p->n] = strdup(paths[i])))
 			p->n++;
+	if (!disk_dir(p->dir, sizeof(p->dir)))
+		p->dir[0] = '\0';
 	// Listed before it starts, so that no running thread is unlisted.
 	pthread_mutex_lock(&lock);
 	if (pthread_create(&p->thread, NULL, prefetch_worker, p) != 0) {

@@ -8,11 +8,23 @@
 
 #include "types/type_index.h"
 
-// The index of the ELF file at path (built on first use, shared, never
-// freed by the caller), or NULL when the file has no usable DWARF. Safe to
-// call from several threads; a file is indexed once.
+// The index of the ELF file at path (made on first use as
+// hd_index_cache_build makes it, from the disk cache or the DWARF; shared,
+// never freed by the caller), or NULL when the file has no usable DWARF.
+// Safe to call from several threads; a file is indexed once. *seconds: the
+// time it took to make.
 const struct hd_type_index *hd_index_cache_get(const char *path,
 					       double *seconds);
+
+// hd_type_index_build_filtered through the per-user cache on disk
+// ($XDG_CACHE_HOME/heapdom, else ~/.cache/heapdom; docs/index-cache.md):
+// the index is read from there when a file made from the same ELF file
+// (build-id, size, mtime), the same cu_suffix and the same libheapdom is
+// there and intact, else built from the DWARF and written there.
+// HEAPDOM_INDEX_CACHE=0 turns the disk cache off. *from_disk (may be NULL)
+// says which.
+struct hd_error *hd_index_cache_build(const char *path, const char *cu_suffix,
+				      struct hd_type_index **ret, bool *from_disk);
 
 struct hd_prefetch;
 

@@ -25,6 +25,7 @@
 
 #include "heapdom.h"
 #include "types/type_index.h"
+#include "types/type_index_impl.h"
 #include "util/vec.h"
 #include "debuginfo/dwarf_open.h"
 #include "util/sort.h"
@@ -55,12 +56,6 @@ enum {
 enum name_class { CLASS_STRUCT, CLASS_UNION, CLASS_ENUM, CLASS_TYPEDEF };
 
 // ------------------------------------------------------------ string pool
-
-struct pool_chunk {
-	struct pool_chunk *next;
-	size_t used, cap;
-	char data[];
-};
 
 #define POOL_CHUNK_SIZE (64 * 1024)
 
@@ -178,20 +173,6 @@ static void intern_free(struct intern *t)
 
 // ---------------------------------------------------------- name map
 
-// Complete structs, unions and enums (and typedefs of complete structs) by
-// qualified name, kept after the build for hd_type_find_struct. The first
-// definition of a name wins. An entry is only an id and a hash: the name
-// and the class come from the type.
-struct name_entry {
-	uint32_t id; // HD_TYPE_NONE: empty slot
-	uint32_t hash;
-};
-
-struct name_map {
-	struct name_entry *slots;
-	size_t len, cap;
-};
-
 static uint32_t name_hash(const char *name, size_t len, enum name_class cls)
 {
 	return hash_bytes(name, len) * 31 + cls;
@@ -273,20 +254,6 @@ static bool name_map_add(struct name_map *m, const struct hd_type *types,
 }
 
 // ---------------------------------------------------------- index impl
-
-struct id_pair {
-	uint32_t from, to;
-};
-
-struct impl {
-	struct pool_chunk *pool;
-	struct name_map names;
-	uint8_t *flags;              // FLAG_* per type
-	struct id_pair *decl_defs;   // declaration -> definition, by decl
-	size_t num_decl_defs;
-	struct id_pair *fn_returns;  // FUNCTION -> return type, by function
-	size_t num_fn_returns;
-};
 
 static uint32_t pair_lookup(const struct id_pair *pairs, size_t n,
 			    uint32_t from)
@@ -2577,6 +2544,9 @@ static uint32_t strip_uintptr(const struct hd_type_index *ix, uint32_t type,
 // by pattern, not walked); this only stops DWARF that claims absurd
 // layouts from taking forever.
 #define MAX_SLOT_STEPS (1u << 24)
+// A union bigger than this (128 MiB) is typed as words that may all be
+// pointers, without the bitmap that merges its members' slots.
+#define MAX_UNION_WORDS (UINT64_C(1) << 24)
 
 struct slot_walk {
 	const struct hd_type_index *ix;
@@ -2647,8 +2617,11 @@ static void slot_value(struct slot_walk *w, uint32_t type, uint64_t off,
 			struct slot_sink *s = &w->sink;
 			if (s->union_depth == 0) {
 				uint64_t words = t->size / 8;
-				s->bits = words ? calloc((words + 63) / 64, 8)
-						: NULL;
+				// A size no program's union has (a damaged
+				// DWARF or index file): no bitmap of it.
+				s->bits = words && words <= MAX_UNION_WORDS
+						  ? calloc((words + 63) / 64, 8)
+						  : NULL;
 				if (!s->bits) {
 					emit_words(s, off, t->size);
 					return;

@@ -251,6 +251,10 @@ static struct hd_error *get_entry(struct hd_typing *ty, uint16_t module,
 
 // ------------------------------------------------------------ memory
 
+#define MAX_WINDOWS 4
+// A window is this big at least (less when its mapping is smaller).
+#define WINDOW_MIN (UINT64_C(64) << 10)
+
 // Word reads from the heap segments, each viewed when first read (zero-copy
 // for cores; a live process's segment is read whole, so only the segments
 // typing reads from are: with the heap's references, few or none).
@@ -261,6 +265,11 @@ struct memory {
 	uint8_t *state;        // per segment: 0 not viewed, 1 viewed, 2 unreadable
 	size_t n;
 	bool no_memory;
+	// Globals and locals are read through windows over their mappings,
+	// each read whole when first needed: libc's thousands of globals
+	// are a few reads, not one per pointer member.
+	struct hd_view windows[MAX_WINDOWS];
+	size_t num_windows, next_window;
 };
 
 static struct hd_error *memory_init(struct memory *mem, struct hd_target *t,
@@ -279,6 +288,8 @@ static struct hd_error *memory_init(struct memory *mem, struct hd_target *t,
 
 static void memory_deinit(struct memory *mem)
 {
+	for (size_t i = 0; i < mem->num_windows; i++)
+		hd_view_deinit(&mem->windows[i]);
 	for (size_t i = 0; i < mem->n; i++)
 		if (mem->state && mem->state[i] == 1)
 			hd_view_deinit(&mem->views[i]);
@@ -325,8 +336,53 @@ static const uint8_t *view_of(const struct memory *mem, uint64_t addr,
 	return v->data + (addr - v->addr);
 }
 
+static const struct hd_view *window_at(const struct memory *mem, uint64_t addr,
+				       uint64_t len)
+{
+	for (size_t i = 0; i < mem->num_windows; i++) {
+		const struct hd_view *w = &mem->windows[i];
+		if (addr >= w->addr && len <= w->len && addr - w->addr <= w->len - len)
+			return w;
+	}
+	return NULL;
+}
+
+// Makes a window hold [lo, hi) if the mapping there is readable; on any
+// failure the words are read one by one, as they would be anyway (the same
+// bytes either way: the process is stopped).
+static void ensure_window(struct memory *mem, uint64_t lo, uint64_t hi)
+{
+	if (hi <= lo || window_at(mem, lo, hi - lo))
+		return;
+	const struct hd_mapping *m = hd_target_find_mapping(mem->t, lo);
+	if (!m || !m->readable || hi > m->end)
+		return;
+	uint64_t start = lo & ~(WINDOW_MIN - 1), end = hi + WINDOW_MIN - 1;
+	end = end < hi ? hi : end & ~(WINDOW_MIN - 1);
+	if (start < m->start)
+		start = m->start;
+	if (end > m->end)
+		end = m->end;
+	size_t slot = mem->num_windows < MAX_WINDOWS ? mem->num_windows++
+						     : mem->next_window++ % MAX_WINDOWS;
+	struct hd_view *w = &mem->windows[slot];
+	if (w->len)
+		hd_view_deinit(w);
+	memset(w, 0, sizeof(*w));
+	struct hd_error *err = hd_target_view(mem->t, start, end - start, w);
+	if (err) {
+		hd_error_destroy(err);
+		memset(w, 0, sizeof(*w)); // len 0: matches nothing
+	}
+}
+
 static bool read_word(const struct memory *mem, uint64_t addr, uint64_t *ret)
 {
+	const struct hd_view *w = window_at(mem, addr, 8);
+	if (w) {
+		memcpy(ret, w->data + (addr - w->addr), 8);
+		return true;
+	}
 	const uint8_t *d = view_of(mem, addr, 8);
 	if (d) {
 		memcpy(ret, d, 8);
@@ -601,7 +657,7 @@ static struct hd_error *entry_for_block(struct propagation *p, uint16_t module,
 // Follows the typed pointer slots of (module, type) × count at base.
 static struct hd_error *follow(struct propagation *p, uint16_t module,
 			       uint32_t type, uint64_t count, uint64_t base,
-			       uint64_t limit)
+			       uint64_t limit, bool windowed)
 {
 	const struct hd_type_index *ix = p->ty->mods[module].ix;
 	uint32_t st = hd_type_strip(ix, type);
@@ -621,6 +677,9 @@ static struct hd_error *follow(struct propagation *p, uint16_t module,
 	size_t total, n = hd_type_pointer_slots(ix, st, slots, MAX_SLOTS, &total);
 	if (!n || !tsize)
 		return NULL;
+	// A global or a local (not a heap block): its bytes through a window.
+	if (windowed)
+		ensure_window(&p->mem, base, limit);
 	for (uint64_t k = 0; k < count; k++) {
 		uint64_t elem = base + k * tsize;
 		if (elem + tsize > limit)
@@ -971,7 +1030,8 @@ static struct hd_error *typed_globals(struct propagation *p)
 				continue;
 			struct hd_error *err = follow(p, (uint16_t)m, v->type, 1,
 						      bias + v->addr,
-						      bias + v->addr + ix->types[st].size);
+						      bias + v->addr + ix->types[st].size,
+						      true);
 			if (err)
 				return err;
 		}
@@ -1057,7 +1117,8 @@ static struct hd_error *typed_locals(struct propagation *p, struct hd_target *t)
 				continue;
 			struct hd_error *err = NULL;
 			if (depth == 0) {
-				err = follow(p, (uint16_t)m, st, 1, f->sp, f->caller_sp);
+				err = follow(p, (uint16_t)m, st, 1, f->sp, f->caller_sp,
+					     true);
 			} else {
 				uint64_t v;
 				int64_t id;

@@ -22,7 +22,7 @@ while [ $# -gt 1 ]; do
 	esac
 done
 seconds=${1:?usage: tests/fuzz/run.sh [--results FILE] [--only NAMES] SECONDS}
-targets="core heap dwarf snapshot trace decode unwind pool mimalloc musl jemalloc tcmalloc"
+targets="core heap dwarf index_disk snapshot trace decode unwind pool mimalloc musl jemalloc tcmalloc"
 [ -n "$only" ] && targets=${only//,/ }
 bd=build-fuzz
 
@@ -58,6 +58,8 @@ run_one() {
 		*) cp "$f" "$reg/" ;;
 		esac
 	done
+	# index_disk has no seeds of its own: its regression inputs are.
+	mkdir -p "$bd/fuzz-seeds/$t"
 	local dirs=("$corpus" "$reg" "$bd/fuzz-seeds/$t")
 	"$bd/tests/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=20 \
 		-rss_limit_mb=2560 -malloc_limit_mb=2048 -print_final_stats=1 \

@@ -6,8 +6,10 @@
 // leaving it to run in unmapped code (lldb 14 crashed at quit that way).
 //
 // libheapdom is dlopen'ed, not linked, so that it can be unloaded. Each
-// test runs in a fresh process (Check forks), so libc's DWARF has not been
-// indexed yet and takes the thread a good fraction of a second.
+// test runs in a fresh process (Check forks) with an empty index cache on
+// disk of its own (fresh_cache), so libc's DWARF has not been indexed yet
+// and takes the thread a good fraction of a second: read back from a cache
+// filled by an earlier test, it could be done before the test looks.
 #include <check.h>
 #include <dirent.h>
 #include <dlfcn.h>
@@ -15,7 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "heapdom.h"
@@ -38,7 +43,28 @@ struct api {
 	struct hd_error *(*run_string)(struct hd_session *, int, char *const *, char **);
 	void (*session_destroy)(struct hd_session *);
 	void (*error_destroy)(struct hd_error *);
+	size_t (*num_modules)(const struct hd_target *);
+	const struct hd_module *(*module)(const struct hd_target *, size_t);
 };
+
+static char cache_dir[64];
+
+// An empty cache directory for this test's process, removed at its end
+// (the caller joins every thread first). HEAPDOM_INDEX_CACHE=0 from the
+// environment is kept: then there is no cache at all.
+static void fresh_cache(void)
+{
+	snprintf(cache_dir, sizeof(cache_dir), "/tmp/test_threads.cache.XXXXXX");
+	ck_assert(mkdtemp(cache_dir));
+	setenv("XDG_CACHE_HOME", cache_dir, 1);
+}
+
+static void remove_cache(void)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", cache_dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
 
 static void *sym(void *h, const char *name)
 {
@@ -49,6 +75,7 @@ static void *sym(void *h, const char *name)
 
 static void load(struct api *a)
 {
+	fresh_cache();
 	a->handle = dlopen(lib_path, RTLD_NOW | RTLD_LOCAL);
 	ck_assert_msg(a->handle, "dlopen %s: %s", lib_path, dlerror());
 	a->create_callback = sym(a->handle, "hd_target_create_callback");
@@ -59,6 +86,8 @@ static void load(struct api *a)
 	a->run_string = sym(a->handle, "hd_command_run_string");
 	a->session_destroy = sym(a->handle, "hd_session_destroy");
 	a->error_destroy = sym(a->handle, "hd_error_destroy");
+	a->num_modules = sym(a->handle, "hd_target_num_modules");
+	a->module = sym(a->handle, "hd_target_module");
 }
 
 static int num_threads(void)
@@ -123,6 +152,7 @@ START_TEST(test_report_joins)
 	a.error_destroy(err);
 	ck_assert_int_eq(num_threads(), 1);
 	a.session_destroy(s);
+	remove_cache();
 }
 END_TEST
 
@@ -140,6 +170,7 @@ START_TEST(test_unwritable_report_joins)
 	a.error_destroy(err);
 	ck_assert_int_eq(num_threads(), 1);
 	a.session_destroy(s);
+	remove_cache();
 }
 END_TEST
 
@@ -163,6 +194,7 @@ START_TEST(test_unload_joins)
 	ck_assert_int_eq(num_threads(), 1);
 	// A thread left in unmapped code would crash in this time.
 	usleep(300 * 1000);
+	remove_cache();
 }
 END_TEST
 
@@ -189,8 +221,12 @@ START_TEST(test_fork_child)
 		char *argv[] = {(char *)"types", NULL};
 		char *text = NULL;
 		struct hd_error *err = a.run_string(own, 1, argv, &text);
-		if (err || !text || !strstr(text, "struct"))
+		if (err || !text || !strstr(text, "struct")) {
+			// Said, so that a failure here can be told apart.
+			fprintf(stderr, "the fork's child: %s\n",
+				err ? err->message : text ? text : "no text");
 			_exit(5);
+		}
 		a.session_destroy(own);
 		a.session_destroy(s);
 		exit(num_threads() == 1 ? 0 : 3); // runs the library's destructor
@@ -201,6 +237,69 @@ START_TEST(test_fork_child)
 		      "the fork's child ended with status 0x%x", status);
 	a.session_destroy(s);
 	ck_assert_int_eq(num_threads(), 1);
+	remove_cache();
+}
+END_TEST
+
+// What made the fork's child above fail: a thread of its parent had the
+// whole of libc's debug file mapped (to checksum it) when the parent forked,
+// and the child, analysing itself, took that mapping for a loaded libc and
+// read main_arena at its address. An ELF file mapped whole as data, under
+// its own name or libc's, is no module.
+START_TEST(test_data_mapping_not_module)
+{
+	struct api a;
+	load(&a);
+	Dl_info info;
+	ck_assert(dladdr((void *)&printf, &info) && info.dli_fname);
+	char copy[] = "/tmp/test_threads.XXXXXX";
+	ck_assert(mkdtemp(copy));
+	char copy_file[64];
+	snprintf(copy_file, sizeof(copy_file), "%s/libc.so.6", copy);
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd), "cp '%s' %s", info.dli_fname, copy_file);
+	ck_assert_int_eq(system(cmd), 0);
+	const char *files[2] = {info.dli_fname, copy_file};
+	void *maps[2];
+	size_t sizes[2];
+	for (int i = 0; i < 2; i++) {
+		int fd = open(files[i], O_RDONLY);
+		ck_assert_int_ge(fd, 0);
+		struct stat st;
+		ck_assert_int_eq(fstat(fd, &st), 0);
+		sizes[i] = (size_t)st.st_size;
+		maps[i] = mmap(NULL, sizes[i], PROT_READ, MAP_PRIVATE, fd, 0);
+		ck_assert(maps[i] != MAP_FAILED);
+		close(fd);
+	}
+	struct hd_target *t;
+	ck_assert(!a.open_proc(getpid(), NULL, &t));
+	bool libc_found = false;
+	for (size_t i = 0; i < a.num_modules(t); i++) {
+		const struct hd_module *m = a.module(t, i);
+		for (int k = 0; k < 2; k++)
+			ck_assert_msg(m->start != (uint64_t)(uintptr_t)maps[k],
+				      "%s mapped as data at %p is a module", files[k], maps[k]);
+		if (m->start == (uint64_t)(uintptr_t)info.dli_fbase)
+			libc_found = true;
+	}
+	ck_assert_msg(libc_found, "the loaded libc is no module");
+	// The glibc walker finds main_arena in the loaded libc (this process
+	// changes its heap as it walks it, hence no stricter check).
+	struct hd_session *own;
+	ck_assert(!a.session_create(t, NULL, &own));
+	char *argv[] = {(char *)"types", NULL};
+	char *text = NULL;
+	struct hd_error *err = a.run_string(own, 1, argv, &text);
+	ck_assert_msg(!err, "types: %s", err ? err->message : "");
+	ck_assert_msg(text && strstr(text, "struct"), "types said: %s", text);
+	free(text);
+	a.session_destroy(own);
+	for (int i = 0; i < 2; i++)
+		munmap(maps[i], sizes[i]);
+	unlink(copy_file);
+	rmdir(copy);
+	remove_cache();
 }
 END_TEST
 
@@ -222,8 +321,10 @@ int main(int argc, char **argv)
 	// shadow mapping that the root scan would read whole, no glibc heap),
 	// not a program's. The plain build runs it (docs/testing.md).
 	tcase_add_test(tc, test_fork_child);
+	tcase_add_test(tc, test_data_mapping_not_module);
 #else
 	(void)test_fork_child;
+	(void)test_data_mapping_not_module;
 #endif
 	suite_add_tcase(su, tc);
 	SRunner *sr = srunner_create(su);
