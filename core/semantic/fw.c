@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "heap/heap_internal.h"
 #include "semantic/semantic_internal.h"
@@ -494,6 +495,23 @@ static struct hd_error *journal(struct hd_fw *fw, uint8_t what, uint32_t v,
 	return NULL;
 }
 
+// Zeroed memory of a mapping of its own: pages never written are never
+// resident. (calloc clears memory malloc had used before, which makes all
+// of it resident; with glibc that is most arrays of a few tens of MiB once
+// bigger ones were freed.)
+static void *zeroed(size_t bytes)
+{
+	void *p = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void hd_fw_zeroed_free(void *p, size_t bytes)
+{
+	if (p)
+		munmap(p, bytes ? bytes : 1);
+}
+
 bool hd_fw_names_only(struct hd_fw *fw)
 {
 	return fw->names_only;
@@ -750,8 +768,11 @@ struct hd_error *hd_fw_name(struct hd_fw *fw, uint32_t v, const char *type)
 	uint32_t l = hd_fw_intern(fw, type);
 	if (l == UINT32_MAX)
 		return &hd_error_no_memory;
-	if (!fw->names && !(fw->names = calloc(fw->g->num_vertices, sizeof(*fw->names))))
-		return &hd_error_no_memory;
+	if (!fw->names) {
+		fw->names_bytes = fw->g->num_vertices * sizeof(*fw->names);
+		if (!(fw->names = zeroed(fw->names_bytes)))
+			return &hd_error_no_memory;
+	}
 	err = journal(fw, HD_UNDO_NAME, v, fw->names[v]);
 	if (!err)
 		fw->names[v] = l + 1;
@@ -772,8 +793,11 @@ struct hd_error *hd_fw_type(struct hd_fw *fw, uint32_t v, const char *type)
 	if (!hd_fw_find_type_memo(fw, type, &mi, &t))
 		return hd_error_create(HD_ERROR_NOT_FOUND,
 				       "no complete type named %s", type);
-	if (!fw->dwarf && !(fw->dwarf = calloc(fw->g->num_vertices, sizeof(*fw->dwarf))))
-		return &hd_error_no_memory;
+	if (!fw->dwarf) {
+		fw->dwarf_bytes = fw->g->num_vertices * sizeof(*fw->dwarf);
+		if (!(fw->dwarf = zeroed(fw->dwarf_bytes)))
+			return &hd_error_no_memory;
+	}
 	err = journal(fw, HD_UNDO_TYPE, v, fw->dwarf[v]);
 	if (!err)
 		fw->dwarf[v] = ((uint64_t)mi << 32 | t) + 1;

@@ -450,8 +450,8 @@ void hd_fw_destroy(struct hd_fw *fw)
 	free(fw->sa.container_bytes);
 	free(fw->assigned);
 	free(fw->fw_bytes);
-	free(fw->names);
-	free(fw->dwarf);
+	hd_fw_zeroed_free(fw->names, fw->names_bytes);
+	hd_fw_zeroed_free(fw->dwarf, fw->dwarf_bytes);
 	free(fw->undo);
 	for (int w = 0; w < 4; w++)
 		free(fw->touched[w]);

@@ -85,6 +85,7 @@ struct hd_fw {
 	uint32_t *names;         // per vertex: label index (lazy)
 	uint64_t *dwarf;         // per vertex: module << 32 | type id of the
 				 // DWARF type hd_fw_type gave (lazy)
+	size_t names_bytes, dwarf_bytes; // their mappings' lengths
 	struct hd_fw_undo *undo; // of the module running analyze
 	size_t num_undo, cap_undo;
 	uint64_t *touched[4];    // per HD_UNDO_*: vertices it set (lazy)
@@ -132,6 +133,8 @@ static inline uint64_t hd_fw_dwarf_of(const struct hd_fw *fw, uint32_t v)
 // unnamed sub-allocator block (buf says "unk<SIZE>"); -1, buf untouched,
 // for a heap block no module named (its DWARF type is the caller's to ask).
 int hd_fw_vertex_name(const struct hd_fw *fw, uint32_t v, char *buf, size_t len);
+// Unmaps what fw.c mapped zeroed (names, dwarf) for bytes.
+void hd_fw_zeroed_free(void *p, size_t bytes);
 // Frees the cache of target memory hd_fw_read keeps.
 void hd_fw_cache_destroy(struct hd_fw_cache *c);
 // hd_fw_find_type through fw's memo of recently asked names.
