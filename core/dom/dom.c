@@ -561,12 +561,66 @@ struct keyed {
 	uint32_t v;
 };
 
-static int keyed_order(const void *a, const void *b)
+static inline bool keyed_before(const struct keyed *x, const struct keyed *y)
 {
-	const struct keyed *x = a, *y = b;
-	if (x->retained != y->retained)
-		return x->retained > y->retained ? -1 : 1;
-	return x->v < y->v ? -1 : x->v > y->v;
+	return x->retained != y->retained ? x->retained > y->retained : x->v < y->v;
+}
+
+// Larger retained first, then lower vertex; in place: qsort would allocate a copy as large as
+// the list (tens of MiB for a bucket array's children, at the report's
+// peak). Quicksort on the middle of three, the smaller side first (a stack
+// of at most log2 n entries), insertion sort below 16; the pairs are
+// distinct (one per vertex), so the order is total.
+static void sort_keyed(struct keyed *a, size_t n)
+{
+	struct { size_t lo, hi; } stack[64];
+	size_t sp = 0, lo = 0, hi = n;
+	for (;;) {
+		while (hi - lo > SMALL_LIST) {
+			size_t mid = lo + (hi - lo) / 2;
+			struct keyed *x = &a[lo], *y = &a[mid], *z = &a[hi - 1], t;
+			// Middle of three into a[mid].
+			if (keyed_before(y, x)) { t = *x; *x = *y; *y = t; }
+			if (keyed_before(z, y)) { t = *y; *y = *z; *z = t; }
+			if (keyed_before(y, x)) { t = *x; *x = *y; *y = t; }
+			struct keyed pivot = a[mid];
+			size_t i = lo, j = hi - 1;
+			for (;;) {
+				while (keyed_before(&a[i], &pivot))
+					i++;
+				while (keyed_before(&pivot, &a[j]))
+					j--;
+				if (i >= j)
+					break;
+				t = a[i]; a[i] = a[j]; a[j] = t;
+				i++;
+				j--;
+			}
+			// [lo, j] and [j + 1, hi): the larger is left for later.
+			size_t split = j + 1;
+			if (split - lo < hi - split) {
+				stack[sp].lo = split;
+				stack[sp++].hi = hi;
+				hi = split;
+			} else {
+				stack[sp].lo = lo;
+				stack[sp++].hi = split;
+				lo = split;
+			}
+		}
+		for (size_t i = lo + 1; i < hi; i++) {
+			struct keyed x = a[i];
+			size_t j = i;
+			for (; j > lo && keyed_before(&x, &a[j - 1]); j--)
+				a[j] = a[j - 1];
+			a[j] = x;
+		}
+		if (!sp)
+			break;
+		sp--;
+		lo = stack[sp].lo;
+		hi = stack[sp].hi;
+	}
 }
 
 static void sort_long_list(uint32_t *c, uint32_t k, const uint64_t *retained,
@@ -585,7 +639,7 @@ static void sort_long_list(uint32_t *c, uint32_t k, const uint64_t *retained,
 	struct keyed *kv = *buf;
 	for (uint32_t i = 0; i < k; i++)
 		kv[i] = (struct keyed){ retained[c[i]], c[i] };
-	hd_qsort(kv, k, sizeof(*kv), keyed_order);
+	sort_keyed(kv, k);
 	for (uint32_t i = 0; i < k; i++)
 		c[i] = kv[i].v;
 }
