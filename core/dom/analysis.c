@@ -54,36 +54,20 @@ static int by_ret(const struct hd_dom *d, uint32_t x, uint32_t y)
 // Children lists this long or shorter are sorted by insertion.
 #define SMALL_LIST 16
 
-// A long list is sorted as (retained, vertex) pairs, so that comparisons
-// read the pairs themselves, not the retained sizes all over the heap (a
-// hash table's bucket array has millions of children).
-struct keyed {
-	uint64_t retained;
-	uint32_t v;
-};
-
-static int keyed_order(const void *a, const void *b)
-{
-	const struct keyed *x = a, *y = b;
-	if (x->retained != y->retained)
-		return x->retained > y->retained ? -1 : 1;
-	return x->v < y->v ? -1 : x->v > y->v;
-}
-
 static bool sort_long_list(const struct hd_dom *d, uint32_t *c, uint32_t k,
-			   struct keyed **buf, uint32_t *cap)
+			   struct hd_keyed **buf, uint32_t *cap)
 {
 	if (k > *cap) {
-		struct keyed *p = realloc(*buf, (size_t)k * sizeof(*p));
+		struct hd_keyed *p = realloc(*buf, (size_t)k * sizeof(*p));
 		if (!p)
 			return false;
 		*buf = p;
 		*cap = k;
 	}
-	struct keyed *kv = *buf;
+	struct hd_keyed *kv = *buf;
 	for (uint32_t i = 0; i < k; i++)
-		kv[i] = (struct keyed){ hd_dom_ret(d, c[i]), c[i] };
-	hd_qsort(kv, k, sizeof(*kv), keyed_order);
+		kv[i] = (struct hd_keyed){ hd_dom_ret(d, c[i]), c[i] };
+	hd_sort_keyed(kv, k);
 	for (uint32_t i = 0; i < k; i++)
 		c[i] = kv[i].v;
 	return true;
@@ -117,7 +101,7 @@ static struct hd_error *build_children(struct hd_dom *d)
 	// Most lists are a few children (a block's string and payload): an
 	// insertion sort in place, where a qsort call per list cost more
 	// than the sorting.
-	struct keyed *kv = NULL;
+	struct hd_keyed *kv = NULL;
 	uint32_t kv_cap = 0;
 	bool ok = true;
 	for (uint32_t v = 0; v < n && ok; v++) {

@@ -551,39 +551,29 @@ static const uint64_t *g_sort_retained;
 // Children lists this long or shorter are sorted by insertion.
 #define SMALL_LIST 16
 
-// A long list is sorted as (retained, vertex) pairs, so that comparisons
-// read the pairs themselves, not retained[] all over the heap (a hash
-// table's bucket array has millions of children).
 static int by_retained(const void *a, const void *b);
 
-struct keyed {
-	uint64_t retained;
-	uint32_t v;
-};
-
-static inline bool keyed_before(const struct keyed *x, const struct keyed *y)
+static inline bool keyed_before(const struct hd_keyed *x, const struct hd_keyed *y)
 {
 	return x->retained != y->retained ? x->retained > y->retained : x->v < y->v;
 }
 
-// Larger retained first, then lower vertex; in place: qsort would allocate a copy as large as
-// the list (tens of MiB for a bucket array's children, at the report's
-// peak). Quicksort on the middle of three, the smaller side first (a stack
-// of at most log2 n entries), insertion sort below 16; the pairs are
+// Quicksort on the middle of three, the smaller side first (a stack of at
+// most log2 n entries), insertion sort below SMALL_LIST; the pairs are
 // distinct (one per vertex), so the order is total.
-static void sort_keyed(struct keyed *a, size_t n)
+void hd_sort_keyed(struct hd_keyed *a, size_t n)
 {
 	struct { size_t lo, hi; } stack[64];
 	size_t sp = 0, lo = 0, hi = n;
 	for (;;) {
 		while (hi - lo > SMALL_LIST) {
 			size_t mid = lo + (hi - lo) / 2;
-			struct keyed *x = &a[lo], *y = &a[mid], *z = &a[hi - 1], t;
+			struct hd_keyed *x = &a[lo], *y = &a[mid], *z = &a[hi - 1], t;
 			// Middle of three into a[mid].
 			if (keyed_before(y, x)) { t = *x; *x = *y; *y = t; }
 			if (keyed_before(z, y)) { t = *y; *y = *z; *z = t; }
 			if (keyed_before(y, x)) { t = *x; *x = *y; *y = t; }
-			struct keyed pivot = a[mid];
+			struct hd_keyed pivot = a[mid];
 			size_t i = lo, j = hi - 1;
 			for (;;) {
 				while (keyed_before(&a[i], &pivot))
@@ -609,7 +599,7 @@ static void sort_keyed(struct keyed *a, size_t n)
 			}
 		}
 		for (size_t i = lo + 1; i < hi; i++) {
-			struct keyed x = a[i];
+			struct hd_keyed x = a[i];
 			size_t j = i;
 			for (; j > lo && keyed_before(&x, &a[j - 1]); j--)
 				a[j] = a[j - 1];
@@ -624,10 +614,10 @@ static void sort_keyed(struct keyed *a, size_t n)
 }
 
 static void sort_long_list(uint32_t *c, uint32_t k, const uint64_t *retained,
-			   struct keyed **buf, uint32_t *cap)
+			   struct hd_keyed **buf, uint32_t *cap)
 {
 	if (k > *cap) {
-		struct keyed *p = realloc(*buf, (size_t)k * sizeof(*p));
+		struct hd_keyed *p = realloc(*buf, (size_t)k * sizeof(*p));
 		if (!p) {
 			// No room for the pairs: sort in place, more slowly.
 			hd_qsort(c, k, sizeof(uint32_t), by_retained);
@@ -636,10 +626,10 @@ static void sort_long_list(uint32_t *c, uint32_t k, const uint64_t *retained,
 		*buf = p;
 		*cap = k;
 	}
-	struct keyed *kv = *buf;
+	struct hd_keyed *kv = *buf;
 	for (uint32_t i = 0; i < k; i++)
-		kv[i] = (struct keyed){ retained[c[i]], c[i] };
-	sort_keyed(kv, k);
+		kv[i] = (struct hd_keyed){ retained[c[i]], c[i] };
+	hd_sort_keyed(kv, k);
 	for (uint32_t i = 0; i < k; i++)
 		c[i] = kv[i].v;
 }
@@ -683,7 +673,7 @@ struct hd_error *hd_domtree_children(const struct hd_domtree *t,
 	// insertion sort in place, where a qsort call per list cost more
 	// than the sorting.
 	g_sort_retained = retained;
-	struct keyed *kv = NULL;
+	struct hd_keyed *kv = NULL;
 	uint32_t kv_cap = 0;
 	for (uint32_t v = 0; v < n; v++) {
 		uint32_t *c = children + child_off[v];

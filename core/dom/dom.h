@@ -85,6 +85,17 @@ void hd_domtree_deinit(struct hd_domtree *t);
 void hd_retained(const struct hd_domtree *t, const uint64_t *size,
 		 uint64_t *retained, uint32_t *count);
 
+// A vertex with the size it retains, for sorting a long children list by
+// reading the pairs themselves, not the retained sizes all over the heap
+// (a hash table's bucket array has millions of children).
+struct hd_keyed {
+	uint64_t retained;
+	uint32_t v;
+};
+// Sorts n pairs, larger retained first, then lower vertex, in place (qsort
+// would allocate a copy as large as the list, at the report's peak).
+void hd_sort_keyed(struct hd_keyed *a, size_t n);
+
 // Children lists of the dominator tree: the children of v are
 // children[child_off[v] .. child_off[v+1]), largest retained first (ties
 // by vertex). Both arrays are malloc'd for the caller.
