@@ -491,6 +491,10 @@ START_TEST(test_names_only)
 	ck_assert_str_eq(b.fw->labels[hd_fw_name_of(b.fw, v)], "kept");
 	ck_assert_uint_eq(hd_fw_name_of(b.fw, v + 2), UINT32_MAX);
 	ck_assert_ptr_nonnull(b.fw->mods[1].error);
+	// No semantic tree took them: the names are all that is read.
+	hd_fw_destroy(b.fw);
+	hd_graph_destroy(b.g);
+	b.s = NULL;
 	built_free(&b);
 }
 END_TEST
