@@ -34,6 +34,9 @@ struct hd_suballoc {
 	uint32_t *containers;
 	uint64_t *container_bytes; // bytes of sub-blocks in each container
 	size_t num_containers;
+	// Threads the graph's scan of the blocks may use (0: the default of
+	// hd_threads_wanted); the edges do not depend on it.
+	unsigned threads;
 };
 
 // Index of the first sub-block ending after p (num_blocks if none).

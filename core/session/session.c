@@ -533,6 +533,7 @@ static struct hd_error *framework_run(struct hd_session *s,
 	if (!err && edges)
 		err = session_index(s);
 	struct hd_graph *g = NULL;
+	fw->sa.threads = s->opts.threads;
 	if (!err && edges)
 		err = hd_graph_build_with(s->t, s->di, h, &s->ix,
 					  ty ? hd_typing_pointer_map : NULL,
