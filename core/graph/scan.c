@@ -31,11 +31,13 @@ struct builder {
 	uint32_t *page_slots;
 	size_t num_slots;
 	// Instead, when the sub-blocks' span is compact (a Python heap's
-	// arenas): per page of the span, the first sub-block ending after
-	// its start, one load and no probe; dense_n + 1 entries.
+	// arenas): per granule (1 << dense_shift bytes) of the span, the
+	// first sub-block ending after its start, one load and no probe;
+	// dense_n + 1 entries.
 	uint32_t *dense;
 	uint64_t dense_base;
 	size_t dense_n;
+	unsigned dense_shift;
 	uint32_t first_sub_vertex;
 	int64_t self_sub;             // sub-block being scanned, or -1
 	uint64_t typed_found; // words typed as pointers that made an edge
@@ -155,30 +157,40 @@ static bool sub_pages(struct builder *b)
 	return true;
 }
 
-// The dense page table of b->sa's blocks when their span has at most
-// about two pages per block; nothing (the page directory then) otherwise.
+// The dense table of b->sa's blocks: per granule of their span, the first
+// block ending after its start. Granules are the smallest power of two
+// from 128 bytes to a page that keeps the table to one entry per block
+// (and 64k more): a granule's few blocks make a short search. Nothing
+// (the page directory then) when even pages would be too many.
 static bool sub_dense(struct builder *b)
 {
 	const struct hd_suballoc *sa = b->sa;
 	size_t n = sa->num_blocks;
 	if (!n || n >= UINT32_MAX)
 		return true;
-	uint64_t base = sa->lo >> SUB_PAGE_SHIFT;
-	uint64_t pages = ((sa->hi - 1) >> SUB_PAGE_SHIFT) - base + 1;
-	if (pages > 2 * (uint64_t)n + 65536)
-		return true;
+	unsigned shift = 7;
+	uint64_t pages;
+	for (;; shift++) {
+		pages = ((sa->hi - 1) >> shift) - (sa->lo >> shift) + 1;
+		if (pages <= (uint64_t)n + 65536)
+			break;
+		if (shift == SUB_PAGE_SHIFT)
+			return true;
+	}
+	uint64_t base = sa->lo >> shift;
 	b->dense = malloc((pages + 1) * sizeof(*b->dense));
 	if (!b->dense)
 		return false;
 	size_t i = 0;
 	for (uint64_t pg = 0; pg <= pages; pg++) {
-		uint64_t start = (base + pg) << SUB_PAGE_SHIFT;
+		uint64_t start = (base + pg) << shift;
 		while (i < n && sa->blocks[i].addr + sa->blocks[i].size <= start)
 			i++;
 		b->dense[pg] = (uint32_t)i;
 	}
 	b->dense_base = base;
 	b->dense_n = pages;
+	b->dense_shift = shift;
 	return true;
 }
 
@@ -209,7 +221,7 @@ static inline int64_t sub_find(const struct builder *b, uint64_t p)
 	if (b->dense) {
 		if (p - sa->lo >= sa->hi - sa->lo)
 			return -1;
-		size_t pg = (size_t)((p >> SUB_PAGE_SHIFT) - b->dense_base);
+		size_t pg = (size_t)((p >> b->dense_shift) - b->dense_base);
 		return sub_search(sa, b->dense[pg], (size_t)b->dense[pg + 1] + 1, p);
 	}
 	if (!b->pages)
@@ -498,12 +510,12 @@ static bool sub_flush(struct sub_worker *w)
 	if (b->dense) {
 		for (size_t i = 0; i < n; i++)
 			if (w->vals[i] - sa->lo < span)
-				__builtin_prefetch(&b->dense[(w->vals[i] >> SUB_PAGE_SHIFT) -
+				__builtin_prefetch(&b->dense[(w->vals[i] >> b->dense_shift) -
 							     b->dense_base]);
 		for (size_t i = 0; i < n; i++) {
 			sub[i] = -1;
 			if (w->vals[i] - sa->lo < span)
-				__builtin_prefetch(&sa->blocks[b->dense[(w->vals[i] >> SUB_PAGE_SHIFT) -
+				__builtin_prefetch(&sa->blocks[b->dense[(w->vals[i] >> b->dense_shift) -
 									b->dense_base]]);
 		}
 	}

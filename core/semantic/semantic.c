@@ -189,27 +189,30 @@ static struct hd_error *node_objects(struct hd_semantic *s,
 	return NULL;
 }
 
+struct hd_error *hd_semantic_check(const struct hd_fw *fw,
+				   const struct hd_graph *g)
+{
+	uint64_t n = (uint64_t)g->num_vertices + fw->num_nodes;
+	if (n >= HD_EDGE_INTERIOR)
+		return hd_error_create(HD_ERROR_UNSUPPORTED,
+				       "%llu vertices and semantic nodes: more than 2^31",
+				       (unsigned long long)n);
+	return NULL;
+}
+
 struct hd_error *hd_semantic_compute(struct hd_fw *fw, struct hd_graph *g,
 				     struct hd_semantic **ret)
 {
+	struct hd_error *err = hd_semantic_check(fw, g);
+	if (err)
+		return err;
 	struct hd_semantic *s = calloc(1, sizeof(*s));
-	if (!s) {
-		hd_fw_destroy(fw);
-		hd_graph_destroy(g);
+	if (!s)
 		return &hd_error_no_memory;
-	}
 	s->fw = fw;
 	s->g = g;
 	s->nv = g->num_vertices;
-	uint64_t n = (uint64_t)s->nv + fw->num_nodes;
-	struct hd_error *err = NULL;
-	if (n >= HD_EDGE_INTERIOR) {
-		err = hd_error_create(HD_ERROR_UNSUPPORTED,
-				      "%llu vertices and semantic nodes: more than 2^31",
-				      (unsigned long long)n);
-		goto fail;
-	}
-	s->n = (uint32_t)n;
+	s->n = (uint32_t)(s->nv + fw->num_nodes);
 	err = build_csr(s);
 	if (!err) {
 		// The semantic graph has its own copy of the edges; modules
@@ -230,6 +233,9 @@ struct hd_error *hd_semantic_compute(struct hd_fw *fw, struct hd_graph *g,
 	*ret = s;
 	return NULL;
 fail:
+	// fw and g stay the caller's.
+	s->fw = NULL;
+	s->g = NULL;
 	hd_semantic_destroy(s);
 	return err;
 }

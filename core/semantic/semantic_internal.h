@@ -159,9 +159,15 @@ static inline enum hd_svertex hd_semantic_vertex_kind(const struct hd_semantic *
 }
 
 // Builds the semantic graph (suspending assigned blocks' incoming edges,
-// adding node edges) and its dominator tree. Takes ownership of fw and g.
+// adding node edges) and its dominator tree. Takes ownership of fw and g
+// on success; on failure they stay the caller's (g may have lost its
+// edges).
 struct hd_error *hd_semantic_compute(struct hd_fw *fw, struct hd_graph *g,
 				     struct hd_semantic **ret);
+// The error hd_semantic_compute gives at once for a graph too large for
+// it, or NULL.
+struct hd_error *hd_semantic_check(const struct hd_fw *fw,
+				   const struct hd_graph *g);
 void hd_semantic_destroy(struct hd_semantic *s);
 // After analyze: the modules' name for heap block id (hd_fw_name: "dict",
 // "std::_Rb_tree_node<…>", "double[12]"), or NULL when none named it; the
