@@ -118,7 +118,20 @@ static struct hd_error *build_csr(struct hd_semantic *s)
 		}
 	}
 	s->fwd = (struct hd_csr){.n = n, .offsets = off, .targets = tg};
-	return hd_csr_reverse(&s->fwd, &s->rev);
+	return NULL; // the reverse: on demand (hd_semantic_reverse)
+}
+
+struct hd_error *hd_semantic_reverse(const struct hd_semantic *s,
+				     const struct hd_csr **ret)
+{
+	if (!s->rev.offsets) {
+		struct hd_semantic *ms = (struct hd_semantic *)s; // the cache only
+		struct hd_error *err = hd_csr_reverse(&s->fwd, &ms->rev);
+		if (err)
+			return err;
+	}
+	*ret = &s->rev;
+	return NULL;
 }
 
 static struct hd_error *retained(struct hd_semantic *s)
@@ -132,17 +145,17 @@ static struct hd_error *retained(struct hd_semantic *s)
 	if (!s->r_alloc || !s->r_used || !s->r_fwb || !s->r_count)
 		return &hd_error_no_memory;
 	uint32_t first_block = 1 + (uint32_t)s->g->num_roots;
+	// The reachable vertices' own sizes in vertex order, the memory they
+	// come from read in order (only roots, blocks and sub-blocks have any).
+	for (uint32_t v = first_block; v < s->nv; v++) {
+		if (t->idom[v] == HD_NO_VERTEX)
+			continue;
+		hd_semantic_own(s, v, &s->r_alloc[v], &s->r_used[v], &s->r_fwb[v]);
+		s->r_count[v] = 1;
+	}
 	// Reverse preorder: a vertex's dominator comes before it.
-	for (uint32_t i = t->num_reachable; i-- > 0;) {
+	for (uint32_t i = t->num_reachable; i-- > 1;) {
 		uint32_t v = t->preorder[i];
-		uint64_t a, u, f;
-		hd_semantic_own(s, v, &a, &u, &f);
-		s->r_alloc[v] += a;
-		s->r_used[v] += u;
-		s->r_fwb[v] += f;
-		s->r_count[v] += v >= first_block && v < s->nv;
-		if (i == 0)
-			break;
 		uint32_t d = t->idom[v];
 		s->r_alloc[d] += s->r_alloc[v];
 		s->r_used[d] += s->r_used[v];
