@@ -417,9 +417,32 @@ uint32_t hd_fw_vertex_at(struct hd_fw *fw, uint64_t addr)
 
 // ------------------------------------------------------- semantic nodes
 
+// The value every per-vertex array of kind what starts with.
+static uint64_t initial_value(uint8_t what)
+{
+	switch (what) {
+	case HD_UNDO_ASSIGN: return HD_FW_NO_NODE;
+	case HD_UNDO_MARK: return HD_FW_UNMARKED;
+	case HD_UNDO_NAME: return UINT32_MAX;
+	default: return UINT64_MAX;
+	}
+}
+
 static struct hd_error *journal(struct hd_fw *fw, uint8_t what, uint32_t v,
 				uint64_t old)
 {
+	if (old == initial_value(what)) {
+		uint64_t **bits = &fw->first_set[what];
+		if (!*bits) {
+			*bits = calloc(((size_t)fw->g->num_vertices + 63) / 64,
+				       sizeof(**bits));
+			if (!*bits)
+				return &hd_error_no_memory;
+		}
+		(*bits)[v / 64] |= 1ull << (v % 64);
+		fw->first_set_dirty[what] = true;
+		return NULL;
+	}
 	struct hd_fw_undo u = {.what = what, .v = v, .old = old};
 	if (!HD_VEC_PUSH(fw->undo, fw->num_undo, fw->cap_undo, u))
 		return &hd_error_no_memory;
@@ -676,15 +699,43 @@ struct hd_error *hd_fw_type(struct hd_fw *fw, uint32_t v, const char *type)
 	return err;
 }
 
+static void undo_set(struct hd_fw *fw, uint8_t what, uint32_t v, uint64_t old)
+{
+	switch (what) {
+	case HD_UNDO_ASSIGN: fw->assigned[v] = (uint32_t)old; break;
+	case HD_UNDO_MARK: fw->fw_bytes[v] = old; break;
+	case HD_UNDO_NAME: fw->names[v] = (uint32_t)old; break;
+	case HD_UNDO_TYPE: fw->dwarf[v] = old; break;
+	}
+}
+
 void hd_fw_undo_module(struct hd_fw *fw)
 {
+	// The journal first (changes of values the module found set), then
+	// every vertex it changed from the initial value goes back to it.
 	while (fw->num_undo) {
 		struct hd_fw_undo *u = &fw->undo[--fw->num_undo];
-		switch (u->what) {
-		case HD_UNDO_ASSIGN: fw->assigned[u->v] = (uint32_t)u->old; break;
-		case HD_UNDO_MARK: fw->fw_bytes[u->v] = u->old; break;
-		case HD_UNDO_NAME: fw->names[u->v] = (uint32_t)u->old; break;
-		case HD_UNDO_TYPE: fw->dwarf[u->v] = u->old; break;
-		}
+		undo_set(fw, u->what, u->v, u->old);
 	}
+	size_t words = fw->g ? ((size_t)fw->g->num_vertices + 63) / 64 : 0;
+	for (uint8_t what = 0; what < 4; what++) {
+		if (!fw->first_set_dirty[what])
+			continue;
+		for (size_t i = 0; i < words; i++)
+			for (uint64_t b = fw->first_set[what][i]; b; b &= b - 1)
+				undo_set(fw, what, (uint32_t)(i * 64 + (size_t)__builtin_ctzll(b)),
+					 initial_value(what));
+	}
+	hd_fw_undo_clear(fw);
+}
+
+void hd_fw_undo_clear(struct hd_fw *fw)
+{
+	fw->num_undo = 0;
+	size_t words = fw->g ? ((size_t)fw->g->num_vertices + 63) / 64 : 0;
+	for (uint8_t what = 0; what < 4; what++)
+		if (fw->first_set_dirty[what]) {
+			memset(fw->first_set[what], 0, words * sizeof(uint64_t));
+			fw->first_set_dirty[what] = false;
+		}
 }

@@ -458,7 +458,7 @@ struct hd_error *hd_fw_analyze(struct hd_fw *fw, const struct hd_graph *g)
 			continue;
 		fw->cur = (uint16_t)i;
 		size_t nodes = fw->num_nodes, conflicts = fw->num_conflicts;
-		fw->num_undo = 0;
+		hd_fw_undo_clear(fw);
 		struct hd_error *err = m->ops->analyze(fw);
 		if (err == &hd_error_no_memory)
 			return err;
@@ -473,9 +473,17 @@ struct hd_error *hd_fw_analyze(struct hd_fw *fw, const struct hd_graph *g)
 			m->nodes = m->assigned = 0;
 			disable(fw, i, "analyze", err);
 		}
-		fw->num_undo = 0;
+		hd_fw_undo_clear(fw);
 	}
 	fw->phase = HD_FW_DONE;
+	// Nothing is undone after analyze.
+	free(fw->undo);
+	fw->undo = NULL;
+	fw->cap_undo = 0;
+	for (int k = 0; k < 4; k++) {
+		free(fw->first_set[k]);
+		fw->first_set[k] = NULL;
+	}
 	return hd_fw_resolve_shared(fw);
 }
 
@@ -523,6 +531,8 @@ void hd_fw_destroy(struct hd_fw *fw)
 	free(fw->names);
 	free(fw->dwarf);
 	free(fw->undo);
+	for (int k = 0; k < 4; k++)
+		free(fw->first_set[k]);
 	free(fw->conflicts);
 	free(fw->marks);
 	free(fw->root_order);

@@ -4,6 +4,7 @@
 // allocated, used and framework bytes retained per vertex.
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 
 #include "heap/heap_internal.h"
 #include "semantic/semantic_internal.h"
@@ -235,6 +236,8 @@ struct hd_error *hd_semantic_compute(struct hd_fw *fw, struct hd_graph *g,
 		hd_csr_free_owned(&g->rev);
 		g->fwd = g->rev = (struct hd_csr){0};
 	}
+	if (getenv("HD_PYSEM_DEBUG"))
+		fprintf(stderr, "DEBUG n=%u nv=%u edges=%llu nodes=%zu subs=%zu\n", s->n, s->nv, (unsigned long long)s->fwd.offsets[s->n], fw->num_nodes, fw->sa.num_blocks);
 	if (!err)
 		err = hd_dominators(&s->fwd, 0, &s->tree);
 	if (!err)

@@ -80,6 +80,11 @@ struct hd_fw {
 				 // none (lazy)
 	struct hd_fw_undo *undo; // of the module running analyze
 	size_t num_undo, cap_undo;
+	// Per HD_UNDO_*, a bit per vertex the running module changed from
+	// the initial value (none, unmarked...): undone by resetting it, with
+	// no journal entry (a module names ten million objects).
+	uint64_t *first_set[4];
+	bool first_set_dirty[4];
 	// Blocks assigned to a second node: resolved after analyze.
 	struct hd_fw_conflict {
 		uint32_t v, node, resolved;
@@ -102,6 +107,8 @@ uint32_t hd_fw_intern(struct hd_fw *fw, const char *name);
 void hd_fw_labels_free(struct hd_fw *fw);
 // Reverts the assignments, marks and names of the running module.
 void hd_fw_undo_module(struct hd_fw *fw);
+// Forgets what the last module changed (before the next one runs).
+void hd_fw_undo_clear(struct hd_fw *fw);
 // Blocks assigned to several nodes go to their nearest common ancestor
 // (through parents and holders' nodes), or to none.
 struct hd_error *hd_fw_resolve_shared(struct hd_fw *fw);
