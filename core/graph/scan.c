@@ -394,6 +394,11 @@ static struct hd_error *scan_roots(struct builder *b, struct hd_target *t)
 		hd_view_deinit(&v);
 		if (!ok)
 			return &hd_error_no_memory;
+		// A large root (an anonymous mapping: a Python heap's arenas
+		// are hundreds of MiB of them) counts toward RSS until its
+		// core pages are given back.
+		if (r->end - r->start >= (1u << 20))
+			hd_target_release(t, r->start, r->end - r->start);
 	}
 	return NULL;
 }
@@ -448,7 +453,7 @@ static bool scan_container(struct builder *b, const uint8_t *d,
 // block depend only on its bytes, so they are the same whatever the
 // number of threads. The core's pages behind a round are given back.
 
-#define SUB_ROUND (256ull << 20)
+#define SUB_ROUND (64ull << 20)
 #define SUB_BATCH 64
 
 // A view and the sub-blocks [first, end) read through it; data NULL:
