@@ -4,7 +4,6 @@
 // allocated, used and framework bytes retained per vertex.
 #include <stdlib.h>
 #include <string.h>
-#include <stdio.h>
 
 #include "heap/heap_internal.h"
 #include "semantic/semantic_internal.h"
@@ -73,6 +72,17 @@ static struct hd_error *build_csr(struct hd_semantic *s)
 	uint64_t *off = calloc((size_t)n + 2, sizeof(*off));
 	if (!off)
 		return &hd_error_no_memory;
+	// The suspended vertices (assigned to a node) as a bitmap: each edge
+	// asks, and a bit per vertex stays in cache where the assignments
+	// (four bytes per vertex) do not.
+	uint64_t *susp = calloc(((size_t)nv + 63) / 64, sizeof(*susp));
+	if (!susp) {
+		free(off);
+		return &hd_error_no_memory;
+	}
+	for (uint32_t v = 0; fw->assigned && v < nv; v++)
+		if (node_of(fw, v) != HD_FW_NO_NODE)
+			susp[v / 64] |= 1ull << (v % 64);
 	// Pass 0 counts into off[v + 2], pass 1 fills at off[v + 1]; the
 	// shift makes both a prefix sum away.
 	uint32_t *tg = NULL;
@@ -84,7 +94,7 @@ static struct hd_error *build_csr(struct hd_semantic *s)
 			hd_graph_successors(g, v, &e, &k);
 			for (size_t i = 0; i < k; i++) {
 				uint32_t w = HD_EDGE_TARGET(e[i]);
-				if (node_of(fw, w) != HD_FW_NO_NODE)
+				if (susp[w / 64] & (1ull << (w % 64)))
 					continue; // suspended
 				if (pass)
 					tg[at[v]] = e[i];
@@ -114,10 +124,12 @@ static struct hd_error *build_csr(struct hd_semantic *s)
 			tg = malloc((off[n + 1] ? off[n + 1] : 1) * sizeof(*tg));
 			if (!tg) {
 				free(off);
+				free(susp);
 				return &hd_error_no_memory;
 			}
 		}
 	}
+	free(susp);
 	s->fwd = (struct hd_csr){.n = n, .offsets = off, .targets = tg};
 	return NULL; // the reverse: on demand (hd_semantic_reverse)
 }
@@ -236,8 +248,6 @@ struct hd_error *hd_semantic_compute(struct hd_fw *fw, struct hd_graph *g,
 		hd_csr_free_owned(&g->rev);
 		g->fwd = g->rev = (struct hd_csr){0};
 	}
-	if (getenv("HD_PYSEM_DEBUG"))
-		fprintf(stderr, "DEBUG n=%u nv=%u edges=%llu nodes=%zu subs=%zu\n", s->n, s->nv, (unsigned long long)s->fwd.offsets[s->n], fw->num_nodes, fw->sa.num_blocks);
 	if (!err)
 		err = hd_dominators(&s->fwd, 0, &s->tree);
 	if (!err)
