@@ -30,14 +30,6 @@ struct builder {
 	// empty), num_slots a power of two.
 	uint32_t *page_slots;
 	size_t num_slots;
-	// Instead, when the sub-blocks' span is compact (a Python heap's
-	// arenas): per granule (1 << dense_shift bytes) of the span, the
-	// first sub-block ending after its start, one load and no probe;
-	// dense_n + 1 entries.
-	uint32_t *dense;
-	uint64_t dense_base;
-	size_t dense_n;
-	unsigned dense_shift;
 	uint32_t first_sub_vertex;
 	int64_t self_sub;             // sub-block being scanned, or -1
 	uint64_t typed_found; // words typed as pointers that made an edge
@@ -157,74 +149,11 @@ static bool sub_pages(struct builder *b)
 	return true;
 }
 
-// The dense table of b->sa's blocks: per granule of their span, the first
-// block ending after its start. Granules are the smallest power of two
-// from 128 bytes to a page that keeps the table to one entry per block
-// (and 64k more): a granule's few blocks make a short search. Nothing
-// (the page directory then) when even pages would be too many.
-static bool sub_dense(struct builder *b)
-{
-	const struct hd_suballoc *sa = b->sa;
-	size_t n = sa->num_blocks;
-	if (!n || n >= UINT32_MAX)
-		return true;
-	unsigned shift = 7;
-	uint64_t pages;
-	for (;; shift++) {
-		pages = ((sa->hi - 1) >> shift) - (sa->lo >> shift) + 1;
-		if (pages <= (uint64_t)n + 65536)
-			break;
-		if (shift == SUB_PAGE_SHIFT)
-			return true;
-	}
-	uint64_t base = sa->lo >> shift;
-	b->dense = malloc((pages + 1) * sizeof(*b->dense));
-	if (!b->dense)
-		return false;
-	size_t i = 0;
-	for (uint64_t pg = 0; pg <= pages; pg++) {
-		uint64_t start = (base + pg) << shift;
-		while (i < n && sa->blocks[i].addr + sa->blocks[i].size <= start)
-			i++;
-		b->dense[pg] = (uint32_t)i;
-	}
-	b->dense_base = base;
-	b->dense_n = pages;
-	b->dense_shift = shift;
-	return true;
-}
-
-// The sub-block holding p among [i, end) (blocks ending after p's page
-// start, up to the first ending after the next page's start), or -1.
-static inline int64_t sub_search(const struct hd_suballoc *sa, size_t i,
-				 size_t end, uint64_t p)
-{
-	if (end > sa->num_blocks)
-		end = sa->num_blocks;
-	while (i < end) {
-		size_t mid = i + (end - i) / 2;
-		if (sa->blocks[mid].addr + sa->blocks[mid].size <= p)
-			i = mid + 1;
-		else
-			end = mid;
-	}
-	return i < sa->num_blocks && sa->blocks[i].addr <= p &&
-			       p < sa->blocks[i].addr + sa->blocks[i].size
-		       ? (int64_t)i
-		       : -1;
-}
-
 // hd_suballoc_find through the page directory.
 static inline int64_t sub_find(const struct builder *b, uint64_t p)
 {
 	const struct hd_suballoc *sa = b->sa;
-	if (b->dense) {
-		if (p - sa->lo >= sa->hi - sa->lo)
-			return -1;
-		size_t pg = (size_t)((p >> b->dense_shift) - b->dense_base);
-		return sub_search(sa, b->dense[pg], (size_t)b->dense[pg + 1] + 1, p);
-	}
-	if (!b->pages)
+	if (sa->dense || !b->pages)
 		return hd_suballoc_find(sa, p);
 	if (p - sa->lo >= sa->hi - sa->lo)
 		return -1;
@@ -512,17 +441,15 @@ static bool sub_flush(struct sub_worker *w)
 	int64_t ids[SUB_BATCH];
 	bool exact[SUB_BATCH];
 	uint64_t span = sa->hi - sa->lo;
-	if (b->dense) {
+	if (sa->dense) {
 		for (size_t i = 0; i < n; i++)
 			if (w->vals[i] - sa->lo < span)
-				__builtin_prefetch(&b->dense[(w->vals[i] >> b->dense_shift) -
-							     b->dense_base]);
-		for (size_t i = 0; i < n; i++) {
-			sub[i] = -1;
+				__builtin_prefetch(&sa->dense[(w->vals[i] >> sa->dense_shift) -
+							      sa->dense_base]);
+		for (size_t i = 0; i < n; i++)
 			if (w->vals[i] - sa->lo < span)
-				__builtin_prefetch(&sa->blocks[b->dense[(w->vals[i] >> b->dense_shift) -
-									b->dense_base]]);
-		}
+				__builtin_prefetch(&sa->blocks[sa->dense[(w->vals[i] >> sa->dense_shift) -
+									 sa->dense_base]]);
 	}
 	for (size_t i = 0; i < n; i++) {
 		uint64_t v = w->vals[i];
@@ -1102,7 +1029,7 @@ struct hd_error *hd_graph_scan(struct hd_graph *g, struct hd_target *t,
 			if (hd_root_rank(g->roots[i].kind) == r)
 				b.targets[b.n++] = 1 + (uint32_t)i;
 	if (b.sa && b.sa->num_blocks > 1024 && b.sa->num_blocks < UINT32_MAX &&
-	    (!sub_dense(&b) || (!b.dense && !sub_pages(&b))))
+	    !b.sa->dense && !sub_pages(&b))
 		err = &hd_error_no_memory;
 	if (!err)
 		err = scan_roots(&b, t);
@@ -1110,7 +1037,6 @@ struct hd_error *hd_graph_scan(struct hd_graph *g, struct hd_target *t,
 		err = g->refs && !b.sa ? refs_blocks(&b, t) : scan_blocks(&b, t);
 	if (!err && b.sa)
 		err = scan_subblocks(&b, t);
-	free(b.dense);
 	free(b.pages);
 	free(b.page_first);
 	free(b.page_slots);

@@ -376,7 +376,8 @@ static struct hd_error *finalize_blocks(struct hd_fw *fw)
 		if (b->state != HD_STATE_INTERNAL)
 			sa->container_bytes[sa->num_containers - 1] += b->size;
 	}
-	return NULL;
+	// Final: the index every look-up of a block goes through.
+	return hd_suballoc_index(sa) ? NULL : &hd_error_no_memory;
 }
 
 struct hd_error *hd_fw_create(struct hd_target *t, struct hd_debuginfo *di,
@@ -526,6 +527,7 @@ void hd_fw_destroy(struct hd_fw *fw)
 	free(fw->sa.regions);
 	free(fw->sa.containers);
 	free(fw->sa.container_bytes);
+	free(fw->sa.dense);
 	free(fw->assigned);
 	free(fw->fw_bytes);
 	free(fw->names);
