@@ -242,22 +242,96 @@ heap:;
 	b->targets[b->n++] = t;
 }
 
+#define SCAN_BATCH 64
+
+// add_word for n candidate words at once, in order (wi: their word
+// indexes, for typed), the memory of their index look-ups fetched
+// together; the edges are add_word's.
+static void add_batch(struct builder *b, const uint64_t *vals,
+		      const uint64_t *wi, size_t n, int64_t self,
+		      const uint8_t *typed)
+{
+	const struct hd_heap *h = b->h;
+	const struct hd_suballoc *sa = b->sa;
+	int64_t sub[SCAN_BATCH], ids[SCAN_BATCH];
+	uint64_t hv[SCAN_BATCH];
+	bool exact[SCAN_BATCH];
+	size_t nh = 0;
+	for (size_t i = 0; i < n; i++) {
+		sub[i] = -1;
+		if (sa && vals[i] - sa->lo < sa->hi - sa->lo) {
+			// A sub-allocator's block: the pointer leads to it,
+			// not to the pool around it; an internal block inside
+			// a malloc'd block is part of that block.
+			int64_t k = sub_find(b, vals[i]);
+			if (k >= 0 && !(sa->blocks[k].state == HD_STATE_INTERNAL &&
+					sa->blocks[k].container >= 0)) {
+				sub[i] = k;
+				continue;
+			}
+		}
+		hv[nh++] = vals[i];
+	}
+	if (nh)
+		hd_index_find_batch(b->ix, hv, nh, ids, exact);
+	size_t hk = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t t;
+		if (sub[i] >= 0) {
+			// A free slot holds nothing.
+			const struct hd_subblock *sb = &sa->blocks[sub[i]];
+			if (sub[i] == b->self_sub || sb->state != HD_STATE_USED)
+				continue;
+			t = b->first_sub_vertex + (uint32_t)sub[i];
+			if (vals[i] != sb->addr)
+				t |= HD_EDGE_INTERIOR;
+		} else {
+			int64_t id = ids[hk];
+			bool ex = exact[hk++];
+			if (id < 0 || id == self ||
+			    hd_heap_state(h, (size_t)id) != HD_STATE_USED)
+				continue;
+			t = b->first_block_vertex + (uint32_t)id;
+			if (!ex)
+				t |= HD_EDGE_INTERIOR;
+		}
+		b->targets[b->n++] = t;
+		if (typed && (typed[wi[i] / 8] & (1u << (wi[i] % 8))))
+			b->typed_found++;
+	}
+}
+
 // Adds the edges of words [first, end) of d, counting edges from words
-// typed as pointers apart (typed is indexed from d's first word).
+// typed as pointers apart (typed is indexed from d's first word). Words
+// that may point into a block are looked up in batches.
 static bool scan_stretch(struct builder *b, const uint8_t *d, uint64_t first,
 			 uint64_t end, int64_t self, const uint8_t *typed)
 {
+	const struct hd_suballoc *sa = b->sa;
+	uint64_t slo = sa ? sa->lo : 0, sspan = sa ? sa->hi - sa->lo : 0;
+	uint64_t hlo = b->ix->lo, hspan = b->ix->hi - b->ix->lo;
+	uint64_t vals[SCAN_BATCH], wi[SCAN_BATCH];
+	size_t np = 0;
 	// Reserve per stretch: a large root region holds few pointers.
 	for (uint64_t i = first; i < end;) {
 		uint64_t stop = end - i > 65536 ? i + 65536 : end;
 		if (!reserve(b, stop - i))
 			return false;
 		for (; i < stop; i++) {
-			uint64_t w, before = b->n;
+			uint64_t w;
 			memcpy(&w, d + 8 * i, 8);
-			add_word(b, w, self);
-			if (b->n != before && typed && (typed[i / 8] & (1u << (i % 8))))
-				b->typed_found++;
+			if (w - slo >= sspan && w - hlo >= hspan)
+				continue;
+			vals[np] = w;
+			wi[np] = i;
+			if (++np == SCAN_BATCH) {
+				add_batch(b, vals, wi, np, self, typed);
+				np = 0;
+			}
+		}
+		if (np) {
+			add_batch(b, vals, wi, np, self, typed);
+			np = 0;
 		}
 	}
 	return true;
