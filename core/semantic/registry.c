@@ -313,6 +313,7 @@ static struct hd_error *finalize_blocks(struct hd_fw *fw)
 	// most blocks need no search of them all (a Python heap has
 	// millions of blocks in hundreds of arenas).
 	size_t last_region = SIZE_MAX;
+	size_t below = 0; // heap blocks whose address is at or below the block's
 	for (size_t i = 0; i < sa->num_blocks; i++) {
 		struct hd_subblock b = sa->blocks[i];
 		fw->cur = b.module;
@@ -321,7 +322,14 @@ static struct hd_error *finalize_blocks(struct hd_fw *fw)
 				   (unsigned long long)b.size);
 			continue;
 		}
-		int64_t id = hd_heap_find(fw->h, b.addr);
+		// hd_heap_find(fw->h, b.addr), the blocks coming in address
+		// order: the last heap block at or below it, found by a cursor
+		// rather than a search per block.
+		while (below < fw->h->num_blocks && fw->h->addr[below] <= b.addr)
+			below++;
+		int64_t id = below ? (int64_t)below - 1 : -1;
+		if (id >= 0 && b.addr - fw->h->addr[id] >= hd_heap_usable(fw->h, (size_t)id))
+			id = -1;
 		bool ok = false;
 		if (id >= 0) {
 			struct hd_block hb;
