@@ -175,6 +175,10 @@ static struct hd_error *retained(struct hd_semantic *s)
 		s->r_fwb[d] += s->r_fwb[v];
 		s->r_count[d] += s->r_count[v];
 	}
+	// Nothing walks the preorder again: its memory goes before the
+	// children lists are made.
+	free(s->tree.preorder);
+	s->tree.preorder = NULL;
 	return hd_domtree_children(t, s->r_alloc, &s->child_off, &s->children);
 }
 
