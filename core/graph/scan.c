@@ -8,35 +8,12 @@
 
 #include "graph/graph_internal.h"
 #include "graph/refs.h"
+#include "graph/scan_internal.h"
 #include "graph/suballoc.h"
 #include "heap/heap_internal.h"
 #include "util/sort.h"
 
-struct builder {
-	struct hd_graph *g;
-	const struct hd_heap *h;
-	const struct hd_index *ix;
-	uint32_t *offsets; // edges counted in 64 bits (n), checked at the end
-	uint32_t *targets;
-	uint64_t n, cap;
-	uint32_t first_block_vertex;
-	const struct hd_suballoc *sa; // or NULL
-	// The pages sub-blocks lie on, sorted, and the first sub-block ending
-	// after each page's start: a look-up searches a page's few blocks
-	// instead of all of them (a Python heap has millions).
-	uint64_t *pages;
-	uint32_t *page_first;
-	size_t num_pages;
-	// Open addressing over the pages: slot -> index into pages + 1 (0:
-	// empty), num_slots a power of two.
-	uint32_t *page_slots;
-	size_t num_slots;
-	uint32_t first_sub_vertex;
-	int64_t self_sub;             // sub-block being scanned, or -1
-	uint64_t typed_found; // words typed as pointers that made an edge
-};
-
-static bool reserve(struct builder *b, uint64_t more)
+bool hd_scan_reserve(struct hd_scan_builder *b, uint64_t more)
 {
 	if (b->n + more <= b->cap)
 		return true;
@@ -54,7 +31,7 @@ static bool reserve(struct builder *b, uint64_t more)
 // Sorts and deduplicates one vertex's edges. The interior flag is the high
 // bit, so flagged edges sort after all plain ones; an exact pointer wins
 // over an interior one to the same block.
-static uint64_t dedupe(uint32_t *t, uint64_t n)
+uint64_t hd_scan_dedupe(uint32_t *t, uint64_t n)
 {
 	if (n < 2)
 		return n;
@@ -80,15 +57,8 @@ static uint64_t dedupe(uint32_t *t, uint64_t n)
 	return out;
 }
 
-#define SUB_PAGE_SHIFT 12
-
-static inline size_t page_hash(uint64_t pg)
-{
-	return (size_t)((pg * 0x9e3779b97f4a7c15ull) >> 20);
-}
-
 // The page directory of b->sa's blocks; false without memory.
-static bool sub_pages(struct builder *b)
+static bool sub_pages(struct hd_scan_builder *b)
 {
 	const struct hd_suballoc *sa = b->sa;
 	size_t cap = 0;
@@ -134,62 +104,7 @@ static bool sub_pages(struct builder *b)
 	return true;
 }
 
-// hd_suballoc_find through the page directory.
-static inline int64_t sub_find(const struct builder *b, uint64_t p)
-{
-	const struct hd_suballoc *sa = b->sa;
-	if (!b->pages)
-		return hd_suballoc_find(sa, p);
-	if (p - sa->lo >= sa->hi - sa->lo)
-		return -1;
-	uint64_t pg = p >> SUB_PAGE_SHIFT;
-	size_t lo;
-	if (b->page_slots) {
-		size_t h = page_hash(pg) & (b->num_slots - 1);
-		for (;;) {
-			uint32_t k = b->page_slots[h];
-			if (!k)
-				return -1;
-			if (b->pages[k - 1] == pg) {
-				lo = k - 1;
-				break;
-			}
-			h = (h + 1) & (b->num_slots - 1);
-		}
-	} else {
-		size_t hi = b->num_pages;
-		lo = 0;
-		while (lo < hi) {
-			size_t mid = (lo + hi) / 2;
-			if (b->pages[mid] < pg)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		if (lo == b->num_pages || b->pages[lo] != pg)
-			return -1;
-	}
-	// The page's blocks: from the first ending after its start, up to
-	// the first of the next page in the directory.
-	size_t i = b->page_first[lo];
-	size_t end = lo + 1 < b->num_pages ? (size_t)b->page_first[lo + 1] + 1
-					   : sa->num_blocks;
-	if (end > sa->num_blocks)
-		end = sa->num_blocks;
-	while (i < end) {
-		size_t mid = i + (end - i) / 2;
-		if (sa->blocks[mid].addr + sa->blocks[mid].size <= p)
-			i = mid + 1;
-		else
-			end = mid;
-	}
-	return i < sa->num_blocks && sa->blocks[i].addr <= p &&
-			       p < sa->blocks[i].addr + sa->blocks[i].size
-		       ? (int64_t)i
-		       : -1;
-}
-
-static inline void add_word(struct builder *b, uint64_t w, int64_t self)
+static inline void add_word(struct hd_scan_builder *b, uint64_t w, int64_t self)
 {
 	const struct hd_heap *h = b->h;
 	const struct hd_suballoc *sa = b->sa;
@@ -227,22 +142,96 @@ heap:;
 	b->targets[b->n++] = t;
 }
 
+#define SCAN_BATCH 64
+
+// add_word for n candidate words at once, in order (wi: their word
+// indexes, for typed), the memory of their index look-ups fetched
+// together; the edges are add_word's.
+static void add_batch(struct hd_scan_builder *b, const uint64_t *vals,
+		      const uint64_t *wi, size_t n, int64_t self,
+		      const uint8_t *typed)
+{
+	const struct hd_heap *h = b->h;
+	const struct hd_suballoc *sa = b->sa;
+	int64_t sub[SCAN_BATCH], ids[SCAN_BATCH];
+	uint64_t hv[SCAN_BATCH];
+	bool exact[SCAN_BATCH];
+	size_t nh = 0;
+	for (size_t i = 0; i < n; i++) {
+		sub[i] = -1;
+		if (sa && vals[i] - sa->lo < sa->hi - sa->lo) {
+			// A sub-allocator's block: the pointer leads to it,
+			// not to the pool around it; an internal block inside
+			// a malloc'd block is part of that block.
+			int64_t k = sub_find(b, vals[i]);
+			if (k >= 0 && !(sa->blocks[k].state == HD_STATE_INTERNAL &&
+					sa->blocks[k].container >= 0)) {
+				sub[i] = k;
+				continue;
+			}
+		}
+		hv[nh++] = vals[i];
+	}
+	if (nh)
+		hd_index_find_batch(b->ix, hv, nh, ids, exact);
+	size_t hk = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t t;
+		if (sub[i] >= 0) {
+			// A free slot holds nothing.
+			const struct hd_subblock *sb = &sa->blocks[sub[i]];
+			if (sub[i] == b->self_sub || sb->state != HD_STATE_USED)
+				continue;
+			t = b->first_sub_vertex + (uint32_t)sub[i];
+			if (vals[i] != sb->addr)
+				t |= HD_EDGE_INTERIOR;
+		} else {
+			int64_t id = ids[hk];
+			bool ex = exact[hk++];
+			if (id < 0 || id == self ||
+			    hd_heap_state(h, (size_t)id) != HD_STATE_USED)
+				continue;
+			t = b->first_block_vertex + (uint32_t)id;
+			if (!ex)
+				t |= HD_EDGE_INTERIOR;
+		}
+		b->targets[b->n++] = t;
+		if (typed && (typed[wi[i] / 8] & (1u << (wi[i] % 8))))
+			b->typed_found++;
+	}
+}
+
 // Adds the edges of words [first, end) of d, counting edges from words
-// typed as pointers apart (typed is indexed from d's first word).
-static bool scan_stretch(struct builder *b, const uint8_t *d, uint64_t first,
+// typed as pointers apart (typed is indexed from d's first word). Words
+// that may point into a block are looked up in batches.
+static bool scan_stretch(struct hd_scan_builder *b, const uint8_t *d, uint64_t first,
 			 uint64_t end, int64_t self, const uint8_t *typed)
 {
+	const struct hd_suballoc *sa = b->sa;
+	uint64_t slo = sa ? sa->lo : 0, sspan = sa ? sa->hi - sa->lo : 0;
+	uint64_t hlo = b->ix->lo, hspan = b->ix->hi - b->ix->lo;
+	uint64_t vals[SCAN_BATCH], wi[SCAN_BATCH];
+	size_t np = 0;
 	// Reserve per stretch: a large root region holds few pointers.
 	for (uint64_t i = first; i < end;) {
 		uint64_t stop = end - i > 65536 ? i + 65536 : end;
-		if (!reserve(b, stop - i))
+		if (!hd_scan_reserve(b, stop - i))
 			return false;
 		for (; i < stop; i++) {
-			uint64_t w, before = b->n;
+			uint64_t w;
 			memcpy(&w, d + 8 * i, 8);
-			add_word(b, w, self);
-			if (b->n != before && typed && (typed[i / 8] & (1u << (i % 8))))
-				b->typed_found++;
+			if (w - slo >= sspan && w - hlo >= hspan)
+				continue;
+			vals[np] = w;
+			wi[np] = i;
+			if (++np == SCAN_BATCH) {
+				add_batch(b, vals, wi, np, self, typed);
+				np = 0;
+			}
+		}
+		if (np) {
+			add_batch(b, vals, wi, np, self, typed);
+			np = 0;
 		}
 	}
 	return true;
@@ -254,7 +243,7 @@ static bool scan_stretch(struct builder *b, const uint8_t *d, uint64_t first,
 // much as a typed pointer does (valgrind's rule), so the leak verdict never
 // depends on the typing. Words the view knows were never populated are
 // zeros, which point nowhere: they are skipped unread.
-static bool scan_words(struct builder *b, const struct hd_view *v,
+static bool scan_words(struct hd_scan_builder *b, const struct hd_view *v,
 		       uint64_t addr, uint64_t len, int64_t self,
 		       const uint8_t *typed)
 {
@@ -270,11 +259,11 @@ static bool scan_words(struct builder *b, const struct hd_view *v,
 	}
 	b->g->info.words_scanned += scanned;
 	b->g->info.words_skipped += words - scanned;
-	b->n = start + dedupe(b->targets + start, b->n - start);
+	b->n = start + hd_scan_dedupe(b->targets + start, b->n - start);
 	return true;
 }
 
-static struct hd_error *scan_roots(struct builder *b, struct hd_target *t)
+static struct hd_error *scan_roots(struct hd_scan_builder *b, struct hd_target *t)
 {
 	struct hd_graph *g = b->g;
 	size_t reg = 0;
@@ -308,13 +297,18 @@ static struct hd_error *scan_roots(struct builder *b, struct hd_target *t)
 		hd_view_deinit(&v);
 		if (!ok)
 			return &hd_error_no_memory;
+		// A large root (an anonymous mapping: a Python heap's arenas
+		// are hundreds of MiB of them) counts toward RSS until its
+		// core pages are given back.
+		if (r->end - r->start >= (1u << 20))
+			hd_target_release(t, r->start, r->end - r->start);
 	}
 	return NULL;
 }
 
 // A malloc'd block holding a sub-allocator's blocks: only the words no
 // used or free sub-block covers are its own (the pool's header and slack).
-static bool scan_container(struct builder *b, const uint8_t *d,
+static bool scan_container(struct hd_scan_builder *b, const uint8_t *d,
 			   const struct hd_block *blk, int64_t self)
 {
 	const struct hd_suballoc *sa = b->sa;
@@ -332,7 +326,7 @@ static bool scan_container(struct builder *b, const uint8_t *d,
 			stop = sa->blocks[k].addr;
 		if (stop > p) {
 			uint64_t n = (stop - p) / 8;
-			if (!reserve(b, n))
+			if (!hd_scan_reserve(b, n))
 				return false;
 			for (uint64_t i = 0; i < n; i++) {
 				uint64_t w;
@@ -348,65 +342,11 @@ static bool scan_container(struct builder *b, const uint8_t *d,
 		k++;
 	}
 	b->g->info.words_scanned += words;
-	b->n = start + dedupe(b->targets + start, b->n - start);
+	b->n = start + hd_scan_dedupe(b->targets + start, b->n - start);
 	return true;
 }
 
-// Used sub-blocks are scanned conservatively, reading through one view of
-// the range around them (their pool or region) at a time.
-static struct hd_error *scan_subblocks(struct builder *b, struct hd_target *t)
-{
-	const struct hd_suballoc *sa = b->sa;
-	uint32_t v0 = b->first_sub_vertex;
-	struct hd_view v = {0};
-	bool have = false;
-	for (size_t k = 0; k < sa->num_blocks; k++) {
-		b->offsets[v0 + k] = b->n;
-		const struct hd_subblock *sb = &sa->blocks[k];
-		if (sb->state != HD_STATE_USED)
-			continue;
-		if (!have || sb->addr < v.addr || sb->addr + sb->size > v.addr + v.len) {
-			if (have)
-				hd_view_deinit(&v);
-			have = false;
-			uint64_t lo = sb->addr, hi = sb->addr + sb->size;
-			if (sb->container >= 0) {
-				struct hd_block blk;
-				hd_heap_block(b->h, (size_t)sb->container, &blk);
-				lo = blk.addr;
-				hi = blk.addr + blk.usable;
-			} else {
-				for (size_t r = 0; r < sa->num_regions; r++)
-					if (sa->regions[r].start <= lo &&
-					    sa->regions[r].end >= hi) {
-						lo = sa->regions[r].start;
-						hi = sa->regions[r].end;
-						break;
-					}
-			}
-			struct hd_error *err = hd_target_view(t, lo, hi - lo, &v);
-			if (err) {
-				if (err->code == HD_ERROR_NO_MEMORY)
-					return err;
-				hd_error_destroy(err);
-				continue;
-			}
-			have = true;
-		}
-		b->self_sub = (int64_t)k;
-		bool ok = scan_words(b, &v, sb->addr, sb->size & ~7ull, -1, NULL);
-		b->self_sub = -1;
-		if (!ok) {
-			hd_view_deinit(&v);
-			return &hd_error_no_memory;
-		}
-	}
-	if (have)
-		hd_view_deinit(&v);
-	return NULL;
-}
-
-static struct hd_error *scan_blocks(struct builder *b, struct hd_target *t)
+static struct hd_error *scan_blocks(struct hd_scan_builder *b, struct hd_target *t)
 {
 	const struct hd_heap *h = b->h;
 	size_t id = 0, n = h->num_blocks;
@@ -463,7 +403,7 @@ static struct hd_error *scan_blocks(struct builder *b, struct hd_target *t)
 // with the roots' edges before them: a block has no more edges than
 // references), then moved down to follow the previous part.
 struct edge_worker {
-	const struct builder *b;
+	const struct hd_scan_builder *b;
 	struct hd_refs *r;
 	unsigned part;
 	uint64_t base, end;
@@ -473,7 +413,7 @@ struct edge_worker {
 static void *edges_of_part(void *arg)
 {
 	struct edge_worker *ew = arg;
-	const struct builder *b = ew->b;
+	const struct hd_scan_builder *b = ew->b;
 	const struct hd_heap *h = b->h;
 	const struct hd_graph *g = b->g;
 	struct hd_refs_part *p = &ew->r->parts[ew->part];
@@ -495,7 +435,7 @@ static void *edges_of_part(void *arg)
 			if (g->word_typed && g->word_typed(g->pointer_map_arg, id, words[j]))
 				ew->typed_found++;
 		}
-		n = start + dedupe(out + start, n - start);
+		n = start + hd_scan_dedupe(out + start, n - start);
 	}
 	ew->end = n;
 	hd_refs_free_part(ew->r, ew->part);
@@ -505,11 +445,11 @@ static void *edges_of_part(void *arg)
 // refs_blocks with a thread per part of the references. Only when no
 // block was left to be read again (HD_REF_FAR_WORD) and the typing (if
 // any) answers from any thread.
-static struct hd_error *refs_blocks_parallel(struct builder *b)
+static struct hd_error *refs_blocks_parallel(struct hd_scan_builder *b)
 {
 	struct hd_refs *r = b->g->refs;
 	unsigned k = r->num_parts;
-	if (!reserve(b, r->num))
+	if (!hd_scan_reserve(b, r->num))
 		return &hd_error_no_memory;
 	struct edge_worker *ew = calloc(k, sizeof(*ew));
 	pthread_t *tid = calloc(k, sizeof(*tid));
@@ -555,7 +495,7 @@ static struct hd_error *refs_blocks_parallel(struct builder *b)
 
 // scan_blocks from the heap's references: each block's edges are its
 // references but the one to itself, deduplicated.
-static struct hd_error *refs_blocks(struct builder *b, struct hd_target *t)
+static struct hd_error *refs_blocks(struct hd_scan_builder *b, struct hd_target *t)
 {
 	if (b->g->refs->num_parts > 1 && !b->g->refs->far_blocks &&
 	    (b->g->word_typed || !b->g->pointer_map)) {
@@ -606,7 +546,7 @@ static struct hd_error *refs_blocks(struct builder *b, struct hd_target *t)
 		}
 		if (!n)
 			continue;
-		if (!reserve(b, n))
+		if (!hd_scan_reserve(b, n))
 			return &hd_error_no_memory;
 		const uint8_t *typed = b->g->pointer_map
 			? b->g->pointer_map(b->g->pointer_map_arg, id, blk.usable / 8)
@@ -620,7 +560,7 @@ static struct hd_error *refs_blocks(struct builder *b, struct hd_target *t)
 			if (typed && (typed[words[j] / 8] & (1u << (words[j] % 8))))
 				b->typed_found++;
 		}
-		b->n = start + dedupe(b->targets + start, b->n - start);
+		b->n = start + hd_scan_dedupe(b->targets + start, b->n - start);
 	}
 	hd_refs_deinit_parts(r);
 	b->g->info.words_scanned += r->words_scanned;
@@ -645,7 +585,7 @@ struct hd_error *hd_graph_scan(struct hd_graph *g, struct hd_target *t,
 			       const struct hd_heap *h,
 			       const struct hd_index *ix)
 {
-	struct builder b = {.g = g, .h = h, .ix = ix, .sa = g->sub, .self_sub = -1};
+	struct hd_scan_builder b = {.g = g, .h = h, .ix = ix, .sa = g->sub, .self_sub = -1};
 	struct hd_error *err = hd_graph_number(g, h);
 	if (err)
 		return err;
@@ -653,7 +593,7 @@ struct hd_error *hd_graph_scan(struct hd_graph *g, struct hd_target *t,
 	b.first_block_vertex = 1 + (uint32_t)g->num_roots;
 	b.first_sub_vertex = b.first_block_vertex + (uint32_t)h->num_blocks;
 	b.offsets = malloc((nv + 1) * sizeof(*b.offsets));
-	if (!b.offsets || !reserve(&b, g->num_roots + 1024)) {
+	if (!b.offsets || !hd_scan_reserve(&b, g->num_roots + 1024)) {
 		free(b.offsets);
 		free(b.targets);
 		return &hd_error_no_memory;
@@ -666,14 +606,14 @@ struct hd_error *hd_graph_scan(struct hd_graph *g, struct hd_target *t,
 			if (hd_root_rank(g->roots[i].kind) == r)
 				b.targets[b.n++] = 1 + (uint32_t)i;
 	if (b.sa && b.sa->num_blocks > 1024 && b.sa->num_blocks < UINT32_MAX &&
-	    !sub_pages(&b))
+	    !b.sa->dense && !sub_pages(&b))
 		err = &hd_error_no_memory;
 	if (!err)
 		err = scan_roots(&b, t);
 	if (!err)
 		err = g->refs && !b.sa ? refs_blocks(&b, t) : scan_blocks(&b, t);
 	if (!err && b.sa)
-		err = scan_subblocks(&b, t);
+		err = hd_scan_subblocks(&b, t);
 	free(b.pages);
 	free(b.page_first);
 	free(b.page_slots);

@@ -4,6 +4,7 @@
 #ifndef HD_SUBALLOC_H
 #define HD_SUBALLOC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,7 +35,43 @@ struct hd_suballoc {
 	uint32_t *containers;
 	uint64_t *container_bytes; // bytes of sub-blocks in each container
 	size_t num_containers;
+	// Threads the graph's scan of the blocks may use (0: the default of
+	// hd_threads_wanted); the edges do not depend on it.
+	unsigned threads;
+	// When the blocks' span is compact (a Python heap's arenas): per
+	// granule (1 << dense_shift bytes) of it, the first block ending
+	// after the granule's start (dense_n + 1 entries), so a look-up
+	// searches a granule's few blocks (hd_suballoc_index). NULL: none.
+	uint32_t *dense;
+	uint64_t dense_base;
+	size_t dense_n;
+	unsigned dense_shift;
 };
+
+// Makes sa->dense when the blocks (sorted, disjoint, lo and hi set) span
+// at most about one granule of 128 bytes to a page per block; false when
+// out of memory.
+bool hd_suballoc_index(struct hd_suballoc *sa);
+
+// The block holding p among [i, end), the blocks ending after the start
+// of p's granule up to the first ending after the next one's; or -1.
+static inline int64_t hd_suballoc_search(const struct hd_suballoc *sa,
+					 size_t i, size_t end, uint64_t p)
+{
+	if (end > sa->num_blocks)
+		end = sa->num_blocks;
+	while (i < end) {
+		size_t mid = i + (end - i) / 2;
+		if (sa->blocks[mid].addr + sa->blocks[mid].size <= p)
+			i = mid + 1;
+		else
+			end = mid;
+	}
+	return i < sa->num_blocks && sa->blocks[i].addr <= p &&
+			       p < sa->blocks[i].addr + sa->blocks[i].size
+		       ? (int64_t)i
+		       : -1;
+}
 
 // Index of the first sub-block ending after p (num_blocks if none).
 static inline size_t hd_suballoc_lower(const struct hd_suballoc *sa,
@@ -57,6 +94,11 @@ static inline int64_t hd_suballoc_find(const struct hd_suballoc *sa,
 {
 	if (p - sa->lo >= sa->hi - sa->lo)
 		return -1;
+	if (sa->dense) {
+		size_t g = (size_t)((p >> sa->dense_shift) - sa->dense_base);
+		return hd_suballoc_search(sa, sa->dense[g],
+					  (size_t)sa->dense[g + 1] + 1, p);
+	}
 	size_t i = hd_suballoc_lower(sa, p);
 	return i < sa->num_blocks && sa->blocks[i].addr <= p ? (int64_t)i : -1;
 }

@@ -27,12 +27,7 @@ struct hd_error *hd_analysis_get_view(struct hd_session *s,
 	a->t = hd_session_target(s);
 	a->ty = hd_analysis_typing(s);
 	a->fw = hd_analysis_names(s);
-	a->sem = NULL;
-	if (a->fw) {
-		err = hd_session_subblock_semantic(s, &a->sem);
-		if (err) // as for the names: the reports go on without
-			hd_error_destroy(err);
-	}
+	a->sem = NULL; // hd_analysis_semantic, for the reports that need it
 	a->used_bytes = a->used_blocks = 0;
 	for (size_t i = 0; i < hd_heap_num_blocks(a->h); i++) {
 		struct hd_block b;
@@ -43,6 +38,16 @@ struct hd_error *hd_analysis_get_view(struct hd_session *s,
 		}
 	}
 	return NULL;
+}
+
+void hd_analysis_semantic(struct hd_session *s, struct hd_analysis *a)
+{
+	a->sem = NULL;
+	if (!a->fw)
+		return;
+	struct hd_error *err = hd_session_subblock_semantic(s, &a->sem);
+	if (err) // as for the names: the reports go on without
+		hd_error_destroy(err);
 }
 
 struct hd_error *hd_analysis_reverse(const struct hd_analysis *a,

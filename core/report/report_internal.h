@@ -65,7 +65,8 @@ struct hd_analysis {
 	const struct hd_fw *fw;
 	// The default modules' semantic tree when they found sub-allocator
 	// blocks the program uses (pymalloc's objects), else NULL: those
-	// blocks are vertices of it alone (types, why). Its fw is fw.
+	// blocks are vertices of it alone (types, why). Its fw is fw. Set by
+	// hd_analysis_semantic only: the other reports do without it.
 	const struct hd_semantic *sem;
 	const struct hd_graph *g;
 	const struct hd_dom *d;
@@ -73,6 +74,8 @@ struct hd_analysis {
 	uint64_t used_blocks;
 };
 struct hd_error *hd_analysis_get(struct hd_session *s, struct hd_analysis *a);
+// Sets a->sem (made on first use; NULL when there is none or it failed).
+void hd_analysis_semantic(struct hd_session *s, struct hd_analysis *a);
 // The graph's predecessors (built on first use: only the reports that
 // follow references backwards pay for them).
 struct hd_error *hd_analysis_reverse(const struct hd_analysis *a,

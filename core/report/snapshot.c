@@ -409,6 +409,8 @@ struct hd_error *hd_snapshot_make(struct hd_session *s,
 	hd_session_prepare_types(s);
 	struct hd_analysis a;
 	struct hd_error *err = hd_analysis_get(s, &a);
+	if (!err)
+		hd_analysis_semantic(s, &a); // its types (hd_type_rows)
 	// Typing has joined the DWARF reading unless the analysis failed first.
 	hd_session_join_prefetch(s);
 	// The subtrees' root paths follow references backwards.

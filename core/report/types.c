@@ -347,6 +347,7 @@ struct hd_error *hd_render_types(FILE *out, struct hd_session *s,
 	struct hd_error *err = hd_analysis_get(s, &a);
 	if (err)
 		return err;
+	hd_analysis_semantic(s, &a);
 	struct hd_type_row *rows;
 	size_t nrows;
 	err = hd_type_rows(&a, &rows, &nrows);

@@ -533,6 +533,7 @@ struct hd_error *hd_render_why(FILE *out, struct hd_session *s,
 	struct hd_error *err = hd_analysis_get(s, &a);
 	if (err)
 		return err;
+	hd_analysis_semantic(s, &a);
 	// A sub-allocator's block (a pymalloc object) is a vertex of the
 	// default modules' semantic graph only: its chain is found there, and
 	// so is a malloc'd block's, which such objects may hold.

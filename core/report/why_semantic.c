@@ -372,10 +372,12 @@ struct hd_error *hd_render_why_semantic(FILE *out, struct hd_session *ses,
 	struct hd_why_roots r = { .first = -1 };
 	uint32_t *path = NULL;
 	size_t len = 0;
-	if (reachable)
-		err = hd_why_roots_find(&w.s->rev, v, srank, &w, o->exclude, &r);
-	else
-		err = hd_csr_chain(&w.s->rev, v, false, &path, &len);
+	const struct hd_csr *rev;
+	err = hd_semantic_reverse(w.s, &rev);
+	if (!err && reachable)
+		err = hd_why_roots_find(rev, v, srank, &w, o->exclude, &r);
+	else if (!err)
+		err = hd_csr_chain(rev, v, false, &path, &len);
 	if (!err && r.first >= 0)
 		err = hd_why_roots_path(&r, (unsigned)r.first, &path, &len);
 	if (err) {

@@ -222,6 +222,78 @@ static int region_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
+// Merges the sorted runs [a, mid) and [mid, end) of blocks, stably (on
+// equal addresses the left run's block comes first), through buf, which
+// holds the shorter run.
+static void merge_runs(struct hd_subblock *bl, size_t a, size_t mid, size_t end,
+		       struct hd_subblock *buf)
+{
+	size_t nl = mid - a, nr = end - mid;
+	if (nl <= nr) {
+		memcpy(buf, bl + a, nl * sizeof(*buf));
+		size_t i = 0, j = mid, o = a;
+		while (i < nl && j < end)
+			bl[o++] = bl[j].addr < buf[i].addr ? bl[j++] : buf[i++];
+		memcpy(bl + o, buf + i, (nl - i) * sizeof(*buf));
+	} else {
+		memcpy(buf, bl + mid, nr * sizeof(*buf));
+		size_t i = mid, j = nr, o = end;
+		while (i > a && j > 0)
+			bl[--o] = bl[i - 1].addr > buf[j - 1].addr ? bl[--i] : buf[--j];
+		memcpy(bl + a, buf, j * sizeof(*buf));
+	}
+}
+
+// Sorts the blocks by address, stably like glibc's qsort (a merge sort)
+// so that of two blocks at one address the same one is refused. Modules
+// mostly add blocks in address order (a pool's slots one after another),
+// each module its own run: a few runs are merged through a buffer as long
+// as the shorter one, not sorted again whole (a copy of ten million).
+static struct hd_error *sort_blocks(struct hd_suballoc *sa)
+{
+	size_t n = sa->num_blocks, runs = 1;
+	for (size_t i = 1; i < n; i++)
+		runs += sa->blocks[i].addr < sa->blocks[i - 1].addr;
+	if (runs == 1)
+		return NULL;
+	if (runs > 64) {
+		hd_qsort(sa->blocks, n, sizeof(*sa->blocks), block_cmp);
+		return NULL;
+	}
+	// Merge the leftmost two runs until one is left: stable, since
+	// every merge is of neighbours.
+	size_t first_end = 1;
+	while (first_end < n && sa->blocks[first_end].addr >= sa->blocks[first_end - 1].addr)
+		first_end++;
+	struct hd_subblock *buf = NULL;
+	size_t cap = 0;
+	while (first_end < n) {
+		size_t end = first_end + 1;
+		while (end < n && sa->blocks[end].addr >= sa->blocks[end - 1].addr)
+			end++;
+		size_t need = first_end < end - first_end ? first_end : end - first_end;
+		if (need > cap) {
+			struct hd_subblock *nb = realloc(buf, need * sizeof(*nb));
+			if (!nb) {
+				free(buf);
+				return &hd_error_no_memory;
+			}
+			buf = nb;
+			cap = need;
+		}
+		merge_runs(sa->blocks, 0, first_end, end, buf);
+		first_end = end;
+	}
+	free(buf);
+	return NULL;
+}
+
+static bool in_region(const struct hd_subregion *rg, const struct hd_subblock *b)
+{
+	return rg->module == b->module && b->addr >= rg->start &&
+	       b->addr + b->size <= rg->end;
+}
+
 // Sorts the sub-allocator's blocks, finds the malloc'd block around each,
 // and refuses the ones that break the rules (with a warning to their
 // module): outside any used block or region of theirs, or overlapping.
@@ -231,14 +303,17 @@ static struct hd_error *finalize_blocks(struct hd_fw *fw)
 	// Modules mostly add blocks in address order (a pool's slots one
 	// after another): a million sorted blocks need no sort. glibc's qsort
 	// is a stable merge sort, so skipping it changes no order.
-	bool sorted = true;
-	for (size_t i = 1; i < sa->num_blocks && sorted; i++)
-		sorted = sa->blocks[i - 1].addr <= sa->blocks[i].addr;
-	if (!sorted)
-		hd_qsort(sa->blocks, sa->num_blocks, sizeof(*sa->blocks), block_cmp);
+	struct hd_error *err = sort_blocks(sa);
+	if (err)
+		return err;
 	hd_qsort(sa->regions, sa->num_regions, sizeof(*sa->regions), region_cmp);
 	size_t out = 0;
 	uint64_t prev_end = 0;
+	// The region the last block lay in: a pool's blocks share one, so
+	// most blocks need no search of them all (a Python heap has
+	// millions of blocks in hundreds of arenas).
+	size_t last_region = SIZE_MAX;
+	size_t below = 0; // heap blocks whose address is at or below the block's
 	for (size_t i = 0; i < sa->num_blocks; i++) {
 		struct hd_subblock b = sa->blocks[i];
 		fw->cur = b.module;
@@ -247,7 +322,14 @@ static struct hd_error *finalize_blocks(struct hd_fw *fw)
 				   (unsigned long long)b.size);
 			continue;
 		}
-		int64_t id = hd_heap_find(fw->h, b.addr);
+		// hd_heap_find(fw->h, b.addr), the blocks coming in address
+		// order: the last heap block at or below it, found by a cursor
+		// rather than a search per block.
+		while (below < fw->h->num_blocks && fw->h->addr[below] <= b.addr)
+			below++;
+		int64_t id = below ? (int64_t)below - 1 : -1;
+		if (id >= 0 && b.addr - fw->h->addr[id] >= hd_heap_usable(fw->h, (size_t)id))
+			id = -1;
 		bool ok = false;
 		if (id >= 0) {
 			struct hd_block hb;
@@ -258,12 +340,14 @@ static struct hd_error *finalize_blocks(struct hd_fw *fw)
 				ok = true;
 			}
 		}
-		for (size_t r = 0; !ok && r < sa->num_regions; r++) {
-			const struct hd_subregion *rg = &sa->regions[r];
-			if (rg->module == b.module && b.addr >= rg->start &&
-			    b.addr + b.size <= rg->end)
+		if (!ok && last_region < sa->num_regions &&
+		    in_region(&sa->regions[last_region], &b))
+			ok = true;
+		for (size_t r = 0; !ok && r < sa->num_regions; r++)
+			if (in_region(&sa->regions[r], &b)) {
 				ok = true;
-		}
+				last_region = r;
+			}
 		if (!ok) {
 			hd_fw_warn(fw, b.addr,
 				   "block of %llu bytes lies in no used heap block and no region of this module: refused",
@@ -300,7 +384,8 @@ static struct hd_error *finalize_blocks(struct hd_fw *fw)
 		if (b->state != HD_STATE_INTERNAL)
 			sa->container_bytes[sa->num_containers - 1] += b->size;
 	}
-	return NULL;
+	// Final: the index every look-up of a block goes through.
+	return hd_suballoc_index(sa) ? NULL : &hd_error_no_memory;
 }
 
 struct hd_error *hd_fw_create(struct hd_target *t, struct hd_debuginfo *di,
@@ -402,10 +487,17 @@ struct hd_error *hd_fw_analyze(struct hd_fw *fw, const struct hd_graph *g)
 		hd_fw_journal_reset(fw);
 	}
 	fw->phase = HD_FW_DONE;
-	// The modules' look-ups are done: the index and memos would only
-	// take room.
+	// The modules' look-ups are done and nothing is undone after analyze:
+	// the index, memos and journal would only take room.
 	hd_fw_index_free(fw);
 	hd_fw_objects_free(fw);
+	free(fw->undo);
+	fw->undo = NULL;
+	fw->num_undo = fw->cap_undo = 0;
+	for (int w = 0; w < 4; w++) {
+		free(fw->touched[w]);
+		fw->touched[w] = NULL;
+	}
 	return hd_fw_resolve_shared(fw);
 }
 
@@ -448,6 +540,7 @@ void hd_fw_destroy(struct hd_fw *fw)
 	free(fw->sa.regions);
 	free(fw->sa.containers);
 	free(fw->sa.container_bytes);
+	free(fw->sa.dense);
 	free(fw->assigned);
 	free(fw->fw_bytes);
 	hd_fw_zeroed_free(fw->names, fw->names_bytes);

@@ -72,6 +72,17 @@ static struct hd_error *build_csr(struct hd_semantic *s)
 	uint32_t *off = calloc((size_t)n + 2, sizeof(*off));
 	if (!off)
 		return &hd_error_no_memory;
+	// The suspended vertices (assigned to a node) as a bitmap: each edge
+	// asks, and a bit per vertex stays in cache where the assignments
+	// (four bytes per vertex) do not.
+	uint64_t *susp = calloc(((size_t)nv + 63) / 64, sizeof(*susp));
+	if (!susp) {
+		free(off);
+		return &hd_error_no_memory;
+	}
+	for (uint32_t v = 0; fw->assigned && v < nv; v++)
+		if (node_of(fw, v) != HD_FW_NO_NODE)
+			susp[v / 64] |= 1ull << (v % 64);
 	// Pass 0 counts into off[v + 2], pass 1 fills at off[v + 1]; the
 	// shift makes both a prefix sum away.
 	uint32_t *tg = NULL;
@@ -83,7 +94,7 @@ static struct hd_error *build_csr(struct hd_semantic *s)
 			hd_graph_successors(g, v, &e, &k);
 			for (size_t i = 0; i < k; i++) {
 				uint32_t w = HD_EDGE_TARGET(e[i]);
-				if (node_of(fw, w) != HD_FW_NO_NODE)
+				if (susp[w / 64] & (1ull << (w % 64)))
 					continue; // suspended
 				if (pass)
 					tg[at[v]] = e[i];
@@ -113,12 +124,27 @@ static struct hd_error *build_csr(struct hd_semantic *s)
 			tg = malloc((off[n + 1] ? off[n + 1] : 1) * sizeof(*tg));
 			if (!tg) {
 				free(off);
+				free(susp);
 				return &hd_error_no_memory;
 			}
 		}
 	}
+	free(susp);
 	s->fwd = (struct hd_csr){.n = n, .offsets = off, .targets = tg};
-	return hd_csr_reverse(&s->fwd, &s->rev);
+	return NULL; // the reverse: on demand (hd_semantic_reverse)
+}
+
+struct hd_error *hd_semantic_reverse(const struct hd_semantic *s,
+				     const struct hd_csr **ret)
+{
+	if (!s->rev.offsets) {
+		struct hd_semantic *ms = (struct hd_semantic *)s; // the cache only
+		struct hd_error *err = hd_csr_reverse(&s->fwd, &ms->rev);
+		if (err)
+			return err;
+	}
+	*ret = &s->rev;
+	return NULL;
 }
 
 static struct hd_error *retained(struct hd_semantic *s)
@@ -132,23 +158,27 @@ static struct hd_error *retained(struct hd_semantic *s)
 	if (!s->r_alloc || !s->r_used || !s->r_fwb || !s->r_count)
 		return &hd_error_no_memory;
 	uint32_t first_block = 1 + (uint32_t)s->g->num_roots;
+	// The reachable vertices' own sizes in vertex order, the memory they
+	// come from read in order (only roots, blocks and sub-blocks have any).
+	for (uint32_t v = first_block; v < s->nv; v++) {
+		if (t->idom[v] == HD_NO_VERTEX)
+			continue;
+		hd_semantic_own(s, v, &s->r_alloc[v], &s->r_used[v], &s->r_fwb[v]);
+		s->r_count[v] = 1;
+	}
 	// Reverse preorder: a vertex's dominator comes before it.
-	for (uint32_t i = t->num_reachable; i-- > 0;) {
+	for (uint32_t i = t->num_reachable; i-- > 1;) {
 		uint32_t v = t->preorder[i];
-		uint64_t a, u, f;
-		hd_semantic_own(s, v, &a, &u, &f);
-		s->r_alloc[v] += a;
-		s->r_used[v] += u;
-		s->r_fwb[v] += f;
-		s->r_count[v] += v >= first_block && v < s->nv;
-		if (i == 0)
-			break;
 		uint32_t d = t->idom[v];
 		s->r_alloc[d] += s->r_alloc[v];
 		s->r_used[d] += s->r_used[v];
 		s->r_fwb[d] += s->r_fwb[v];
 		s->r_count[d] += s->r_count[v];
 	}
+	// Nothing walks the preorder again: its memory goes before the
+	// children lists are made.
+	free(s->tree.preorder);
+	s->tree.preorder = NULL;
 	return hd_domtree_children(t, s->r_alloc, &s->child_off, &s->children);
 }
 
@@ -189,27 +219,30 @@ static struct hd_error *node_objects(struct hd_semantic *s,
 	return NULL;
 }
 
+struct hd_error *hd_semantic_check(const struct hd_fw *fw,
+				   const struct hd_graph *g)
+{
+	uint64_t n = (uint64_t)g->num_vertices + fw->num_nodes;
+	if (n >= HD_EDGE_INTERIOR)
+		return hd_error_create(HD_ERROR_UNSUPPORTED,
+				       "%llu vertices and semantic nodes: more than 2^31",
+				       (unsigned long long)n);
+	return NULL;
+}
+
 struct hd_error *hd_semantic_compute(struct hd_fw *fw, struct hd_graph *g,
 				     struct hd_semantic **ret)
 {
+	struct hd_error *err = hd_semantic_check(fw, g);
+	if (err)
+		return err;
 	struct hd_semantic *s = calloc(1, sizeof(*s));
-	if (!s) {
-		hd_fw_destroy(fw);
-		hd_graph_destroy(g);
+	if (!s)
 		return &hd_error_no_memory;
-	}
 	s->fw = fw;
 	s->g = g;
 	s->nv = g->num_vertices;
-	uint64_t n = (uint64_t)s->nv + fw->num_nodes;
-	struct hd_error *err = NULL;
-	if (n >= HD_EDGE_INTERIOR) {
-		err = hd_error_create(HD_ERROR_UNSUPPORTED,
-				      "%llu vertices and semantic nodes: more than 2^31",
-				      (unsigned long long)n);
-		goto fail;
-	}
-	s->n = (uint32_t)n;
+	s->n = (uint32_t)(s->nv + fw->num_nodes);
 	err = build_csr(s);
 	if (!err) {
 		// The semantic graph has its own copy of the edges; modules
@@ -230,6 +263,9 @@ struct hd_error *hd_semantic_compute(struct hd_fw *fw, struct hd_graph *g,
 	*ret = s;
 	return NULL;
 fail:
+	// fw and g stay the caller's.
+	s->fw = NULL;
+	s->g = NULL;
 	hd_semantic_destroy(s);
 	return err;
 }

@@ -181,7 +181,7 @@ struct hd_semantic {
 	struct hd_fw *fw;       // owned
 	struct hd_graph *g;     // owned: the graph with sub-allocator blocks
 	uint32_t nv, n;
-	struct hd_csr fwd, rev; // owned
+	struct hd_csr fwd, rev; // owned; rev built on demand (hd_semantic_reverse)
 	struct hd_domtree tree;
 	// Retained sizes per vertex (own sizes: hd_semantic_own).
 	uint64_t *r_alloc, *r_used, *r_fwb;
@@ -211,10 +211,20 @@ static inline enum hd_svertex hd_semantic_vertex_kind(const struct hd_semantic *
 }
 
 // Builds the semantic graph (suspending assigned blocks' incoming edges,
-// adding node edges) and its dominator tree. Takes ownership of fw and g.
+// adding node edges) and its dominator tree. Takes ownership of fw and g
+// on success; on failure they stay the caller's (g may have lost its
+// edges).
 struct hd_error *hd_semantic_compute(struct hd_fw *fw, struct hd_graph *g,
 				     struct hd_semantic **ret);
+// The error hd_semantic_compute gives at once for a graph too large for
+// it, or NULL.
+struct hd_error *hd_semantic_check(const struct hd_fw *fw,
+				   const struct hd_graph *g);
 void hd_semantic_destroy(struct hd_semantic *s);
+// The predecessors of the semantic graph, built the first time they are
+// asked for (only why follows references backwards) and kept with s.
+struct hd_error *hd_semantic_reverse(const struct hd_semantic *s,
+				     const struct hd_csr **ret);
 // After analyze: the modules' name for heap block id (hd_fw_name: "dict",
 // "std::_Rb_tree_node<…>", "double[12]"), or NULL when none named it; the
 // index of that name in fw->labels, or UINT32_MAX.

@@ -40,9 +40,12 @@ struct hd_session {
 	// theirs; names_g is its graph, without its edges.
 	struct hd_fw *names_fw;
 	struct hd_graph *names_g;
-	// Instead of names_fw, when the default modules found used
-	// sub-allocator blocks: their whole semantic tree, the only one in
-	// which those blocks are vertices (types, why).
+	// When the default modules found used sub-allocator blocks, names_g
+	// keeps its edges (names_edges): their semantic tree, the only one in
+	// which those blocks are vertices (types, why, --semantic), is made
+	// from it when first asked for (names_sem, which then owns names_fw
+	// and names_g). The reports that only name blocks never pay for it.
+	bool names_edges;
 	struct hd_semantic *names_sem;
 	bool frames_done; // the target's frames are known (frames.c)
 	// The allocators walked (hd_session_select_allocators), "" for the
@@ -157,6 +160,7 @@ static void drop_heap(struct hd_session *s)
 	s->sem_key = NULL;
 	s->names_fw = NULL;
 	s->names_g = NULL;
+	s->names_edges = false;
 	s->names_sem = NULL;
 	s->d = s->d_plain = NULL;
 	s->g = NULL;
@@ -415,10 +419,19 @@ static struct hd_error *framework_run(struct hd_session *s,
 				      bool names_only, struct hd_fw **ret_fw,
 				      struct hd_graph **ret_g);
 
+static struct hd_error *names_semantic(struct hd_session *s);
+
 struct hd_error *hd_session_semantic(struct hd_session *s,
 				     const char *const *names, size_t n,
 				     const struct hd_semantic **ret)
 {
+	// The default modules' run for the names, if it was made with its
+	// edges, is the run this one would make.
+	if (n == 0 && s->names_edges) {
+		struct hd_error *err = names_semantic(s);
+		if (err)
+			return err;
+	}
 	if (n == 0 && s->names_sem) {
 		*ret = s->names_sem;
 		return NULL;
@@ -442,8 +455,11 @@ struct hd_error *hd_session_semantic(struct hd_session *s,
 	if (err)
 		return err;
 	err = hd_semantic_compute(fw, g, &s->sem);
-	if (err)
+	if (err) {
+		hd_fw_destroy(fw);
+		hd_graph_destroy(g);
 		return err;
+	}
 	s->t_semantic = now() - t0;
 	*ret = s->sem;
 	return NULL;
@@ -469,12 +485,20 @@ static struct hd_error *default_names(struct hd_session *s)
 	if (err)
 		return err;
 	if (has_used_subblocks(fw)) {
-		// Their blocks are vertices of the semantic graph alone: keep
-		// its tree for the reports that count or explain them.
-		double t0 = now();
-		err = hd_semantic_compute(fw, g, &s->names_sem);
-		s->t_semantic = now() - t0;
-		return err;
+		// Their blocks are vertices of the semantic graph alone: its
+		// tree is made for the reports that count or explain them
+		// (names_semantic). A graph too large for it fails here, as
+		// it did when the tree was made at once.
+		err = hd_semantic_check(fw, g);
+		if (err) {
+			hd_fw_destroy(fw);
+			hd_graph_destroy(g);
+			return err;
+		}
+		s->names_fw = fw;
+		s->names_g = g;
+		s->names_edges = true;
+		return NULL;
 	}
 	// Only the names are asked for: the modules have run, nothing reads
 	// this graph's edges again.
@@ -498,10 +522,30 @@ struct hd_error *hd_session_framework_names(struct hd_session *s,
 	return NULL;
 }
 
+// The default modules' semantic tree from the names' run and its edges.
+// On failure the names stay (the edges may not).
+static struct hd_error *names_semantic(struct hd_session *s)
+{
+	if (s->names_sem || !s->names_edges)
+		return NULL;
+	s->names_edges = false;
+	double t0 = now();
+	struct hd_error *err = hd_semantic_compute(s->names_fw, s->names_g,
+						   &s->names_sem);
+	s->t_semantic = now() - t0;
+	if (err)
+		return err;
+	s->names_fw = NULL; // the tree's now
+	s->names_g = NULL;
+	return NULL;
+}
+
 struct hd_error *hd_session_subblock_semantic(struct hd_session *s,
 					      const struct hd_semantic **ret)
 {
 	struct hd_error *err = default_names(s);
+	if (!err)
+		err = names_semantic(s);
 	if (err)
 		return err;
 	const struct hd_semantic *sem = s->sem && !s->sem_key[0] ? s->sem
@@ -552,6 +596,7 @@ static struct hd_error *framework_run(struct hd_session *s,
 	if (!err && edges)
 		err = session_index(s);
 	struct hd_graph *g = NULL;
+	fw->sa.threads = s->opts.threads;
 	if (!err && edges)
 		err = hd_graph_build_with(s->t, s->di, h, &s->ix,
 					  ty ? hd_typing_pointer_map : NULL,
