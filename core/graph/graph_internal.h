@@ -85,6 +85,7 @@ static inline int64_t hd_index_find(const struct hd_index *ix, uint64_t p,
 				    bool *exact)
 {
 	const struct hd_index_range *r = hd_index_range_of(ix, p);
+	*exact = false;
 	if (!r)
 		return -1;
 	int64_t id;

@@ -122,6 +122,7 @@ void hd_index_find_batch(const struct hd_index *ix, const uint64_t *vals,
 	for (size_t i = 0; i < n; i++) {
 		const struct hd_index_range *r = rs[i];
 		ids[i] = -1;
+		exact[i] = false;
 		if (!r || !r->num_granules)
 			continue;
 		uint64_t p = vals[i];

@@ -196,7 +196,9 @@ static void *sub_scan_part(void *arg)
 	uint64_t in = 0, out = 0;
 	for (size_t j = 0; j < w->end - w->first; j++) {
 		uint64_t m = w->counts[j];
-		memmove(w->targets + out, w->targets + in, m * sizeof(*w->targets));
+		// A part without edges has no array (memmove's NULL is UB).
+		if (m)
+			memmove(w->targets + out, w->targets + in, m * sizeof(*w->targets));
 		in += m;
 		m = hd_scan_dedupe(w->targets + out, m);
 		w->counts[j] = (uint32_t)m;
