@@ -54,23 +54,33 @@ static int by_ret(const struct hd_dom *d, uint32_t x, uint32_t y)
 // Children lists this long or shorter are sorted by insertion.
 #define SMALL_LIST 16
 
-static bool sort_long_list(const struct hd_dom *d, uint32_t *c, uint32_t k,
-			   struct hd_keyed **buf, uint32_t *cap)
+// Sorts a long list, larger retained first then lower vertex, through
+// buf: room for the longest list's (retained, vertex) pairs, in pages that
+// become resident as written. When every child retains less than 4 GiB
+// (nearly always), each is one 64-bit key, ~retained << 32 | vertex, which
+// writes half the pages: the root's list of a hash table's entries has
+// millions of children, sorted at the stage's peak.
+static void sort_long_list(const struct hd_dom *d, uint32_t *c, uint32_t k,
+			   void *buf)
 {
-	if (k > *cap) {
-		struct hd_keyed *p = realloc(*buf, (size_t)k * sizeof(*p));
-		if (!p)
-			return false;
-		*buf = p;
-		*cap = k;
+	bool packed = true;
+	for (uint32_t i = 0; i < k && packed; i++)
+		packed = hd_dom_ret(d, c[i]) < UINT32_MAX;
+	if (packed) {
+		uint64_t *kv = buf;
+		for (uint32_t i = 0; i < k; i++)
+			kv[i] = (uint64_t)(UINT32_MAX - (uint32_t)hd_dom_ret(d, c[i])) << 32 | c[i];
+		hd_sort_u64(kv, k);
+		for (uint32_t i = 0; i < k; i++)
+			c[i] = (uint32_t)kv[i];
+		return;
 	}
-	struct hd_keyed *kv = *buf;
+	struct hd_keyed *kv = buf;
 	for (uint32_t i = 0; i < k; i++)
 		kv[i] = (struct hd_keyed){ hd_dom_ret(d, c[i]), c[i] };
 	hd_sort_keyed(kv, k);
 	for (uint32_t i = 0; i < k; i++)
 		c[i] = kv[i].v;
-	return true;
 }
 
 static struct hd_error *build_children(struct hd_dom *d)
@@ -101,14 +111,18 @@ static struct hd_error *build_children(struct hd_dom *d)
 	// Most lists are a few children (a block's string and payload): an
 	// insertion sort in place, where a qsort call per list cost more
 	// than the sorting.
-	struct hd_keyed *kv = NULL;
-	uint32_t kv_cap = 0;
-	bool ok = true;
+	uint32_t longest = 0;
+	for (uint32_t v = 0; v < n; v++)
+		if (off[v + 1] - off[v] > longest)
+			longest = off[v + 1] - off[v];
+	size_t kv_size = longest > SMALL_LIST ? (size_t)longest * sizeof(struct hd_keyed) : 0;
+	void *kv = kv_size ? zeroed_pages(kv_size) : NULL;
+	bool ok = !kv_size || kv;
 	for (uint32_t v = 0; v < n && ok; v++) {
 		uint32_t *c = children + off[v];
 		uint32_t k = off[v + 1] - off[v];
 		if (k > SMALL_LIST) {
-			ok = sort_long_list(d, c, k, &kv, &kv_cap);
+			sort_long_list(d, c, k, kv);
 			continue;
 		}
 		for (uint32_t i = 1; i < k; i++) {
@@ -118,7 +132,7 @@ static struct hd_error *build_children(struct hd_dom *d)
 			c[j] = x;
 		}
 	}
-	free(kv);
+	free_pages(kv, kv_size);
 	free(off);
 	if (!ok) {
 		free(children);

@@ -12,6 +12,7 @@
 #include "heapdom.h"
 #include "dom/dom.h"
 #include "util/sort.h"
+#include "util/sort_inplace.h"
 
 // How far ahead the sequential passes prefetch (in vertices), and how many
 // edges of a vertex they prefetch.
@@ -558,59 +559,23 @@ static inline bool keyed_before(const struct hd_keyed *x, const struct hd_keyed 
 	return x->retained != y->retained ? x->retained > y->retained : x->v < y->v;
 }
 
-// Quicksort on the middle of three, the smaller side first (a stack of at
-// most log2 n entries), insertion sort below SMALL_LIST; the pairs are
-// distinct (one per vertex), so the order is total.
+HD_DEFINE_SORT_INPLACE(sort_keyed, struct hd_keyed, keyed_before)
+
 void hd_sort_keyed(struct hd_keyed *a, size_t n)
 {
-	struct { size_t lo, hi; } stack[64];
-	size_t sp = 0, lo = 0, hi = n;
-	for (;;) {
-		while (hi - lo > SMALL_LIST) {
-			size_t mid = lo + (hi - lo) / 2;
-			struct hd_keyed *x = &a[lo], *y = &a[mid], *z = &a[hi - 1], t;
-			// Middle of three into a[mid].
-			if (keyed_before(y, x)) { t = *x; *x = *y; *y = t; }
-			if (keyed_before(z, y)) { t = *y; *y = *z; *z = t; }
-			if (keyed_before(y, x)) { t = *x; *x = *y; *y = t; }
-			struct hd_keyed pivot = a[mid];
-			size_t i = lo, j = hi - 1;
-			for (;;) {
-				while (keyed_before(&a[i], &pivot))
-					i++;
-				while (keyed_before(&pivot, &a[j]))
-					j--;
-				if (i >= j)
-					break;
-				t = a[i]; a[i] = a[j]; a[j] = t;
-				i++;
-				j--;
-			}
-			// [lo, j] and [j + 1, hi): the larger is left for later.
-			size_t split = j + 1;
-			if (split - lo < hi - split) {
-				stack[sp].lo = split;
-				stack[sp++].hi = hi;
-				hi = split;
-			} else {
-				stack[sp].lo = lo;
-				stack[sp++].hi = split;
-				lo = split;
-			}
-		}
-		for (size_t i = lo + 1; i < hi; i++) {
-			struct hd_keyed x = a[i];
-			size_t j = i;
-			for (; j > lo && keyed_before(&x, &a[j - 1]); j--)
-				a[j] = a[j - 1];
-			a[j] = x;
-		}
-		if (!sp)
-			break;
-		sp--;
-		lo = stack[sp].lo;
-		hi = stack[sp].hi;
-	}
+	sort_keyed(a, n);
+}
+
+static inline bool u64_before(const uint64_t *x, const uint64_t *y)
+{
+	return *x < *y;
+}
+
+HD_DEFINE_SORT_INPLACE(sort_u64, uint64_t, u64_before)
+
+void hd_sort_u64(uint64_t *a, size_t n)
+{
+	sort_u64(a, n);
 }
 
 static void sort_long_list(uint32_t *c, uint32_t k, const uint64_t *retained,

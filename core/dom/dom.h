@@ -95,6 +95,8 @@ struct hd_keyed {
 // Sorts n pairs, larger retained first, then lower vertex, in place (qsort
 // would allocate a copy as large as the list, at the report's peak).
 void hd_sort_keyed(struct hd_keyed *a, size_t n);
+// Sorts n 64-bit keys ascending, in place.
+void hd_sort_u64(uint64_t *a, size_t n);
 
 // Children lists of the dominator tree: the children of v are
 // children[child_off[v] .. child_off[v+1]), largest retained first (ties

@@ -687,6 +687,51 @@ START_TEST(test_children_lists)
 }
 END_TEST
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+// The in-place sorts of long children lists against qsort: 64-bit keys
+// (~retained << 32 | vertex) and (retained, vertex) pairs, with many equal
+// retained sizes.
+START_TEST(test_inplace_sorts)
+{
+	static const size_t sizes[] = {0, 1, 2, 16, 17, 18, 1000, 100000};
+	for (size_t si = 0; si < sizeof(sizes) / sizeof(*sizes); si++) {
+		size_t n = sizes[si];
+		rng_seed(7000 + (int)si);
+		uint64_t *a = malloc((n + 1) * sizeof(*a));
+		uint64_t *b = malloc((n + 1) * sizeof(*b));
+		struct hd_keyed *k = malloc((n + 1) * sizeof(*k));
+		ck_assert(a && b && k);
+		for (size_t i = 0; i < n; i++) {
+			uint64_t r = 16 * (1 + rng_below(5));
+			a[i] = b[i] = (uint64_t)(UINT32_MAX - (uint32_t)r) << 32 | (uint32_t)i;
+			k[i] = (struct hd_keyed){ r << 20, (uint32_t)i };
+		}
+		// Distinct keys in a shuffled order.
+		for (size_t i = n; i > 1; i--) {
+			size_t j = rng_below((uint32_t)i);
+			uint64_t t = a[i - 1]; a[i - 1] = a[j]; a[j] = t;
+			struct hd_keyed u = k[i - 1]; k[i - 1] = k[j]; k[j] = u;
+		}
+		hd_sort_u64(a, n);
+		if (n)
+			qsort(b, n, sizeof(*b), cmp_u64);
+		ck_assert(!n || !memcmp(a, b, n * sizeof(*a)));
+		hd_sort_keyed(k, n);
+		for (size_t i = 1; i < n; i++)
+			ck_assert(k[i - 1].retained > k[i].retained ||
+				  (k[i - 1].retained == k[i].retained && k[i - 1].v < k[i].v));
+		free(a);
+		free(b);
+		free(k);
+	}
+}
+END_TEST
+
 // ------------------------------------------------------ medium: CHK oracle
 
 // Cooper, Harvey and Kennedy, "A Simple, Fast Dominance Algorithm":
@@ -1301,6 +1346,7 @@ int main(void)
 	tcase_add_test(tc, test_random_medium_chk);
 	tcase_add_test(tc, test_grouped_random);
 	tcase_add_test(tc, test_children_lists);
+	tcase_add_test(tc, test_inplace_sorts);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("big");
