@@ -10,6 +10,7 @@
 
 #include "heap/heap_internal.h"
 #include "semantic/semantic_internal.h"
+#include "util/hash.h"
 #include "util/vec.h"
 #include "util/sort.h"
 
@@ -177,21 +178,13 @@ struct label_hash {
 	size_t cap;
 };
 
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (uint8_t)*s) * 1099511628211ull;
-	return h;
-}
-
 static bool rehash(struct hd_fw *fw, struct label_hash *lh, size_t cap)
 {
 	uint32_t *slots = calloc(cap, sizeof(*slots));
 	if (!slots)
 		return false;
 	for (size_t i = 0; i < fw->num_labels; i++) {
-		size_t j = hash_str(fw->labels[i]) & (cap - 1);
+		size_t j = hd_hash_str(fw->labels[i]) & (cap - 1);
 		while (slots[j])
 			j = (j + 1) & (cap - 1);
 		slots[j] = (uint32_t)i + 1;
@@ -211,7 +204,7 @@ static uint32_t intern_new(struct hd_fw *fw, const char *name)
 		free(copy);
 		return UINT32_MAX;
 	}
-	size_t j = hash_str(name) & (lh->cap - 1);
+	size_t j = hd_hash_str(name) & (lh->cap - 1);
 	while (lh->slots[j])
 		j = (j + 1) & (lh->cap - 1);
 	lh->slots[j] = (uint32_t)fw->num_labels;
@@ -230,7 +223,7 @@ uint32_t hd_fw_intern(struct hd_fw *fw, const char *name)
 		}
 		fw->label_hash = lh;
 	}
-	size_t j = hash_str(name) & (lh->cap - 1);
+	size_t j = hd_hash_str(name) & (lh->cap - 1);
 	while (lh->slots[j]) {
 		uint32_t i = lh->slots[j] - 1;
 		if (strcmp(fw->labels[i], name) == 0)
@@ -570,6 +563,15 @@ static bool is_block_vertex(struct hd_fw *fw, uint32_t v)
 	return v > fw->g->num_roots && v < fw->g->num_vertices;
 }
 
+// Whether node was made by the module running (counted only, when only
+// names are kept).
+static bool is_module_node(const struct hd_fw *fw, uint32_t node)
+{
+	if (fw->names_only)
+		return node < fw->light_nodes;
+	return node < fw->num_nodes && fw->nodes[node].module == fw->cur;
+}
+
 struct hd_error *hd_fw_node(struct hd_fw *fw, uint32_t parent, uint32_t holder,
 			    const char *label, const char *kind,
 			    enum hd_fw_owner owner, uint32_t *node)
@@ -578,25 +580,7 @@ struct hd_error *hd_fw_node(struct hd_fw *fw, uint32_t parent, uint32_t holder,
 	if (err)
 		return err;
 	const char *name = fw->mods[fw->cur].ops->name;
-	if (fw->names_only) {
-		if (parent != HD_FW_NO_NODE && parent >= fw->light_nodes)
-			return hd_error_create(HD_ERROR_INVALID,
-					       "framework %s: node parent %u is not a node of this module",
-					       name, parent);
-		if (holder != HD_DOM_NONE && (holder == 0 || holder >= fw->g->num_vertices))
-			return hd_error_create(HD_ERROR_INVALID,
-					       "framework %s: node holder %u is not a vertex",
-					       name, holder);
-		if (fw->light_nodes >= HD_FW_MAX_NODES)
-			return hd_error_create(HD_ERROR_INVALID,
-					       "framework %s: more than %u semantic nodes",
-					       name, HD_FW_MAX_NODES);
-		*node = fw->light_nodes++;
-		fw->mods[fw->cur].nodes++;
-		return NULL;
-	}
-	if (parent != HD_FW_NO_NODE &&
-	    (parent >= fw->num_nodes || fw->nodes[parent].module != fw->cur))
+	if (parent != HD_FW_NO_NODE && !is_module_node(fw, parent))
 		return hd_error_create(HD_ERROR_INVALID,
 				       "framework %s: node parent %u is not a node of this module",
 				       name, parent);
@@ -604,10 +588,16 @@ struct hd_error *hd_fw_node(struct hd_fw *fw, uint32_t parent, uint32_t holder,
 		return hd_error_create(HD_ERROR_INVALID,
 				       "framework %s: node holder %u is not a vertex",
 				       name, holder);
-	if (fw->num_nodes >= HD_FW_MAX_NODES)
+	if ((fw->names_only ? fw->light_nodes : fw->num_nodes) >= HD_FW_MAX_NODES)
 		return hd_error_create(HD_ERROR_INVALID,
 				       "framework %s: more than %u semantic nodes",
 				       name, HD_FW_MAX_NODES);
+	if (fw->names_only) {
+		// Nothing of the node is kept: it is only numbered.
+		*node = fw->light_nodes++;
+		fw->mods[fw->cur].nodes++;
+		return NULL;
+	}
 	struct hd_snode s = {
 		.label = strdup(label ? label : "?"),
 		.kind = strdup(kind ? kind : "node"),
@@ -702,8 +692,7 @@ struct hd_error *hd_fw_assign(struct hd_fw *fw, uint32_t node, uint32_t v)
 	struct hd_error *err = analyze_only(fw, "hd_fw_assign");
 	if (err)
 		return err;
-	if (fw->names_only ? node >= fw->light_nodes
-			   : node >= fw->num_nodes || fw->nodes[node].module != fw->cur)
+	if (!is_module_node(fw, node))
 		return hd_error_create(HD_ERROR_INVALID,
 				       "framework %s: %u is not a node of this module",
 				       fw->mods[fw->cur].ops->name, node);
