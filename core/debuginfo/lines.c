@@ -18,6 +18,7 @@
 #include "util/demangle.h"
 #include "util/vec.h"
 #include "util/sort.h"
+#include "util/hash.h"
 
 // ------------------------------------------------------------ file names
 
@@ -90,14 +91,6 @@ struct build {
 	size_t num_offsets, offsets_cap;
 };
 
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
 static bool grow_slots(struct build *b)
 {
 	size_t n = b->num_slots ? 2 * b->num_slots : 256;
@@ -105,7 +98,7 @@ static bool grow_slots(struct build *b)
 	if (!slots)
 		return false;
 	for (size_t i = 0; i < b->tab->num_files; i++) {
-		size_t j = hash_str(b->tab->files[i]) & (n - 1);
+		size_t j = hd_hash_str(b->tab->files[i]) & (n - 1);
 		while (slots[j])
 			j = (j + 1) & (n - 1);
 		slots[j] = (uint32_t)i + 1;
@@ -124,7 +117,7 @@ static struct hd_error *intern_file(struct build *b, char *name, uint32_t *ret)
 		free(name);
 		return &hd_error_no_memory;
 	}
-	size_t j = hash_str(name) & (b->num_slots - 1);
+	size_t j = hd_hash_str(name) & (b->num_slots - 1);
 	for (; b->slots[j]; j = (j + 1) & (b->num_slots - 1)) {
 		uint32_t i = b->slots[j] - 1;
 		if (strcmp(tab->files[i], name) == 0) {

@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "frameworks/libstdcxx_internal.h"
+#include "util/hash.h"
 
 static const char *const prefixes[] = {
 	"std::vector<",
@@ -129,14 +130,6 @@ static struct hd_error *set_add(struct set *s, uint64_t x, bool *fresh)
 	return NULL;
 }
 
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
 // The type named s (src: where that name lives, for the recent ones),
 // entered if new; NULL without memory.
 static struct stl_type *intern(struct strtab *t, const char *src)
@@ -153,7 +146,7 @@ static struct stl_type *intern(struct strtab *t, const char *src)
 		for (size_t i = 0; i < t->cap; i++) {
 			if (!t->v[i])
 				continue;
-			size_t j = hash_str(t->v[i]->name) & (cap - 1);
+			size_t j = hd_hash_str(t->v[i]->name) & (cap - 1);
 			while (v[j])
 				j = (j + 1) & (cap - 1);
 			v[j] = t->v[i];
@@ -162,7 +155,7 @@ static struct stl_type *intern(struct strtab *t, const char *src)
 		t->v = v;
 		t->cap = cap;
 	}
-	size_t i = hash_str(s) & (t->cap - 1);
+	size_t i = hd_hash_str(s) & (t->cap - 1);
 	for (; t->v[i]; i = (i + 1) & (t->cap - 1))
 		if (strcmp(t->v[i]->name, s) == 0)
 			break;

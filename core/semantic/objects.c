@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "semantic/semantic_internal.h"
+#include "util/hash.h"
 
 // A struct nests at most this deep before we call its layout broken.
 #define MAX_DEPTH 64
@@ -564,14 +565,6 @@ struct hd_fw_type_memo {
 	bool found;
 };
 
-static uint64_t name_hash(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
 bool hd_fw_find_type_memo(struct hd_fw *fw, const char *name, size_t *mi,
 		      uint32_t *type)
 {
@@ -581,7 +574,7 @@ bool hd_fw_find_type_memo(struct hd_fw *fw, const char *name, size_t *mi,
 		fw->type_memo = calloc(TYPE_MEMO, sizeof(*fw->type_memo));
 	if (!fw->type_memo)
 		return hd_fw_find_type(fw, name, mi, type);
-	uint64_t h = name_hash(name);
+	uint64_t h = hd_hash_str(name);
 	struct hd_fw_type_memo *m = &fw->type_memo[h % TYPE_MEMO];
 	if (!m->name || m->hash != h || strcmp(m->name, name) != 0) {
 		char *copy = strdup(name);
