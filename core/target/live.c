@@ -646,6 +646,19 @@ static struct hd_error *no_mappings_error(int pid)
 			       pid);
 }
 
+// A /proc file of the process that vanished under heapdom (ESRCH: the
+// task is gone; ENOENT: its directory is) means the process was killed or
+// exited after it was attached: say that, not the errno of one file.
+static struct hd_error *proc_read_error(int pid, int e, const char *path,
+					const char *what)
+{
+	if (e == ESRCH || e == ENOENT)
+		return hd_error_create(HD_ERROR_NOT_FOUND,
+				       "process %d exited (or was killed) during the analysis: its memory is gone (%s: %s)",
+				       pid, path, strerror(e));
+	return hd_error_os(e, path, what);
+}
+
 static struct hd_error *read_mappings(struct hd_target *t)
 {
 	struct live_target *lt = t->impl;
@@ -654,7 +667,7 @@ static struct hd_error *read_mappings(struct hd_target *t)
 		 lt->proc_tid);
 	FILE *f = fopen(path, "re");
 	if (!f)
-		return hd_error_os(errno, path, "cannot read the mappings");
+		return proc_read_error(lt->pid, errno, path, "cannot read the mappings");
 	struct hd_error *err = NULL;
 	char *line = NULL;
 	size_t cap = 0;
@@ -668,7 +681,7 @@ static struct hd_error *read_mappings(struct hd_target *t)
 		err = hd_target_push_mapping(t, &m);
 	}
 	if (!err && ferror(f))
-		err = hd_error_os(errno, path, "cannot read the mappings");
+		err = proc_read_error(lt->pid, errno, path, "cannot read the mappings");
 	free(line);
 	fclose(f);
 	if (!err && !t->num_mappings)
@@ -685,7 +698,8 @@ static struct hd_error *read_auxv(struct hd_target *t)
 		 lt->proc_tid);
 	int e = read_proc_file(path, &buf, &len);
 	if (e)
-		return hd_error_os(e, path, "cannot read the auxiliary vector");
+		return proc_read_error(lt->pid, e, path,
+				       "cannot read the auxiliary vector");
 	t->auxv = (uint64_t *)buf;
 	t->auxv_len = len / sizeof(uint64_t);
 	return NULL;
