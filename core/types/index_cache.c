@@ -330,6 +330,54 @@ const struct hd_type_index *hd_index_cache_get(const char *path,
 	return cache_get(path, dir, seconds);
 }
 
+// Whether path's index is being made by another thread now.
+static bool being_built(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) != 0)
+		return false;
+	bool ret = false;
+	pthread_mutex_lock(&lock);
+	for (size_t i = 0; i < num_cached; i++) {
+		const struct cached *c = &cache[i];
+		if (strcmp(c->path, path) == 0 &&
+		    c->mtime.tv_sec == st.st_mtim.tv_sec &&
+		    c->mtime.tv_nsec == st.st_mtim.tv_nsec) {
+			ret = c->building;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&lock);
+	return ret;
+}
+
+void hd_index_cache_get_many(const char *const *paths, size_t n,
+			     const struct hd_type_index **ixs, double *seconds)
+{
+	char dir[4096];
+	if (!disk_dir(dir, sizeof(dir)))
+		dir[0] = '\0';
+	bool *later = calloc(n ? n : 1, sizeof(*later));
+	// First the files nobody is indexing (made here, on this thread),
+	// then those a prefetch thread is on: typing waiting for libc's index
+	// need not wait for ld.so's too, queued behind it, while this thread
+	// could have made it.
+	for (size_t i = 0; i < n; i++) {
+		ixs[i] = NULL;
+		seconds[i] = 0;
+		if (!paths[i])
+			continue;
+		if (later && being_built(paths[i]))
+			later[i] = true;
+		else
+			ixs[i] = cache_get(paths[i], dir, &seconds[i]);
+	}
+	for (size_t i = 0; later && i < n; i++)
+		if (later[i])
+			ixs[i] = cache_get(paths[i], dir, &seconds[i]);
+	free(later);
+}
+
 // One prefetch: its thread and files. Running prefetches are listed so that
 // the library's destructor can join them: a front-end's caller joins its
 // own (hd_index_cache_join), but if the library is unloaded or the process

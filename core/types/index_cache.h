@@ -16,6 +16,12 @@
 const struct hd_type_index *hd_index_cache_get(const char *path,
 					       double *seconds);
 
+// hd_index_cache_get for n files (NULL paths give NULL), in an order that
+// waits least: the files another thread is indexing are waited for last,
+// after this thread has made the others.
+void hd_index_cache_get_many(const char *const *paths, size_t n,
+			     const struct hd_type_index **ixs, double *seconds);
+
 // hd_type_index_build_filtered through the per-user cache on disk
 // ($XDG_CACHE_HOME/heapdom, else ~/.cache/heapdom; docs/index-cache.md):
 // the index is read from there when a file made from the same ELF file

@@ -42,21 +42,37 @@ static struct hd_error *build_indexes(struct hd_typing *ty, struct hd_target *t,
 	if (!ty->mods)
 		return &hd_error_no_memory;
 	double t0 = now();
+	const char **paths = calloc(ty->num_mods ? ty->num_mods : 1, sizeof(*paths));
+	const struct hd_type_index **ixs = calloc(ty->num_mods ? ty->num_mods : 1, sizeof(*ixs));
+	double *secs = calloc(ty->num_mods ? ty->num_mods : 1, sizeof(*secs));
+	if (!paths || !ixs || !secs) {
+		free(paths);
+		free(ixs);
+		free(secs);
+		return &hd_error_no_memory;
+	}
+	for (size_t i = 0; i < ty->num_mods; i++) {
+		ty->mods[i].m = hd_target_module(t, i);
+		paths[i] = hd_debuginfo_debug_file(di, ty->mods[i].m);
+		if (!paths[i])
+			paths[i] = ty->mods[i].m->file;
+	}
+	// Shared with other sessions, built once per file (often already, by
+	// the prefetch the session started).
+	hd_index_cache_get_many(paths, ty->num_mods, ixs, secs);
+	free(paths);
 	for (size_t i = 0; i < ty->num_mods; i++) {
 		struct hd_typing_module *tm = &ty->mods[i];
-		tm->m = hd_target_module(t, i);
-		const char *path = hd_debuginfo_debug_file(di, tm->m);
-		if (!path)
-			path = tm->m->file;
-		// Shared with other sessions, built once per file (often
-		// already, by the prefetch the session started).
-		tm->ix = path ? (struct hd_type_index *)hd_index_cache_get(path, &tm->seconds)
-			      : NULL;
+		tm->ix = (struct hd_type_index *)ixs[i];
+		tm->seconds = secs[i];
 		if (tm->ix) {
 			const struct hd_type_index *ix = tm->ix;
 			tm->based = calloc(ix->num_types / 8 + 1, 1);
-			if (!tm->based)
+			if (!tm->based) {
+				free(ixs);
+				free(secs);
 				return &hd_error_no_memory;
+			}
 			for (size_t k = 0; k < ix->num_members; k++) {
 				if (!ix->members[k].is_base)
 					continue;
@@ -69,6 +85,8 @@ static struct hd_error *build_indexes(struct hd_typing *ty, struct hd_target *t,
 		}
 		ty->info.index_seconds += tm->seconds;
 	}
+	free(ixs);
+	free(secs);
 	ty->info.index_wait_seconds = now() - t0;
 	return NULL;
 }
