@@ -130,6 +130,7 @@ def _load():
         "hd_sample_job_report": (err, [vp, vp, ctypes.POINTER(vp)]),
         "hd_sample_job_destroy": (None, [vp]),
     }
+    sigs["hd_prefetch_types"] = (None, [ctypes.c_char_p, ctypes.c_char_p])
     for name, (res, args) in sigs.items():
         fn = getattr(lib, name, None)
         if fn is None:
@@ -158,7 +159,7 @@ class _Prefix(gdb.Command):
         super().__init__(name, gdb.COMMAND_DATA, gdb.COMPLETE_NONE, True)
 
 
-_Prefix("set heapdom", "Set heapdom's defaults (top, depth, colour, memory).")
+_Prefix("set heapdom", "Set heapdom's defaults (top, depth, colour, memory, prefetch).")
 _Prefix("show heapdom", "Show heapdom's defaults.")
 
 
@@ -195,6 +196,12 @@ _memory = _MemoryParam("memory", gdb.PARAM_ENUM,
                  "how heapdom reads a live process's memory: auto (/proc/PID/mem, "
                  "else gdb), proc, or gdb (the debugger's reads, as for gdbserver).",
                  "auto", ["auto", "proc", "gdb"])
+
+
+_prefetch = _Param("prefetch", gdb.PARAM_BOOLEAN,
+                   "whether heapdom reads each module's DWARF types on a thread of "
+                   "its own as gdb loads the module (the first report at a stop "
+                   "then need not wait for libc's).", True)
 
 
 # ------------------------------------------------------------------ session
@@ -235,6 +242,36 @@ for _ev in ("cont", "exited", "new_objfile", "clear_objfiles",
     _registry = getattr(gdb.events, _ev, None)
     if _registry is not None:
         _registry.connect(_invalidate)
+
+
+def _prefetch_objfile(objfile):
+    """Starts reading the types of the module gdb has just loaded, while
+    the program runs to its stop (libc's DWARF takes a third of a second
+    when no earlier process left it in the index cache). A separate debug
+    file is its module's: the library finds it as a session would."""
+    if not _prefetch.value or objfile is None or not objfile.is_valid():
+        return
+    if getattr(objfile, "owner", None) is not None:
+        return
+    path = objfile.filename
+    # "target:" files are the remote target's: nothing on this machine.
+    if not path or not path.startswith("/") or not os.path.isfile(path):
+        return
+    if _load() is None or not hasattr(_lib, "hd_prefetch_types"):
+        return
+    directory = _debug_dir()
+    _lib.hd_prefetch_types(path.encode(), directory.encode() if directory else None)
+
+
+def _on_new_objfile(event):
+    try:
+        _prefetch_objfile(event.new_objfile)
+    except (gdb.error, OSError, ValueError, UnicodeError):
+        pass  # only a head start: the report reads what this did not
+
+
+if getattr(gdb.events, "new_objfile", None) is not None:
+    gdb.events.new_objfile.connect(_on_new_objfile)
 
 
 def _int(v):
@@ -1298,3 +1335,11 @@ for _cls in (HeapStats, HeapBlocks, HeapDominators, HeapWhy, HeapLeaks, HeapGrap
              HeapTypes, HeapFrameworks, HeapTrace, HeapWatch, HeapSnapshot, HeapDiff,
              HeapSample):
     _cls()
+
+# Sourced after the program was loaded (gdb -p PID -x heapdom.py): its
+# modules are there already.
+for _obj in gdb.objfiles():
+    try:
+        _prefetch_objfile(_obj)
+    except (gdb.error, OSError, ValueError, UnicodeError):
+        pass

@@ -80,14 +80,17 @@ static bool try_debug_file(const struct hd_module *m, const char *path)
 	return true;
 }
 
-static char *find_debug_file(struct hd_debuginfo *di, const struct hd_module *m)
+// debug_dir: the directory searched; user_dir: only it (the user's),
+// else also beside the file (the distributions' layouts).
+static char *find_debug_file(const char *debug_dir, bool user_dir,
+			     const struct hd_module *m)
 {
 	char *path = NULL;
 	if (m->build_id_len >= 2) {
 		char hex[129];
 		for (size_t i = 0; i < m->build_id_len; i++)
 			sprintf(hex + 2 * i, "%02x", m->build_id[i]);
-		if (asprintf(&path, "%s/.build-id/%.2s/%s.debug", di->debug_dir,
+		if (asprintf(&path, "%s/.build-id/%.2s/%s.debug", debug_dir,
 			     hex, hex + 2) >= 0 && try_debug_file(m, path))
 			return path;
 		free(path);
@@ -110,10 +113,10 @@ static char *find_debug_file(struct hd_debuginfo *di, const struct hd_module *m)
 	const char *fmts_user[] = {"%1$s%2$s/%3$s", "%1$s/%3$s"};
 	const char *fmts_default[] = {"%2$s/%3$s", "%2$s/.debug/%3$s",
 				      "%1$s%2$s/%3$s"};
-	const char **fmts = di->user_dir ? fmts_user : fmts_default;
-	size_t nfmts = di->user_dir ? 2 : 3;
+	const char **fmts = user_dir ? fmts_user : fmts_default;
+	size_t nfmts = user_dir ? 2 : 3;
 	for (size_t i = 0; i < nfmts; i++) {
-		if (asprintf(&path, fmts[i], di->debug_dir, dir,
+		if (asprintf(&path, fmts[i], debug_dir, dir,
 			     info.debuglink) < 0) {
 			path = NULL;
 			break;
@@ -136,7 +139,8 @@ static struct di_module *di_module(struct hd_debuginfo *di,
 			continue;
 		struct di_module *dm = &di->mods[i];
 		if (!dm->searched) {
-			dm->debug_file = find_debug_file(di, m);
+			dm->debug_file = find_debug_file(di->debug_dir,
+							 di->user_dir, m);
 			dm->searched = true;
 		}
 		return dm;
@@ -149,6 +153,12 @@ const char *hd_debuginfo_debug_file(struct hd_debuginfo *di,
 {
 	struct di_module *dm = di_module(di, m);
 	return dm ? dm->debug_file : NULL;
+}
+
+char *hd_debuginfo_find_debug_file(const char *debug_dir, bool user_dir,
+				    const struct hd_module *m)
+{
+	return find_debug_file(debug_dir, user_dir, m);
 }
 
 struct hd_lines **hd_debuginfo_lines(struct hd_debuginfo *di)

@@ -17,6 +17,13 @@ struct hd_error *hd_debuginfo_module_sections(struct hd_debuginfo *di,
 					      struct hd_elf_section **secs,
 					      size_t *n);
 
+// The separate debug file of module m (m->file and m->build_id are what
+// is looked at) as a session's debug info finds it: in debug_dir only when
+// user_dir (the user's), else also beside the file. NULL if none; the
+// caller frees it.
+char *hd_debuginfo_find_debug_file(const char *debug_dir, bool user_dir,
+				    const struct hd_module *m);
+
 // Unwinds every thread of a target that has no frames of its own (a core,
 // a ptrace-attached process) and adds its frames and locals as the
 // debugger front-ends do (frames.c). A thread whose unwinding stops early

@@ -61,16 +61,24 @@ struct hd_error *hd_dwarf_struct_layouts(const char *path,
 					 struct hd_struct_layout *ret)
 {
 	memset(ret, 0, n * sizeof(*ret));
-	struct hd_type_index *ix;
-	struct hd_error *err = hd_index_cache_build(path, cu_suffix, &ix, NULL);
+	// One source file's units are kept for the next session (a debugger
+	// makes one per stop); a whole file's index for layouts is made here
+	// and dropped, as its errors are typing's to keep quiet.
+	struct hd_type_index *own = NULL;
+	const struct hd_type_index *ix;
+	struct hd_error *err =
+		cu_suffix ? hd_index_cache_get_filtered(path, cu_suffix, &ix)
+			  : hd_index_cache_build(path, NULL, &own, NULL);
 	if (err)
 		return err;
+	if (own)
+		ix = own;
 	for (size_t i = 0; i < n && !err; i++) {
 		uint32_t st = hd_type_find_struct(ix, names[i]);
 		if (st != HD_TYPE_NONE && ix->types[st].size)
 			err = copy_layout(ix, st, names[i], &ret[i]);
 	}
-	hd_type_index_destroy(ix);
+	hd_type_index_destroy(own);
 	if (err)
 		for (size_t i = 0; i < n; i++)
 			hd_struct_layout_deinit(&ret[i]);

@@ -6,6 +6,11 @@
 
 #include "heapdom.h"
 
+// The source file whose struct layouts a walker will ask of the module at
+// path (hd_debuginfo_struct_layouts' cu_suffix: "malloc.c" for libc), or
+// NULL: read ahead, with the module's types, as a debugger loads it.
+const char *hd_heap_layout_unit(const char *path);
+
 // Block table, struct-of-arrays, 15 bytes per block: 8 (addr) + 4 (span:
 // extent in units of 1 << span_shift) + 1 (flags) + 2 (region). Everything
 // else a block has is derived from a handful of per-allocator tables the

@@ -872,6 +872,14 @@ HD_EXPORT struct hd_error *hd_session_dom_view(struct hd_session *s,
 // will need block types (call before the heap walk to overlap them). The
 // thread ends when typing is computed or the session is destroyed.
 HD_EXPORT void hd_session_prepare_types(struct hd_session *s);
+// Starts reading the DWARF types of the ELF file at path (its separate
+// debug file, looked for in debug_dir as a session with that debug_dir
+// looks: NULL for /usr/lib/debug) on a thread of the library, for the
+// sessions to come: a debugger front-end calls it as the debugger loads
+// each module, so that the first report at a stop does not wait for
+// libc's DWARF. Does nothing for a file without DWARF or already read;
+// never fails (a session reads what this did not).
+HD_EXPORT void hd_prefetch_types(const char *path, const char *debug_dir);
 // Block types; *ret is NULL when the session was made with untyped.
 HD_EXPORT struct hd_error *hd_session_typing(struct hd_session *s,
 					     const struct hd_typing **ret);

@@ -19,6 +19,7 @@
 
 struct cached {
 	char *path;
+	char *cu_suffix; // a filtered index's (the glibc walker's), or NULL
 	struct timespec mtime;
 	struct hd_type_index *ix;
 	double seconds;
@@ -240,12 +241,20 @@ struct hd_error *hd_index_cache_build(const char *path, const char *cu_suffix,
 
 // ------------------------------------------------------------ in memory
 
-// The entry for path, added if new; called with the lock held.
-static struct cached *lookup(const char *path, const struct stat *st)
+static bool same_suffix(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+// The entry for path (and cu_suffix), added if new; called with the lock
+// held.
+static struct cached *lookup(const char *path, const char *cu_suffix,
+			     const struct stat *st)
 {
 	for (size_t i = 0; i < num_cached; i++) {
 		struct cached *c = &cache[i];
 		if (strcmp(c->path, path) == 0 &&
+		    same_suffix(c->cu_suffix, cu_suffix) &&
 		    c->mtime.tv_sec == st->st_mtim.tv_sec &&
 		    c->mtime.tv_nsec == st->st_mtim.tv_nsec)
 			return c;
@@ -259,27 +268,49 @@ static struct cached *lookup(const char *path, const struct stat *st)
 		cap_cached = cap;
 	}
 	char *copy = strdup(path);
-	if (!copy)
+	char *suffix = cu_suffix ? strdup(cu_suffix) : NULL;
+	if (!copy || (cu_suffix && !suffix)) {
+		free(copy);
+		free(suffix);
 		return NULL;
-	cache[num_cached] = (struct cached){.path = copy, .mtime = st->st_mtim};
+	}
+	cache[num_cached] = (struct cached){.path = copy, .cu_suffix = suffix,
+					    .mtime = st->st_mtim};
 	return &cache[num_cached++];
 }
 
 // hd_index_cache_get with the disk cache's directory decided by the caller
 // (a prefetch decides in the thread that starts it: the environment is
-// read there, not in the worker, which could race a setenv).
-static const struct hd_type_index *cache_get(const char *path, const char *dir,
-					     double *seconds)
+// read there, not in the worker, which could race a setenv). With
+// cu_suffix, the filtered index; *errp (then not NULL) gets the error of a
+// build that failed, which is not kept: the next call tries again, and
+// says why again.
+static const struct hd_type_index *cache_get(const char *path,
+					     const char *cu_suffix,
+					     const char *dir, double *seconds,
+					     struct hd_error **errp)
 {
 	struct stat st;
 	if (seconds)
 		*seconds = 0;
-	if (stat(path, &st) != 0)
+	if (errp)
+		*errp = NULL;
+	if (stat(path, &st) != 0) {
+		// The error opening it would give, as without the cache.
+		struct hd_type_index *ix = NULL;
+		struct hd_error *err =
+			errp ? hd_type_index_build_filtered(path, cu_suffix, &ix) : NULL;
+		hd_type_index_destroy(ix);
+		if (errp)
+			*errp = err;
 		return NULL;
+	}
 	pthread_mutex_lock(&lock);
-	struct cached *c = lookup(path, &st);
+	struct cached *c = lookup(path, cu_suffix, &st);
 	if (!c) {
 		pthread_mutex_unlock(&lock);
+		if (errp)
+			*errp = &hd_error_no_memory;
 		return NULL;
 	}
 	size_t idx = (size_t)(c - cache);
@@ -291,8 +322,23 @@ static const struct hd_type_index *cache_get(const char *path, const char *dir,
 		double t0 = now();
 		struct hd_type_index *ix = NULL;
 		struct disk_save *save = malloc(sizeof(*save));
-		struct hd_error *err = save ? load_or_build(path, NULL, dir, &ix, NULL, save)
+		struct hd_error *err = save ? load_or_build(path, cu_suffix, dir, &ix, NULL, save)
 					    : &hd_error_no_memory;
+		if (err && cu_suffix) {
+			// A filtered index that failed is not kept: asked
+			// again, built again (as before there was a cache),
+			// and its error said again.
+			free(save);
+			pthread_mutex_lock(&lock);
+			cache[idx].building = false;
+			pthread_cond_broadcast(&built);
+			pthread_mutex_unlock(&lock);
+			if (errp)
+				*errp = err;
+			else
+				hd_error_destroy(err);
+			return NULL;
+		}
 		if (err) {
 			// No DWARF, or DWARF libdwarf cannot read: untyped.
 			hd_error_destroy(err);
@@ -327,7 +373,21 @@ const struct hd_type_index *hd_index_cache_get(const char *path,
 	char dir[4096];
 	if (!disk_dir(dir, sizeof(dir)))
 		dir[0] = '\0';
-	return cache_get(path, dir, seconds);
+	return cache_get(path, NULL, dir, seconds, NULL);
+}
+
+struct hd_error *hd_index_cache_get_filtered(const char *path,
+					     const char *cu_suffix,
+					     const struct hd_type_index **ret)
+{
+	char dir[4096];
+	if (!disk_dir(dir, sizeof(dir)))
+		dir[0] = '\0';
+	struct hd_error *err = NULL;
+	*ret = cache_get(path, cu_suffix, dir, NULL, &err);
+	if (!*ret && !err)
+		err = hd_error_file(HD_ERROR_NOT_FOUND, path, "no DWARF debug info");
+	return err;
 }
 
 // Whether path's index is being made by another thread now.
@@ -340,7 +400,7 @@ static bool being_built(const char *path)
 	pthread_mutex_lock(&lock);
 	for (size_t i = 0; i < num_cached; i++) {
 		const struct cached *c = &cache[i];
-		if (strcmp(c->path, path) == 0 &&
+		if (strcmp(c->path, path) == 0 && !c->cu_suffix &&
 		    c->mtime.tv_sec == st.st_mtim.tv_sec &&
 		    c->mtime.tv_nsec == st.st_mtim.tv_nsec) {
 			ret = c->building;
@@ -370,11 +430,11 @@ void hd_index_cache_get_many(const char *const *paths, size_t n,
 		if (later && being_built(paths[i]))
 			later[i] = true;
 		else
-			ixs[i] = cache_get(paths[i], dir, &seconds[i]);
+			ixs[i] = cache_get(paths[i], NULL, dir, &seconds[i], NULL);
 	}
 	for (size_t i = 0; later && i < n; i++)
 		if (later[i])
-			ixs[i] = cache_get(paths[i], dir, &seconds[i]);
+			ixs[i] = cache_get(paths[i], NULL, dir, &seconds[i], NULL);
 	free(later);
 }
 
@@ -389,6 +449,9 @@ struct hd_prefetch {
 	char **paths;
 	size_t n;
 	char dir[4096]; // the disk cache's, "" when off
+	char *cu_suffix; // a filtered index of paths[0] made first, or NULL
+	bool background; // nobody joins it: reaped by the next one started
+	bool finished;   // its worker is returning (under the lock)
 	struct hd_prefetch *next;
 };
 
@@ -398,13 +461,23 @@ static bool unloading; // the destructor ran: skip the files not yet begun
 static void *prefetch_worker(void *arg)
 {
 	struct hd_prefetch *p = arg;
+	if (p->cu_suffix && p->n) {
+		pthread_mutex_lock(&lock);
+		bool stop = unloading;
+		pthread_mutex_unlock(&lock);
+		if (!stop)
+			cache_get(p->paths[0], p->cu_suffix, p->dir, NULL, NULL);
+	}
 	for (size_t i = 0; i < p->n; i++) {
 		pthread_mutex_lock(&lock);
 		bool stop = unloading;
 		pthread_mutex_unlock(&lock);
 		if (!stop)
-			cache_get(p->paths[i], p->dir, NULL);
+			cache_get(p->paths[i], NULL, p->dir, NULL, NULL);
 	}
+	pthread_mutex_lock(&lock);
+	p->finished = true;
+	pthread_mutex_unlock(&lock);
 	return NULL;
 }
 
@@ -413,6 +486,7 @@ static void prefetch_free(struct hd_prefetch *p)
 	for (size_t i = 0; i < p->n; i++)
 		free(p->paths[i]);
 	free(p->paths);
+	free(p->cu_suffix);
 	free(p);
 }
 
@@ -470,7 +544,33 @@ __attribute__((destructor)) static void join_all_prefetches(void)
 	}
 }
 
-struct hd_prefetch *hd_index_cache_prefetch(const char *const *paths, size_t n)
+// Joins and frees the background prefetches whose workers have finished
+// (joining such a thread does not wait).
+static void reap_background(void)
+{
+	struct hd_prefetch *done = NULL;
+	pthread_mutex_lock(&lock);
+	for (struct hd_prefetch **pp = &running; *pp;) {
+		struct hd_prefetch *p = *pp;
+		if (p->background && p->finished) {
+			*pp = p->next;
+			p->next = done;
+			done = p;
+		} else {
+			pp = &p->next;
+		}
+	}
+	pthread_mutex_unlock(&lock);
+	while (done) {
+		struct hd_prefetch *next = done->next;
+		pthread_join(done->thread, NULL);
+		prefetch_free(done);
+		done = next;
+	}
+}
+
+static struct hd_prefetch *start_prefetch(const char *const *paths, size_t n,
+					  const char *cu_suffix, bool background)
 {
 	struct hd_prefetch *p = calloc(1, sizeof(*p));
 	if (!p)
@@ -485,6 +585,11 @@ struct hd_prefetch *hd_index_cache_prefetch(const char *const *paths, size_t n)
 			p->n++;
 	if (!disk_dir(p->dir, sizeof(p->dir)))
 		p->dir[0] = '\0';
+	p->background = background;
+	if (cu_suffix && !(p->cu_suffix = strdup(cu_suffix))) {
+		prefetch_free(p);
+		return NULL;
+	}
 	// Listed before it starts, so that no running thread is unlisted.
 	pthread_mutex_lock(&lock);
 	if (pthread_create(&p->thread, NULL, prefetch_worker, p) != 0) {
@@ -497,4 +602,15 @@ struct hd_prefetch *hd_index_cache_prefetch(const char *const *paths, size_t n)
 	running = p;
 	pthread_mutex_unlock(&lock);
 	return p;
+}
+
+struct hd_prefetch *hd_index_cache_prefetch(const char *const *paths, size_t n)
+{
+	return start_prefetch(paths, n, NULL, false);
+}
+
+void hd_index_cache_prefetch_background(const char *path, const char *cu_suffix)
+{
+	reap_background();
+	start_prefetch(&path, 1, cu_suffix, true);
 }

@@ -16,6 +16,15 @@
 const struct hd_type_index *hd_index_cache_get(const char *path,
 					       double *seconds);
 
+// The index of the compilation units of path whose name ends in cu_suffix
+// (hd_type_index_build_filtered's), kept like the whole files' (shared,
+// never freed by the caller): a debugger makes a session per stop, and
+// the glibc walker asks for malloc.c's layouts at every one. An index
+// that could not be made is not kept: the error is returned each time.
+struct hd_error *hd_index_cache_get_filtered(const char *path,
+					     const char *cu_suffix,
+					     const struct hd_type_index **ret);
+
 // hd_index_cache_get for n files (NULL paths give NULL), in an order that
 // waits least: the files another thread is indexing are waited for last,
 // after this thread has made the others.
@@ -41,6 +50,13 @@ struct hd_prefetch;
 // types ends; if the library is unloaded or the process exits first, the
 // library's destructor joins it (the files not yet begun are skipped).
 struct hd_prefetch *hd_index_cache_prefetch(const char *const *paths, size_t n);
+
+// The same for one file and a caller that will not join it: a debugger
+// front-end reading a module's types as the debugger loads it, before any
+// session. With cu_suffix, that filtered index (hd_index_cache_get_filtered)
+// is made first. The thread is joined by the next such call once it has
+// finished, or by the library's destructor.
+void hd_index_cache_prefetch_background(const char *path, const char *cu_suffix);
 
 // Waits for the thread and frees it; p may be NULL.
 void hd_index_cache_join(struct hd_prefetch *p);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "heap/glibc/glibc_internal.h"
+#include "heap/heap_internal.h"
 
 void glibc_layout_default(struct glibc_layout *lay)
 {
@@ -24,6 +25,13 @@ bool glibc_is_libc_path(const char *path)
 	const char *base = strrchr(path, '/');
 	base = base ? base + 1 : path;
 	return strncmp(base, "libc.so", 7) == 0 || strncmp(base, "libc-", 5) == 0;
+}
+
+const char *hd_heap_layout_unit(const char *path)
+{
+	// glibc_layout_from_debuginfo's; a static executable's main_arena is
+	// found only when walked.
+	return path && glibc_is_libc_path(path) ? "malloc.c" : NULL;
 }
 
 const struct hd_module *glibc_libc_module(struct hd_target *t)
