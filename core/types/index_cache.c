@@ -449,9 +449,7 @@ struct hd_prefetch {
 	char **paths;
 	size_t n;
 	char dir[4096]; // the disk cache's, "" when off
-	char *cu_suffix; // a filtered index of paths[0] made first, or NULL
-	bool background; // nobody joins it: reaped by the next one started
-	bool finished;   // its worker is returning (under the lock)
+	bool finished;   // the background worker is returning (under the lock)
 	struct hd_prefetch *next;
 };
 
@@ -461,13 +459,6 @@ static bool unloading; // the destructor ran: skip the files not yet begun
 static void *prefetch_worker(void *arg)
 {
 	struct hd_prefetch *p = arg;
-	if (p->cu_suffix && p->n) {
-		pthread_mutex_lock(&lock);
-		bool stop = unloading;
-		pthread_mutex_unlock(&lock);
-		if (!stop)
-			cache_get(p->paths[0], p->cu_suffix, p->dir, NULL, NULL);
-	}
 	for (size_t i = 0; i < p->n; i++) {
 		pthread_mutex_lock(&lock);
 		bool stop = unloading;
@@ -475,9 +466,6 @@ static void *prefetch_worker(void *arg)
 		if (!stop)
 			cache_get(p->paths[i], NULL, p->dir, NULL, NULL);
 	}
-	pthread_mutex_lock(&lock);
-	p->finished = true;
-	pthread_mutex_unlock(&lock);
 	return NULL;
 }
 
@@ -486,8 +474,49 @@ static void prefetch_free(struct hd_prefetch *p)
 	for (size_t i = 0; i < p->n; i++)
 		free(p->paths[i]);
 	free(p->paths);
-	free(p->cu_suffix);
 	free(p);
+}
+
+// The files a front-end asked to have read ahead, read in order by one
+// thread (background): a program with a hundred libraries must not start a
+// hundred threads reading DWARF at once.
+struct queued {
+	char *path, *cu_suffix;
+	char dir[4096]; // the disk cache's when asked, "" when off
+	struct queued *next;
+};
+static struct queued *queue_head, *queue_tail;
+static struct hd_prefetch *background; // its worker's record, listed in running
+
+static void queued_free(struct queued *q)
+{
+	free(q->path);
+	free(q->cu_suffix);
+	free(q);
+}
+
+static void *background_worker(void *arg)
+{
+	struct hd_prefetch *p = arg;
+	pthread_mutex_lock(&lock);
+	while (queue_head && !unloading) {
+		struct queued *q = queue_head;
+		queue_head = q->next;
+		if (!queue_head)
+			queue_tail = NULL;
+		pthread_mutex_unlock(&lock);
+		// The walker's layouts first: the heap is walked before
+		// anything is typed.
+		if (q->cu_suffix)
+			cache_get(q->path, q->cu_suffix, q->dir, NULL, NULL);
+		cache_get(q->path, NULL, q->dir, NULL, NULL);
+		queued_free(q);
+		pthread_mutex_lock(&lock);
+	}
+	// Under the lock: a file queued after this starts another worker.
+	p->finished = true;
+	pthread_mutex_unlock(&lock);
+	return NULL;
 }
 
 void hd_index_cache_join(struct hd_prefetch *p)
@@ -519,6 +548,7 @@ static void after_fork_parent(void) { pthread_mutex_unlock(&lock); }
 static void after_fork_child(void)
 {
 	running = NULL; // their records stay allocated: the parent's to free
+	background = NULL;
 	for (size_t i = 0; i < num_cached; i++)
 		cache[i].building = false;
 	pthread_mutex_unlock(&lock);
@@ -542,35 +572,16 @@ __attribute__((destructor)) static void join_all_prefetches(void)
 		prefetch_free(list);
 		list = next;
 	}
+	background = NULL;
+	while (queue_head) {
+		struct queued *q = queue_head;
+		queue_head = q->next;
+		queued_free(q);
+	}
+	queue_tail = NULL;
 }
 
-// Joins and frees the background prefetches whose workers have finished
-// (joining such a thread does not wait).
-static void reap_background(void)
-{
-	struct hd_prefetch *done = NULL;
-	pthread_mutex_lock(&lock);
-	for (struct hd_prefetch **pp = &running; *pp;) {
-		struct hd_prefetch *p = *pp;
-		if (p->background && p->finished) {
-			*pp = p->next;
-			p->next = done;
-			done = p;
-		} else {
-			pp = &p->next;
-		}
-	}
-	pthread_mutex_unlock(&lock);
-	while (done) {
-		struct hd_prefetch *next = done->next;
-		pthread_join(done->thread, NULL);
-		prefetch_free(done);
-		done = next;
-	}
-}
-
-static struct hd_prefetch *start_prefetch(const char *const *paths, size_t n,
-					  const char *cu_suffix, bool background)
+struct hd_prefetch *hd_index_cache_prefetch(const char *const *paths, size_t n)
 {
 	struct hd_prefetch *p = calloc(1, sizeof(*p));
 	if (!p)
@@ -585,11 +596,6 @@ static struct hd_prefetch *start_prefetch(const char *const *paths, size_t n,
 			p->n++;
 	if (!disk_dir(p->dir, sizeof(p->dir)))
 		p->dir[0] = '\0';
-	p->background = background;
-	if (cu_suffix && !(p->cu_suffix = strdup(cu_suffix))) {
-		prefetch_free(p);
-		return NULL;
-	}
 	// Listed before it starts, so that no running thread is unlisted.
 	pthread_mutex_lock(&lock);
 	if (pthread_create(&p->thread, NULL, prefetch_worker, p) != 0) {
@@ -604,13 +610,52 @@ static struct hd_prefetch *start_prefetch(const char *const *paths, size_t n,
 	return p;
 }
 
-struct hd_prefetch *hd_index_cache_prefetch(const char *const *paths, size_t n)
-{
-	return start_prefetch(paths, n, NULL, false);
-}
-
 void hd_index_cache_prefetch_background(const char *path, const char *cu_suffix)
 {
-	reap_background();
-	start_prefetch(&path, 1, cu_suffix, true);
+	struct queued *q = calloc(1, sizeof(*q));
+	if (!q)
+		return;
+	q->path = strdup(path);
+	q->cu_suffix = cu_suffix ? strdup(cu_suffix) : NULL;
+	if (!q->path || (cu_suffix && !q->cu_suffix)) {
+		queued_free(q);
+		return;
+	}
+	if (!disk_dir(q->dir, sizeof(q->dir)))
+		q->dir[0] = '\0';
+	struct hd_prefetch *done = NULL, *p = NULL;
+	pthread_mutex_lock(&lock);
+	if (queue_tail)
+		queue_tail->next = q;
+	else
+		queue_head = q;
+	queue_tail = q;
+	// A worker that has finished is joined (at once: it has returned or
+	// is about to) and replaced.
+	if (background && background->finished) {
+		for (struct hd_prefetch **pp = &running; *pp; pp = &(*pp)->next) {
+			if (*pp == background) {
+				*pp = background->next;
+				break;
+			}
+		}
+		done = background;
+		background = NULL;
+	}
+	if (!background && (p = calloc(1, sizeof(*p)))) {
+		if (pthread_create(&p->thread, NULL, background_worker, p) == 0) {
+			p->next = running;
+			running = p;
+			background = p;
+		} else {
+			// No thread: the file stays queued for the next call,
+			// and typing reads it on demand meanwhile.
+			free(p);
+		}
+	}
+	pthread_mutex_unlock(&lock);
+	if (done) {
+		pthread_join(done->thread, NULL);
+		prefetch_free(done);
+	}
 }

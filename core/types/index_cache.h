@@ -53,9 +53,10 @@ struct hd_prefetch *hd_index_cache_prefetch(const char *const *paths, size_t n);
 
 // The same for one file and a caller that will not join it: a debugger
 // front-end reading a module's types as the debugger loads it, before any
-// session. With cu_suffix, that filtered index (hd_index_cache_get_filtered)
-// is made first. The thread is joined by the next such call once it has
-// finished, or by the library's destructor.
+// session. Files are queued and read in order by one thread of the
+// library, started when there is none (joined when it has finished and
+// another is needed, or by the library's destructor). With cu_suffix, that
+// filtered index (hd_index_cache_get_filtered) is made first.
 void hd_index_cache_prefetch_background(const char *path, const char *cu_suffix);
 
 // Waits for the thread and frees it; p may be NULL.
