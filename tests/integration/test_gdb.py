@@ -530,6 +530,7 @@ class Runner(heaptest.CaseRunner):
             "run",
             "set heapdom memory gdb",
             "python hd('show', 'show heapdom memory')",
+            "python hd('show_prefetch', 'show heapdom prefetch')",
             "python hd('blocks_gdb', 'heap-blocks --json --output %s')" % P("mem-blocks-gdb.json"),
             "python hd('dom_gdb', 'heap-dominators --json --all --output %s')" % P("mem-dom-gdb.json"),
             "set heapdom memory auto",
@@ -548,6 +549,9 @@ class Runner(heaptest.CaseRunner):
         c += no_traceback(res, "memory gdb run")
         if "gdb" not in (res.results["show"]["out"] or ""):
             c.append("show heapdom memory: %r" % res.results["show"]["out"])
+        # Every run here read its modules' types as gdb loaded them.
+        if "is on" not in (res.results.get("show_prefetch", {}).get("out") or ""):
+            c.append("show heapdom prefetch: %r" % res.results.get("show_prefetch"))
         g = load_json(P("mem-blocks-gdb.json"), "heap-blocks (memory gdb)")
         a = load_json(P("mem-blocks-auto.json"), "heap-blocks (memory auto)")
         c += self.blocks_verdict(g, truth, "heap-blocks, set heapdom memory gdb")

@@ -198,6 +198,47 @@ START_TEST(test_unload_joins)
 }
 END_TEST
 
+// A debugger front-end reading modules' types as the debugger loads them
+// (hd_prefetch_types): one thread however many files are asked, and the
+// library's destructor joins it like a session's.
+START_TEST(test_prefetch_one_thread)
+{
+	struct api a;
+	load(&a);
+	void (*prefetch)(const char *, const char *) = sym(a.handle, "hd_prefetch_types");
+	Dl_info info;
+	ck_assert(dladdr((void *)&printf, &info) && info.dli_fname);
+	prefetch(info.dli_fname, NULL);
+	prefetch(info.dli_fname, NULL);
+	prefetch("/nonexistent/libnot.so", NULL); // no ELF file: nothing
+	prefetch(lib_path, NULL);
+	ck_assert_int_eq(num_threads(), 2);
+	// A typed report finds what the thread read (or waits for it).
+	struct hd_target *t;
+	struct hd_session *s;
+	ck_assert(!a.open_proc(getpid(), NULL, &t));
+	ck_assert(!a.session_create(t, NULL, &s));
+	char *argv[] = {(char *)"types", NULL};
+	char *text = NULL;
+	struct hd_error *err = a.run_string(s, 1, argv, &text);
+	ck_assert_msg(!err, "types: %s", err ? err->message : "");
+	ck_assert(text && strstr(text, "struct"));
+	free(text);
+	a.session_destroy(s);
+	// The queue drained, the thread ends; the next file starts another.
+	for (int i = 0; i < 300 && num_threads() > 1; i++)
+		usleep(100 * 1000);
+	ck_assert_int_eq(num_threads(), 1);
+	prefetch(info.dli_fname, NULL);
+	ck_assert_int_le(num_threads(), 2);
+	ck_assert_int_eq(dlclose(a.handle), 0);
+	ck_assert_msg(!dlopen(lib_path, RTLD_NOW | RTLD_NOLOAD),
+		      "%s is still loaded after dlclose", lib_path);
+	ck_assert_int_eq(num_threads(), 1);
+	remove_cache();
+}
+END_TEST
+
 // A fork's child while the parent reads types (gdb and lldb fork): the
 // child has none of the parent's threads, so it must neither wait for the
 // file a parent's thread was indexing (it indexes it itself) nor join that
@@ -322,8 +363,10 @@ int main(int argc, char **argv)
 	// not a program's. The plain build runs it (docs/testing.md).
 	tcase_add_test(tc, test_fork_child);
 	tcase_add_test(tc, test_data_mapping_not_module);
+	tcase_add_test(tc, test_prefetch_one_thread);
 #else
 	(void)test_fork_child;
+	(void)test_prefetch_one_thread;
 	(void)test_data_mapping_not_module;
 #endif
 	suite_add_tcase(su, tc);
