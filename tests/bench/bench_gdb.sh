@@ -9,13 +9,18 @@
 # nothing is built here), HEAPDOM_LIB (passed on to the plugin: the
 # libheapdom.so it loads; by default the plugin's ../build/core/libheapdom.so),
 # GDB_MEMORY=0 skips the `set heapdom memory gdb` figures, KEEP=1 keeps the
-# temp dir.
+# temp dir, INDEX_CACHE: which type index cache (docs/index-cache.md) the
+# run has: `user` (default: the user's, whatever earlier runs left in it),
+# `empty` (a new empty one: the first process ever on a machine, libc's
+# DWARF read and the cache written) or `off` (HEAPDOM_INDEX_CACHE=0).
 #
 # Runs `FIXTURE TRUTH --blocks N` under gdb to hd_fixture_stop and times, with
 # time.monotonic() around gdb.execute(..., to_string=True):
 #   heap-dominators --top 5   cold (first command at the stop: memory, walk,
-#                             graph, dominator tree, report), then repeated at
-#                             the same stop (the analysis is reused)
+#                             graph, dominator tree, report; also the CPU
+#                             time of gdb's process, all its threads, over
+#                             it), then repeated at the same stop (the
+#                             analysis is reused)
 #   heap-stats                at the same stop, then cold after a register
 #                             write discards the analysis, then warm
 #   heap-dominators --top 5   after that cold heap-stats (graph built lazily?)
@@ -45,6 +50,13 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/heapdom-bench-gdb.XXXXXX")
 cleanup() { if [ "${KEEP:-0}" = 1 ]; then echo "kept $TMP"; else rm -rf "$TMP"; fi; }
 trap cleanup EXIT INT TERM
 
+case ${INDEX_CACHE:-user} in
+    user) ;;
+    empty) mkdir -m 700 "$TMP/cache"; XDG_CACHE_HOME=$TMP/cache; export XDG_CACHE_HOME ;;
+    off) HEAPDOM_INDEX_CACHE=0; export HEAPDOM_INDEX_CACHE ;;
+    *) echo "bench_gdb.sh: INDEX_CACHE is user, empty or off, not '$INDEX_CACHE'" >&2; exit 2 ;;
+esac
+
 SCRIPT=$TMP/bench.gdb
 {
     echo "set pagination off"
@@ -67,9 +79,13 @@ def _row(label, secs):
 
 print("BENCH reached the stop in %.1f s (fixture run under gdb)" % (time.monotonic() - _bench_t0))
 print("BENCH")
+_r0 = resource.getrusage(resource.RUSAGE_SELF)
 secs, out = _t("heap-dominators --top 5")
+_r1 = resource.getrusage(resource.RUSAGE_SELF)
 print("BENCH " + out.splitlines()[0] if out else "BENCH (no output)")
 _row("heap-dominators --top 5, cold (first at the stop)", secs)
+_row("  its CPU time (user+sys, gdb's threads)",
+     _r1.ru_utime - _r0.ru_utime + _r1.ru_stime - _r0.ru_stime)
 warm = [_t("heap-dominators --top 5")[0] for _ in range(5)]
 _row("heap-dominators --top 5, repeated (best of 5)", min(warm))
 _row("heap-dominators --top 5, repeated (worst of 5)", max(warm))
@@ -94,6 +110,7 @@ EOF
 
 echo "fixture: $FIXTURE --blocks $N"
 echo "plugin:  $PLUGIN"
+echo "index cache: ${INDEX_CACHE:-user}"
 DEBUGINFOD_URLS='' gdb -q -nx -batch -x "$SCRIPT" --args "$FIXTURE" "$TMP/heap.truth" --blocks "$N" \
     >"$TMP/gdb.out" 2>"$TMP/gdb.err" || true
 if ! grep -q '^BENCH gdb peak RSS' "$TMP/gdb.out"; then
