@@ -25,6 +25,8 @@
 #define EDGES_AHEAD 64
 // How far down the search's stack prefetch_frames looks, in frames.
 #define STACK_AHEAD 16
+// How far ahead settle_seen prefetches, in edges.
+#define SEEN_AHEAD 16
 // Stages of the semidominator pass's prefetch (prefetch_forest): hops up
 // the link-eval forest fetched ahead, one more per stage, FOREST_AHEAD
 // vertices apart.
@@ -52,6 +54,20 @@ struct dfs_frame {
 	uint32_t cursor;
 };
 
+// An edge from number i to number nu, found before: the search writes it
+// down and goes on, and seen_edge settles it later, in a batch of
+// SEEN_BATCH (settle_seen). Settled at once, each such edge was a cache
+// miss on its count or label that the search waited on (a hash table's
+// chains and buckets point all over the heap); in a batch, those misses
+// are prefetched and overlap. Small batches keep the lines of the edges
+// that point near (a list's back links, a tree's parent pointers) still
+// in the cache when they are settled.
+struct seen {
+	uint32_t i;
+	uint32_t nu;
+};
+#define SEEN_BATCH 1024
+
 // The scratch is what bounds the analysis's peak memory on a large heap,
 // so every per-vertex array is live only while some pass needs it, and
 // the later passes reuse the earlier ones' arrays (see each field):
@@ -76,6 +92,8 @@ struct dom_state {
 	// holds w's semidominator (semi_of).
 	uint32_t *pred_off; // n + 2 entries, count + 2 used
 	uint32_t *pred;
+	struct seen *seen;
+	uint32_t num_seen;
 	struct dfs_frame *stack;
 	size_t stack_cap;
 	uint32_t count; // vertices reached
@@ -92,12 +110,14 @@ static struct hd_error *dom_state_init(struct dom_state *st,
 	st->num = malloc(n * sizeof(*st->num));
 	st->preorder = malloc(n * sizeof(*st->preorder));
 	st->link = malloc(n * sizeof(*st->link));
+	st->seen = malloc(SEEN_BATCH * sizeof(*st->seen));
 	// The search counts each vertex's evaluated predecessors (by number)
 	// as it goes: it reads every target's number anyway.
 	st->pred_off = calloc(n + 2, sizeof(*st->pred_off));
 	st->stack_cap = 4096;
 	st->stack = malloc(st->stack_cap * sizeof(*st->stack));
-	if (!st->num || !st->preorder || !st->link || !st->pred_off || !st->stack)
+	if (!st->num || !st->preorder || !st->link || !st->seen ||
+	    !st->pred_off || !st->stack)
 		return &hd_error_no_memory;
 	memset(st->num, 0xff, n * sizeof(*st->num));
 	return NULL;
@@ -110,6 +130,7 @@ static void dom_state_free(struct dom_state *st)
 	free(st->link);
 	free(st->pred_off);
 	free(st->pred);
+	free(st->seen);
 	free(st->stack);
 }
 
@@ -167,6 +188,26 @@ static inline void seen_edge(struct dom_state *st, uint32_t i, uint32_t nu)
 	}
 }
 
+// Settles the edges written down since the last batch. The search
+// settles the batch before it moves to the next group: seen_edge reads
+// group_lo.
+static void settle_seen(struct dom_state *st)
+{
+	const struct seen *sn = st->seen;
+	uint32_t k = st->num_seen;
+	for (uint32_t j = 0; j < k; j++) {
+		if (j + SEEN_AHEAD < k) {
+			struct seen a = sn[j + SEEN_AHEAD];
+			if (a.nu < a.i)
+				__builtin_prefetch(&st->pred_off[a.nu + 2], 1);
+			else
+				__builtin_prefetch(&st->link[a.nu], 1);
+		}
+		seen_edge(st, sn[j].i, sn[j].nu);
+	}
+	st->num_seen = 0;
+}
+
 // Depth-first search below vertex number i, already numbered. The DFS path
 // is the parent chain, but climbing it back through vertices whose edges
 // are all used would double the work on lists and trees; so the search
@@ -189,7 +230,9 @@ static struct hd_error *explore(struct dom_state *st, uint32_t i)
 			uint32_t u = HD_EDGE_TARGET(targets[e++]);
 			uint32_t nu = num[u];
 			if (nu != HD_NO_VERTEX) {
-				seen_edge(st, i, nu);
+				st->seen[st->num_seen++] = (struct seen){ i, nu };
+				if (st->num_seen == SEEN_BATCH)
+					settle_seen(st);
 				continue;
 			}
 			if (e < end) {
@@ -252,8 +295,11 @@ static struct hd_error *dfs(struct dom_state *st, uint32_t root,
 	st->preorder[0] = root;
 	st->link[0] = (struct link_node){ 0, 0 };
 	st->count = 1;
-	if (!groups)
-		return explore(st, 0);
+	if (!groups) {
+		struct hd_error *err = explore(st, 0);
+		settle_seen(st);
+		return err;
+	}
 	const uint32_t *targets = st->g->targets;
 	uint64_t first = st->g->offsets[root], end = st->g->offsets[root + 1];
 	uint64_t e = first;
@@ -267,6 +313,7 @@ static struct hd_error *dfs(struct dom_state *st, uint32_t root,
 			if (err)
 				return err;
 		}
+		settle_seen(st);
 	}
 	group_start[num_groups + 1] = st->count;
 	return NULL;
@@ -474,7 +521,9 @@ static struct hd_error *semi_pass(struct dom_state *st, uint32_t root,
 	if (err)
 		return err;
 	free(st->stack);
+	free(st->seen);
 	st->stack = NULL;
+	st->seen = NULL;
 	err = build_preds(st, group_start, num_groups);
 	if (err)
 		return err;
