@@ -52,6 +52,30 @@ struct hd_error *hd_refs_init(struct hd_refs *r, struct hd_target *t,
 			      const struct hd_index *ix, unsigned threads);
 void hd_refs_deinit(struct hd_refs *r);
 
+// Fetches the start of block id's row of offsets (the first stage of a
+// prefetch of its references; hd_refs_row_prefetch is the second).
+static inline void hd_refs_offsets_prefetch(const struct hd_refs *r, size_t id)
+{
+	const struct hd_refs_part *p = r->parts;
+	while (id >= p->end)
+		p++;
+	__builtin_prefetch(&p->offsets[id - p->first]);
+}
+
+// Fetches the start of block id's references, reading its offsets.
+static inline void hd_refs_row_prefetch(const struct hd_refs *r, size_t id)
+{
+	const struct hd_refs_part *p = r->parts;
+	while (id >= p->end)
+		p++;
+	size_t k = id - p->first;
+	uint32_t at = p->offsets[k];
+	if (p->offsets[k + 1] != at) {
+		__builtin_prefetch(p->targets + at);
+		__builtin_prefetch(p->words + at);
+	}
+}
+
 // The references of block id.
 static inline uint32_t hd_refs_row(const struct hd_refs *r, size_t id,
 				   const uint32_t **targets,

@@ -1024,8 +1024,16 @@ static struct hd_error *follow_levels(struct propagation *p)
 		cap = lcap;
 		err = sort_level(p, cur, &n);
 		for (size_t i = 0; !err && i < n; i++) {
-			if (p->refs && i + PREFETCH_AHEAD < n)
-				prefetch_targets(p, cur[i + PREFETCH_AHEAD]);
+			if (p->refs) {
+				// The block's references, then their
+				// targets' entries, in three stages.
+				if (i + 3 * PREFETCH_AHEAD < n)
+					hd_refs_offsets_prefetch(p->refs, cur[i + 3 * PREFETCH_AHEAD]);
+				if (i + 2 * PREFETCH_AHEAD < n)
+					hd_refs_row_prefetch(p->refs, cur[i + 2 * PREFETCH_AHEAD]);
+				if (i + PREFETCH_AHEAD < n)
+					prefetch_targets(p, cur[i + PREFETCH_AHEAD]);
+			}
 			err = follow_block(p, cur[i]);
 		}
 	}
