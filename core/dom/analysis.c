@@ -108,32 +108,59 @@ static struct hd_error *build_children(struct hd_dom *d)
 	for (uint32_t v = n; v > 0; v--)
 		off[v] = off[v - 1];
 	off[0] = 0;
+	// Where each list starts, a bit per child, and the longest: the
+	// offsets (4 bytes a vertex) are freed before the sorting buffer is
+	// taken, which is the stage's peak on a heap whose root holds
+	// millions of entries.
+	uint32_t total = off[n];
+	uint64_t *starts = calloc((size_t)total / 64 + 1, sizeof(*starts));
+	uint32_t longest = 0;
+	for (uint32_t v = 0; starts && v < n; v++) {
+		uint32_t k = off[v + 1] - off[v];
+		if (k)
+			starts[off[v] / 64] |= 1ull << (off[v] % 64);
+		if (k > longest)
+			longest = k;
+	}
+	free(off);
+	if (!starts) {
+		free(children);
+		return &hd_error_no_memory;
+	}
 	// Most lists are a few children (a block's string and payload): an
 	// insertion sort in place, where a qsort call per list cost more
 	// than the sorting.
-	uint32_t longest = 0;
-	for (uint32_t v = 0; v < n; v++)
-		if (off[v + 1] - off[v] > longest)
-			longest = off[v + 1] - off[v];
 	size_t kv_size = longest > SMALL_LIST ? (size_t)longest * sizeof(struct hd_keyed) : 0;
 	void *kv = kv_size ? zeroed_pages(kv_size) : NULL;
 	bool ok = !kv_size || kv;
-	for (uint32_t v = 0; v < n && ok; v++) {
-		uint32_t *c = children + off[v];
-		uint32_t k = off[v + 1] - off[v];
+	for (uint32_t i = 0; i < total && ok;) {
+		// The list at i runs to the next start (or the end).
+		uint32_t end = i + 1;
+		while (end < total && !(starts[end / 64] >> (end % 64) & 1)) {
+			if (end % 64 == 0 && !starts[end / 64]) {
+				end += 64;
+				continue;
+			}
+			end++;
+		}
+		if (end > total)
+			end = total;
+		uint32_t *c = children + i;
+		uint32_t k = end - i;
+		i = end;
 		if (k > SMALL_LIST) {
 			sort_long_list(d, c, k, kv);
 			continue;
 		}
-		for (uint32_t i = 1; i < k; i++) {
-			uint32_t x = c[i], j = i;
+		for (uint32_t a = 1; a < k; a++) {
+			uint32_t x = c[a], j = a;
 			for (; j > 0 && by_ret(d, c[j - 1], x) > 0; j--)
 				c[j] = c[j - 1];
 			c[j] = x;
 		}
 	}
 	free_pages(kv, kv_size);
-	free(off);
+	free(starts);
 	if (!ok) {
 		free(children);
 		return &hd_error_no_memory;
