@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "frameworks/libstdcxx_internal.h"
+#include "semantic/fw_fast.h"
 #include "util/hash.h"
 
 static const char *const prefixes[] = {
@@ -128,6 +129,67 @@ static struct hd_error *set_add(struct set *s, uint64_t x, bool *fresh)
 	s->n++;
 	*fresh = true;
 	return NULL;
+}
+
+// The page of bits of key (addr >> ADDR_PAGE_SHIFT, + 1), made if new;
+// NULL without memory.
+static uint64_t *addr_page(struct addrset *s, uint64_t key)
+{
+	if (s->last.key == key)
+		return s->last.bits;
+	if ((s->n + 1) * 2 > s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 256;
+		struct addrpage *v = calloc(cap, sizeof(*v));
+		if (!v)
+			return NULL;
+		for (size_t i = 0; i < s->cap; i++) {
+			if (!s->pages[i].key)
+				continue;
+			size_t j = hash64(s->pages[i].key) & (cap - 1);
+			while (v[j].key)
+				j = (j + 1) & (cap - 1);
+			v[j] = s->pages[i];
+		}
+		free(s->pages);
+		s->pages = v;
+		s->cap = cap;
+	}
+	size_t i = hash64(key) & (s->cap - 1);
+	while (s->pages[i].key && s->pages[i].key != key)
+		i = (i + 1) & (s->cap - 1);
+	if (!s->pages[i].key) {
+		uint64_t *bits = calloc((1u << ADDR_PAGE_SHIFT) / 8 / 64, sizeof(*bits));
+		if (!bits)
+			return NULL;
+		s->pages[i] = (struct addrpage){ key, bits };
+		s->n++;
+	}
+	s->last = s->pages[i];
+	return s->last.bits;
+}
+
+// Adds addr (non-zero) to s; *fresh is false if it was in.
+static struct hd_error *addr_add(struct addrset *s, uint64_t addr, bool *fresh)
+{
+	*fresh = false;
+	if (addr % 8)
+		return set_add(&s->odd, addr, fresh);
+	uint64_t *bits = addr_page(s, (addr >> ADDR_PAGE_SHIFT) + 1);
+	if (!bits)
+		return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
+	uint64_t w = (addr & ((1u << ADDR_PAGE_SHIFT) - 1)) / 8;
+	uint64_t bit = 1ull << (w % 64);
+	*fresh = !(bits[w / 64] & bit);
+	bits[w / 64] |= bit;
+	return NULL;
+}
+
+static void addr_free(struct addrset *s)
+{
+	for (size_t i = 0; i < s->cap; i++)
+		free(s->pages[i].bits);
+	free(s->pages);
+	free(s->odd.v);
 }
 
 // The type named s (src: where that name lives, for the recent ones),
@@ -261,27 +323,90 @@ static struct hd_error *enqueue(struct hd_fw *fw, const struct hd_fw_object *o,
 		return err;
 	if (!pending_of(c, o, &c->queue[c->num_queue]))
 		return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
+	c->queue[c->num_queue].batch = NULL;
 	c->queue[c->num_queue++].in_array = false;
+	return NULL;
+}
+
+// hd_fw_objects_in's call-back when a batch is expanded: the element's
+// containers, looked at once the call is over (the memo of its objects is
+// free again for the containers' own calls).
+static struct hd_error *collect(struct hd_fw *fw, const struct hd_fw_object *o,
+				void *arg)
+{
+	struct ctx *c = arg;
+	(void)fw;
+	struct hd_error *err = stl_grow((void **)&c->found, &c->cap_found,
+					c->num_found, sizeof(*c->found));
+	if (err)
+		return err;
+	if (!pending_of(c, o, &c->found[c->num_found]))
+		return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
+	c->found[c->num_found].batch = NULL;
+	c->found[c->num_found++].in_array = false;
 	return NULL;
 }
 
 // ------------------------------------------------------------ driving
 
-// Elements are named by position ("g_sessions[2]"), a shared_ptr's
-// object as "(*g_blob)".
+// The name of element i of a container at where: by position
+// ("g_sessions[2]"), a shared_ptr's object as "(*g_blob)"; "" when only
+// block names are kept (nobody reads it).
+static void element_where(const char *where, enum kind k, size_t i,
+			   char *buf, size_t len)
+{
+	buf[0] = '\0';
+	if (!where)
+		; // names only: nobody reads it
+	else if (k == K_SHARED)
+		snprintf(buf, len, "(*%s)", where);
+	else
+		snprintf(buf, len, "%s[%zu]", where, i);
+}
+
+static void batch_free(struct batch *b)
+{
+	if (b) {
+		free(b->where);
+		free(b->elems);
+		free(b);
+	}
+}
+
+// Queues the containers inside the container's elements: as a batch of its
+// elements, listed when the queue reaches it, when that cannot change what
+// the listing says; else each container now, as found.
 static struct hd_error *nest(struct ctx *c, const struct pending *p,
 			     enum kind k)
 {
+	struct stl_type *ty = (struct stl_type *)p->t;
+	if (!ty->whole)
+		ty->whole = hd_fw_objects_whole(c->fw, c->elem_type, prefixes,
+						NUM_PREFIXES) ? 1 : -1;
+	if (ty->whole > 0) {
+		if (!c->num_elems)
+			return NULL;
+		struct hd_error *err = stl_grow((void **)&c->queue, &c->cap_queue,
+						c->num_queue, sizeof(*c->queue));
+		if (err)
+			return err;
+		struct batch *b = calloc(1, sizeof(*b));
+		if (!b || !(b->elems = malloc(c->num_elems * sizeof(*b->elems))) ||
+		    (p->where && !(b->where = strdup(p->where)))) {
+			batch_free(b);
+			return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
+		}
+		b->t = ty;
+		b->k = k;
+		b->n = c->num_elems;
+		memcpy(b->elems, c->elems, c->num_elems * sizeof(*b->elems));
+		c->queue[c->num_queue++] = (struct pending){ .batch = b };
+		return NULL;
+	}
 	char where[1200];
 	struct hd_error *err = NULL;
-	where[0] = '\0';
 	for (size_t i = 0; i < c->num_elems && !err; i++) {
-		if (!p->where)
-			; // names only: nobody reads it
-		else if (k == K_SHARED)
-			snprintf(where, sizeof(where), "(*%s)", p->where);
-		else
-			snprintf(where, sizeof(where), "%s[%zu]", p->where, i);
+		element_where(p->where, k, i, where, sizeof(where));
 		err = hd_fw_objects_in(c->fw, c->elem_type, c->elems[i].addr,
 				       c->elems[i].holder, where, prefixes,
 				       NUM_PREFIXES, enqueue, c);
@@ -308,6 +433,26 @@ static bool node_dwarf_name(enum kind k, const char *vt, bool cached,
 	return true;
 }
 
+// Whether vertex v is an element buffer a vector or deque walked.
+static bool buffer_has(const struct ctx *c, uint32_t v)
+{
+	return c->buffers && v < c->num_vertices &&
+	       (c->buffers[v / 64] >> (v % 64) & 1);
+}
+
+static struct hd_error *buffer_add(struct ctx *c, uint32_t v)
+{
+	if (!c->buffers) {
+		c->num_vertices = hd_graph_num_vertices(hd_fw_graph(c->fw));
+		c->buffers = calloc(c->num_vertices / 64 + 1, sizeof(*c->buffers));
+		if (!c->buffers)
+			return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
+	}
+	if (v < c->num_vertices)
+		c->buffers[v / 64] |= 1ull << (v % 64);
+	return NULL;
+}
+
 // from_block: p was found in a typed heap block, not through a global or
 // a container's element.
 static struct hd_error *container(struct ctx *c, const struct pending *p,
@@ -320,9 +465,9 @@ static struct hd_error *container(struct ctx *c, const struct pending *p,
 	// container's size its elements are spare capacity, not objects (the
 	// container walked the live ones).
 	if (k == K_NONE || !p->addr ||
-	    (from_block && set_has(&c->buffers, (uint64_t)p->holder + 1)))
+	    (from_block && buffer_has(c, p->holder)))
 		return NULL;
-	if ((err = set_add(&c->seen, p->addr, &fresh)) || !fresh)
+	if ((err = addr_add(&c->seen, p->addr, &fresh)) || !fresh)
 		return err;
 	c->num_blocks = c->num_elems = 0;
 	c->node_name[0] = c->buffer_name[0] = c->chunk_name[0] = '\0';
@@ -375,13 +520,21 @@ static struct hd_error *container(struct ctx *c, const struct pending *p,
 	c->containers++;
 	// The nodes' DWARF type, for why's member names; none when DWARF
 	// lacks it (the name stays).
-	char dwarf[1280];
-	bool typed = node_dwarf_name(k, k != K_STRING && c->short_elem ? vt : "",
-				     w.hash_cached, dwarf, sizeof(dwarf));
+	// Found once per type (hd_fw_type would look its name up per
+	// block).
+	int *found = &ty->node_found[w.hash_cached];
+	if (!*found) {
+		char dwarf[1280];
+		*found = node_dwarf_name(k, k != K_STRING && c->short_elem ? vt : "",
+					 w.hash_cached, dwarf, sizeof(dwarf)) &&
+			 hd_fw_type_lookup(c->fw, dwarf,
+					   &ty->node_key[w.hash_cached]) ? 1 : -1;
+	}
+	bool typed = *found > 0;
 	for (size_t i = 0; i < c->num_blocks && !err; i++) {
 		const struct owned *b = &c->blocks[i];
 		if (b->name == NAME_BUFFER && (k == K_VECTOR || k == K_DEQUE))
-			err = set_add(&c->buffers, (uint64_t)b->v + 1, &fresh);
+			err = buffer_add(c, b->v);
 		if (err)
 			break;
 		const char *name = b->name == NAME_NODE ? c->node_name
@@ -392,13 +545,8 @@ static struct hd_error *container(struct ctx *c, const struct pending *p,
 			err = hd_fw_mark(c->fw, b->v, b->fw);
 		if (!err && *name)
 			err = hd_fw_name(c->fw, b->v, name);
-		if (!err && typed && b->name == NAME_NODE &&
-		    (err = hd_fw_type(c->fw, b->v, dwarf)) &&
-		    err->code == HD_ERROR_NOT_FOUND) {
-			hd_error_destroy(err);
-			err = NULL;
-			typed = false;
-		}
+		if (!err && typed && b->name == NAME_NODE)
+			err = hd_fw_type_key(c->fw, b->v, ty->node_key[w.hash_cached]);
 	}
 	if (!err && c->elem_type)
 		err = nest(c, p, k);
@@ -406,13 +554,43 @@ static struct hd_error *container(struct ctx *c, const struct pending *p,
 }
 
 
+// Looks at the containers of a batch's elements, element by element: as
+// nest would have queued them one by one.
+static struct hd_error *expand(struct ctx *c, const struct batch *b)
+{
+	char where[1200];
+	struct hd_error *err = NULL;
+	for (size_t i = 0; i < b->n && !err; i++) {
+		element_where(b->where, b->k, i, where, sizeof(where));
+		c->num_found = 0;
+		err = hd_fw_objects_in(c->fw, b->t->elem_type, b->elems[i].addr,
+				       b->elems[i].holder, where, prefixes,
+				       NUM_PREFIXES, collect, c);
+		size_t j = 0;
+		for (; j < c->num_found && !err; j++) {
+			struct pending p = c->found[j]; // found may move
+			err = container(c, &p, false);
+			free(c->found[j].where);
+		}
+		for (; j < c->num_found; j++)
+			free(c->found[j].where);
+	}
+	return err;
+}
+
 // Looks at the queued containers, in order, to the end of the queue.
 static struct hd_error *drain(struct ctx *c)
 {
 	struct hd_error *err = NULL;
 	while (!err && c->done < c->num_queue) {
 		struct pending p = c->queue[c->done]; // may move
-		err = container(c, &p, false);
+		if (p.batch) {
+			err = expand(c, p.batch);
+			batch_free(p.batch);
+			c->queue[c->done].batch = NULL;
+		} else {
+			err = container(c, &p, false);
+		}
 		// Millions may wait: each gives its name back once looked at.
 		free(c->queue[c->done].where);
 		c->queue[c->done++].where = NULL;
@@ -469,14 +647,17 @@ static struct hd_error *analyze(struct hd_fw *fw)
 		err = hd_fw_objects(fw, prefixes, NUM_PREFIXES, block_container, &c);
 	if (!err)
 		err = drain(&c);
-	for (size_t i = c.done; i < c.num_queue; i++)
+	for (size_t i = c.done; i < c.num_queue; i++) {
 		free(c.queue[i].where);
+		batch_free(c.queue[i].batch);
+	}
 	strtab_free(&c.types);
 	if (!err)
 		hd_fw_note(fw, "%zu containers", c.containers);
 	free(c.queue);
-	free(c.seen.v);
-	free(c.buffers.v);
+	addr_free(&c.seen);
+	free(c.buffers);
+	free(c.found);
 	free(c.blocks);
 	free(c.elems);
 	free(c.stack);

@@ -27,6 +27,12 @@ enum kind {
 	K_DEQUE, K_NONE,
 };
 
+// An element whose insides may hold containers.
+struct element {
+	uint64_t addr;
+	uint32_t holder;
+};
+
 // What one container type's name says, worked out once for all the
 // containers of that type (a million std::string keys share one).
 struct stl_type {
@@ -39,6 +45,27 @@ struct stl_type {
 	char *elem_type;    // vt when DWARF has it complete (nesting), or NULL
 	uint64_t esize;     // its size
 	char *short_type;   // the container's own short name (labels)
+	// Whether every element's containers are listed whole
+	// (hd_fw_objects_whole): 0 not asked yet, 1 yes, -1 no.
+	int whole;
+	// The DWARF type of its nodes (hd_fw_type_lookup), by whether a
+	// hash node caches its hash code: 0 not asked yet, 1 found, -1 none.
+	int node_found[2];
+	uint64_t node_key[2];
+};
+
+// The elements of a container looked at, whose own containers are listed
+// (hd_fw_objects_in) when the queue reaches them rather than when the
+// container is looked at: the queue holds an entry per container walked,
+// not one per container each of its elements holds, and an element's
+// containers are read while its memory is fresh. The order containers
+// are looked at is the same either way.
+struct batch {
+	const struct stl_type *t; // the container's: its elem_type
+	char *where;              // the container's, or NULL (names only)
+	enum kind k;
+	size_t n;
+	struct element *elems;
 };
 
 // A container found and not yet looked at.
@@ -49,6 +76,7 @@ struct pending {
 	char *where;      // freed once the container is looked at
 	uint32_t holder;
 	bool in_array; // in an element of a block typed as an array
+	struct batch *batch; // not NULL: this entry is the batch's elements
 };
 
 // Names given to a container's blocks (hd_fw_name).
@@ -61,16 +89,24 @@ struct owned {
 	int name;
 };
 
-// An element whose insides may hold containers.
-struct element {
-	uint64_t addr;
-	uint32_t holder;
-};
-
 // A set of non-zero 64-bit values (open addressing, 0 = empty).
 struct set {
 	uint64_t *v;
 	size_t cap, n;
+};
+
+// A set of addresses: a bit per 8-byte word, in pages of bits made as
+// addresses come (a hash set of ten million containers' addresses took
+// 8-16 bytes and a cache miss each); addresses not 8-aligned in a set.
+#define ADDR_PAGE_SHIFT 18 // bytes of address a page of bits covers
+struct addrset {
+	struct addrpage {
+		uint64_t key;  // addr >> ADDR_PAGE_SHIFT, + 1; 0 = empty
+		uint64_t *bits;
+	} *pages;
+	size_t cap, n;
+	struct addrpage last; // the page asked last
+	struct set odd;
 };
 
 // Interned strings (open addressing, NULL = empty): the type names of the
@@ -98,8 +134,11 @@ struct ctx {
 	int pass; // of block_container: 1 for containers in array elements
 	bool names_only; // hd_fw_names_only: no labels
 	struct strtab types; // of the pending containers
-	struct set seen;    // addresses of the containers looked at
-	struct set buffers; // vertices + 1 of the element buffers walked
+	struct addrset seen; // addresses of the containers looked at
+	uint64_t *buffers;   // bit per vertex: the element buffers walked
+	uint32_t num_vertices;
+	struct pending *found; // an element's containers (expand)
+	size_t num_found, cap_found;
 	struct owned *blocks;
 	size_t num_blocks, cap_blocks;
 	struct element *elems;
@@ -110,7 +149,10 @@ struct ctx {
 	// std::pair<int const, Session>>") and of its buffer ("Item*[10]").
 	// A deque's element buffers: chunk_name ("int[128]").
 	char node_name[512], buffer_name[512], chunk_name[512];
-	uint64_t *stack;
+	struct stl_node {
+		uint64_t addr;
+		uint32_t v;
+	} *stack;
 	size_t num_stack, cap_stack;
 	size_t containers;
 };
@@ -152,7 +194,7 @@ char *stl_short_type(const char *type);
 
 // The used heap block starting at p with at least need usable bytes.
 bool stl_block_at(struct hd_fw *fw, uint64_t p, uint64_t need, uint32_t *v,
-		  struct hd_block *b);
+		  uint64_t *usable);
 // Records block v as the container's, fwb bytes of it framework's.
 struct hd_error *stl_own(struct ctx *c, uint32_t v, uint64_t fwb, int name);
 // Names the node blocks "tmpl<element>" when the element type is known.
@@ -161,8 +203,9 @@ void stl_name_node(struct ctx *c, const char *tmpl);
 void stl_name_buffer(struct ctx *c, const char *elem, uint64_t n);
 // Records an element at addr, held by block holder.
 struct hd_error *stl_elem(struct ctx *c, uint64_t addr, uint32_t holder);
-// Pushes x on the walk's stack (the rb-tree's in-order walk).
-struct hd_error *stl_push(struct ctx *c, uint64_t x);
+// Pushes node x, of vertex v, on the walk's stack (the rb-tree's in-order
+// walk).
+struct hd_error *stl_push(struct ctx *c, uint64_t x, uint32_t v);
 // A read that fails is memory not understood: false, no error.
 bool stl_rd(struct hd_fw *fw, uint64_t addr, uint64_t *v);
 // Marks the walk failed: the container is skipped with why.

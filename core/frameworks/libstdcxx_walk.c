@@ -7,15 +7,13 @@
 #include <string.h>
 
 #include "frameworks/libstdcxx_internal.h"
+#include "semantic/fw_fast.h"
 
 // The used heap block starting at p with at least need usable bytes.
 bool stl_block_at(struct hd_fw *fw, uint64_t p, uint64_t need, uint32_t *v,
-		  struct hd_block *b)
+		  uint64_t *usable)
 {
-	*v = hd_fw_vertex_at(fw, p);
-	if (*v == HD_DOM_NONE || !hd_fw_vertex_block(fw, *v, b))
-		return false;
-	return b->state == HD_STATE_USED && b->addr == p && b->usable >= need;
+	return hd_fw_used_block_at(fw, p, need, v, usable);
 }
 
 struct hd_error *stl_own(struct ctx *c, uint32_t v, uint64_t fwb, int name)
@@ -68,13 +66,13 @@ struct hd_error *stl_elem(struct ctx *c, uint64_t addr, uint32_t holder)
 	return NULL;
 }
 
-struct hd_error *stl_push(struct ctx *c, uint64_t x)
+struct hd_error *stl_push(struct ctx *c, uint64_t x, uint32_t v)
 {
 	struct hd_error *err = stl_grow((void **)&c->stack, &c->cap_stack,
 					c->num_stack, sizeof(*c->stack));
 	if (err)
 		return err;
-	c->stack[c->num_stack++] = x;
+	c->stack[c->num_stack++] = (struct stl_node){ x, v };
 	return NULL;
 }
 
@@ -115,8 +113,7 @@ struct hd_error *stl_walk_vector(struct ctx *c, struct walk *w)
 	if (start > finish || finish > eos)
 		return stl_fail(w, p->addr, "std::vector whose start, finish and end_of_storage are out of order"), NULL;
 	uint32_t v;
-	struct hd_block b;
-	if (!stl_block_at(c->fw, start, eos - start, &v, &b))
+	if (!stl_block_at(c->fw, start, eos - start, &v, NULL))
 		return stl_fail(w, start, "std::vector buffer is not a used heap block of its capacity"), NULL;
 	if (!bits && w->elem_size && !((eos - start) % w->elem_size))
 		stl_name_buffer(c, c->short_elem, (eos - start) / w->elem_size);
@@ -160,9 +157,8 @@ struct hd_error *stl_walk_string(struct ctx *c, struct walk *w)
 		return NULL;
 	}
 	uint32_t v;
-	struct hd_block b;
 	if (len > cap || cap > (UINT64_MAX / cs) - 1 ||
-	    !stl_block_at(c->fw, ptr, (cap + 1) * cs, &v, &b))
+	    !stl_block_at(c->fw, ptr, (cap + 1) * cs, &v, NULL))
 		return stl_fail(w, p->addr, "std::basic_string: its buffer is not a used heap block of its capacity"), NULL;
 	char elem[64];
 	if (stl_template_arg(p->type, 0, elem, sizeof(elem)))
@@ -184,8 +180,7 @@ struct hd_error *stl_walk_deque(struct ctx *c, struct walk *w)
 		return NULL;
 	}
 	uint32_t v;
-	struct hd_block b;
-	if (map_size > MAX_NODES || !stl_block_at(c->fw, map, map_size * 8, &v, &b) ||
+	if (map_size > MAX_NODES || !stl_block_at(c->fw, map, map_size * 8, &v, NULL) ||
 	    first_node < map || last_node < first_node ||
 	    last_node >= map + map_size * 8 || (last_node - first_node) % 8)
 		return stl_fail(w, map, "std::deque map is not a used heap block holding its nodes"), NULL;
@@ -206,7 +201,7 @@ struct hd_error *stl_walk_deque(struct ctx *c, struct walk *w)
 	struct hd_error *err = stl_own(c, v, UINT64_MAX, NAME_BUFFER);
 	for (uint64_t n = first_node; !err && n <= last_node; n += 8) {
 		uint64_t chunk;
-		if (!stl_rd(c->fw, n, &chunk) || !stl_block_at(c->fw, chunk, 1, &v, &b))
+		if (!stl_rd(c->fw, n, &chunk) || !stl_block_at(c->fw, chunk, 1, &v, NULL))
 			return stl_fail(w, n, "std::deque chunk is not a used heap block"), NULL;
 		err = stl_own(c, v, 0, NAME_CHUNK);
 	}

@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 
 #include "heap/heap_internal.h"
+#include "semantic/fw_fast.h"
 #include "semantic/semantic_internal.h"
 #include "util/hash.h"
 #include "util/vec.h"
@@ -462,6 +463,44 @@ uint32_t hd_fw_vertex_at(struct hd_fw *fw, uint64_t addr)
 	return HD_DOM_NONE;
 }
 
+bool hd_fw_used_block_at(struct hd_fw *fw, uint64_t addr, uint64_t need,
+			 uint32_t *v, uint64_t *usable)
+{
+	if (!fw->g)
+		return false;
+	// As hd_fw_vertex_at: a sub-allocator block first, unless it is an
+	// internal block inside a malloc'd one.
+	int64_t k = fw->sa.num_blocks ? hd_suballoc_find(&fw->sa, addr) : -1;
+	if (k >= 0 && !(fw->sa.blocks[k].state == HD_STATE_INTERNAL &&
+			fw->sa.blocks[k].container >= 0)) {
+		const struct hd_subblock *sb = &fw->sa.blocks[k];
+		*v = first_sub_vertex(fw) + (uint32_t)k;
+		if (usable)
+			*usable = sb->size;
+		return sb->state == HD_STATE_USED && sb->addr == addr && sb->size >= need;
+	}
+	int64_t id = heap_find(fw, addr);
+	if (id < 0)
+		return false; // a root's vertex, or none: not a block
+	*v = hd_graph_block_vertex(fw->g, (size_t)id);
+	if (*v == HD_DOM_NONE)
+		return false;
+	if (hd_graph_vertex_block(fw->g, *v) != id) {
+		// Not the graph's usual one-to-one numbering: the long way.
+		struct hd_block b;
+		if (!hd_fw_vertex_block(fw, *v, &b))
+			return false;
+		if (usable)
+			*usable = b.usable;
+		return b.state == HD_STATE_USED && b.addr == addr && b.usable >= need;
+	}
+	uint64_t u = hd_heap_usable(fw->h, (size_t)id);
+	if (usable)
+		*usable = u;
+	return hd_heap_state(fw->h, (size_t)id) == HD_STATE_USED &&
+	       fw->h->addr[id] == addr && u >= need;
+}
+
 // ------------------------------------------------------- semantic nodes
 
 // The value of an array of HD_UNDO_* no module has set.
@@ -745,6 +784,11 @@ struct hd_error *hd_fw_mark(struct hd_fw *fw, uint32_t v, uint64_t framework_byt
 	return err;
 }
 
+uint32_t hd_fw_label(struct hd_fw *fw, const char *name)
+{
+	return hd_fw_intern(fw, name);
+}
+
 struct hd_error *hd_fw_name(struct hd_fw *fw, uint32_t v, const char *type)
 {
 	struct hd_error *err = analyze_only(fw, "hd_fw_name");
@@ -757,6 +801,18 @@ struct hd_error *hd_fw_name(struct hd_fw *fw, uint32_t v, const char *type)
 	uint32_t l = hd_fw_intern(fw, type);
 	if (l == UINT32_MAX)
 		return &hd_error_no_memory;
+	return hd_fw_name_label(fw, v, l);
+}
+
+struct hd_error *hd_fw_name_label(struct hd_fw *fw, uint32_t v, uint32_t l)
+{
+	struct hd_error *err = analyze_only(fw, "hd_fw_name");
+	if (err)
+		return err;
+	if (!is_block_vertex(fw, v) || l >= fw->num_labels)
+		return hd_error_create(HD_ERROR_INVALID,
+				       "framework %s: only blocks can be named (vertex %u)",
+				       fw->mods[fw->cur].ops->name, v);
 	if (!fw->names) {
 		fw->names_bytes = fw->g->num_vertices * sizeof(*fw->names);
 		if (!(fw->names = zeroed(fw->names_bytes)))
@@ -777,11 +833,32 @@ struct hd_error *hd_fw_type(struct hd_fw *fw, uint32_t v, const char *type)
 		return hd_error_create(HD_ERROR_INVALID,
 				       "framework %s: only blocks can be typed (vertex %u)",
 				       fw->mods[fw->cur].ops->name, v);
-	size_t mi;
-	uint32_t t;
-	if (!hd_fw_find_type_memo(fw, type, &mi, &t))
+	uint64_t key;
+	if (!hd_fw_type_lookup(fw, type, &key))
 		return hd_error_create(HD_ERROR_NOT_FOUND,
 				       "no complete type named %s", type);
+	return hd_fw_type_key(fw, v, key);
+}
+
+bool hd_fw_type_lookup(struct hd_fw *fw, const char *name, uint64_t *key)
+{
+	size_t mi;
+	uint32_t t;
+	if (!hd_fw_find_type_memo(fw, name, &mi, &t))
+		return false;
+	*key = (uint64_t)mi << 32 | t;
+	return true;
+}
+
+struct hd_error *hd_fw_type_key(struct hd_fw *fw, uint32_t v, uint64_t key)
+{
+	struct hd_error *err = analyze_only(fw, "hd_fw_type");
+	if (err)
+		return err;
+	if (!is_block_vertex(fw, v))
+		return hd_error_create(HD_ERROR_INVALID,
+				       "framework %s: only blocks can be typed (vertex %u)",
+				       fw->mods[fw->cur].ops->name, v);
 	if (!fw->dwarf) {
 		fw->dwarf_bytes = fw->g->num_vertices * sizeof(*fw->dwarf);
 		if (!(fw->dwarf = zeroed(fw->dwarf_bytes)))
@@ -789,7 +866,7 @@ struct hd_error *hd_fw_type(struct hd_fw *fw, uint32_t v, const char *type)
 	}
 	err = journal(fw, HD_UNDO_TYPE, v, fw->dwarf[v]);
 	if (!err)
-		fw->dwarf[v] = ((uint64_t)mi << 32 | t) + 1;
+		fw->dwarf[v] = key + 1;
 	return err;
 }
 

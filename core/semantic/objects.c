@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "semantic/fw_fast.h"
 #include "semantic/semantic_internal.h"
 #include "util/hash.h"
 
@@ -701,4 +702,33 @@ struct hd_error *hd_fw_type_size(struct hd_fw *fw, const char *type,
 				       "no complete type named %s", type);
 	*size = fw->ty->mods[mi].ix->types[t].size;
 	return NULL;
+}
+
+bool hd_fw_objects_whole(struct hd_fw *fw, const char *type,
+			 const char *const *prefixes, size_t n)
+{
+	size_t mi;
+	uint32_t t;
+	if (!hd_fw_find_type_memo(fw, type, &mi, &t) || !n)
+		return false;
+	const struct hd_type_index *ix = fw->ty->mods[mi].ix;
+	uint32_t s = hd_type_strip(ix, t);
+	if (s == HD_TYPE_NONE || s >= ix->num_types)
+		return true; // nothing to list
+	struct objects ob;
+	if (objects_init(&ob, fw, prefixes, n))
+		return false;
+	// Flattened in a memo of its own, silently: a type cut short warns
+	// in the calls that list its objects, not here.
+	ob.truncated = true;
+	const struct memo_slot *slot;
+	struct hd_error *err = flatten(&ob, mi, s, &slot);
+	// A call starts with at most half the cap of matches in its memo
+	// (objects_memo starts a new one past that) and adds at most what
+	// flattening from nothing adds: below the other half, never full.
+	bool whole = !err && ob.num_matches < MAX_MATCHES / 2;
+	if (err)
+		hd_error_destroy(err);
+	objects_deinit(&ob);
+	return whole;
 }
