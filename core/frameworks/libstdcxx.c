@@ -247,6 +247,8 @@ static void strtab_free(struct strtab *t)
 		free(ty->short_elem);
 		free(ty->elem_type);
 		free(ty->short_type);
+		free(ty->str_elem);
+		free(ty->deque_ptr);
 		free(ty);
 	}
 	free(t->v);
@@ -293,7 +295,8 @@ static bool pending_of(struct ctx *c, const struct hd_fw_object *o,
 	p->size = o->size;
 	p->holder = o->holder;
 	p->t = intern(&c->types, o->type);
-	p->type = p->t ? p->t->name : NULL;
+	p->batch = NULL;
+	p->one = false;
 	// Where a container is tells a person which it is, in its node's
 	// label and in warnings; when only block names are kept, nobody
 	// reads it (NULL).
@@ -302,7 +305,7 @@ static bool pending_of(struct ctx *c, const struct hd_fw_object *o,
 		return false;
 	// hd_fw_objects names an array block's element "T[k]...".
 	p->in_array = o->where && strchr(o->where, '[');
-	if (!p->type) {
+	if (!p->t) {
 		free(p->where);
 		return false;
 	}
@@ -323,7 +326,6 @@ static struct hd_error *enqueue(struct hd_fw *fw, const struct hd_fw_object *o,
 		return err;
 	if (!pending_of(c, o, &c->queue[c->num_queue]))
 		return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
-	c->queue[c->num_queue].batch = NULL;
 	c->queue[c->num_queue++].in_array = false;
 	return NULL;
 }
@@ -342,7 +344,6 @@ static struct hd_error *collect(struct hd_fw *fw, const struct hd_fw_object *o,
 		return err;
 	if (!pending_of(c, o, &c->found[c->num_found]))
 		return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
-	c->found[c->num_found].batch = NULL;
 	c->found[c->num_found++].in_array = false;
 	return NULL;
 }
@@ -373,6 +374,42 @@ static void batch_free(struct batch *b)
 	}
 }
 
+// Adds (addr, type) to s; *fresh is false if addr was in with type.
+static struct hd_error *elem_add(struct elemset *s, uint64_t addr,
+				 const char *type, bool *fresh)
+{
+	*fresh = true;
+	if ((s->n + 1) * 2 > s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 1024;
+		struct queued *v = calloc(cap, sizeof(*v));
+		if (!v)
+			return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
+		for (size_t i = 0; i < s->cap; i++) {
+			if (!s->v[i].addr)
+				continue;
+			size_t j = hash64(s->v[i].addr) & (cap - 1);
+			while (v[j].addr)
+				j = (j + 1) & (cap - 1);
+			v[j] = s->v[i];
+		}
+		free(s->v);
+		s->v = v;
+		s->cap = cap;
+	}
+	size_t i = hash64(addr) & (s->cap - 1);
+	for (; s->v[i].addr; i = (i + 1) & (s->cap - 1)) {
+		if (s->v[i].addr == addr) {
+			// Another type at the same address lists other
+			// objects: queued, and the first type kept.
+			*fresh = s->v[i].type != type;
+			return NULL;
+		}
+	}
+	s->v[i] = (struct queued){ addr, type };
+	s->n++;
+	return NULL;
+}
+
 // Queues the containers inside the container's elements: as a batch of its
 // elements, listed when the queue reaches it, when that cannot change what
 // the listing says; else each container now, as found.
@@ -386,20 +423,48 @@ static struct hd_error *nest(struct ctx *c, const struct pending *p,
 	if (ty->whole > 0) {
 		if (!c->num_elems)
 			return NULL;
+		if (c->num_elems == 1 && k == K_SHARED) {
+			bool fresh;
+			struct hd_error *err = elem_add(&c->queued, c->elems[0].addr,
+							ty->elem_type, &fresh);
+			if (err || !fresh)
+				return err;
+		}
 		struct hd_error *err = stl_grow((void **)&c->queue, &c->cap_queue,
 						c->num_queue, sizeof(*c->queue));
 		if (err)
 			return err;
+		char *where = p->where ? strdup(p->where) : NULL;
+		if (p->where && !where)
+			return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
+		if (c->num_elems == 1) {
+			c->queue[c->num_queue++] = (struct pending){
+				.addr = c->elems[0].addr, .holder = c->elems[0].holder,
+				.t = ty, .where = where, .size = k, .one = true,
+			};
+			return NULL;
+		}
 		struct batch *b = calloc(1, sizeof(*b));
-		if (!b || !(b->elems = malloc(c->num_elems * sizeof(*b->elems))) ||
-		    (p->where && !(b->where = strdup(p->where)))) {
-			batch_free(b);
+		if (!b) {
+			free(where);
 			return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
 		}
+		b->where = where;
 		b->t = ty;
 		b->k = k;
 		b->n = c->num_elems;
-		memcpy(b->elems, c->elems, c->num_elems * sizeof(*b->elems));
+		// A large array is given to the batch whole, a small one copied
+		// to its size.
+		if (c->num_elems >= 4096) {
+			b->elems = c->elems;
+			c->elems = NULL;
+			c->cap_elems = 0;
+		} else if ((b->elems = malloc(c->num_elems * sizeof(*b->elems)))) {
+			memcpy(b->elems, c->elems, c->num_elems * sizeof(*b->elems));
+		} else {
+			batch_free(b);
+			return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
+		}
 		c->queue[c->num_queue++] = (struct pending){ .batch = b };
 		return NULL;
 	}
@@ -431,6 +496,58 @@ static bool node_dwarf_name(enum kind k, const char *vt, bool cached,
 	bool space = !*suffix && vt[n - 1] == '>';
 	snprintf(buf, len, "%s<%s%s%s>", tmpl, vt, suffix, space ? " " : "");
 	return true;
+}
+
+// The label of the name spec gives a block of a container of type t:
+// written out and interned the first time (when hd_fw_name would have
+// interned it), then found by spec. UINT32_MAX without memory.
+static uint32_t name_label(struct ctx *c, const struct stl_type *t,
+			   const struct name_spec *spec)
+{
+	if (spec->how == HOW_STRING) {
+		// A shared_ptr's control block, by its own type: no spec.
+		return hd_fw_label(c->fw, c->node_name);
+	}
+	struct name_memo *m = &c->labels;
+	uint64_t h = hash64((uint64_t)(uintptr_t)t ^ (uint64_t)(uintptr_t)spec->a * 31 ^
+			    spec->n * 0x9e3779b97f4a7c15ull ^ spec->how);
+	if (m->cap) {
+		for (size_t i = h & (m->cap - 1); m->v[i].t; i = (i + 1) & (m->cap - 1)) {
+			const struct name_key *k = &m->v[i];
+			if (k->t == t && k->a == spec->a && k->n == spec->n &&
+			    k->how == spec->how)
+				return k->label;
+		}
+	}
+	stl_name_render(c, spec, c->name_buf);
+	uint32_t label = hd_fw_label(c->fw, c->name_buf);
+	if (label == UINT32_MAX)
+		return label;
+	if ((m->n + 1) * 2 > m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 256;
+		struct name_key *v = calloc(cap, sizeof(*v));
+		if (!v)
+			return label; // not kept: written out again next time
+		for (size_t i = 0; i < m->cap; i++) {
+			const struct name_key *k = &m->v[i];
+			if (!k->t)
+				continue;
+			size_t j = hash64((uint64_t)(uintptr_t)k->t ^ (uint64_t)(uintptr_t)k->a * 31 ^
+					  k->n * 0x9e3779b97f4a7c15ull ^ k->how) & (cap - 1);
+			while (v[j].t)
+				j = (j + 1) & (cap - 1);
+			v[j] = *k;
+		}
+		free(m->v);
+		m->v = v;
+		m->cap = cap;
+	}
+	size_t i = h & (m->cap - 1);
+	while (m->v[i].t)
+		i = (i + 1) & (m->cap - 1);
+	m->v[i] = (struct name_key){ t, spec->a, spec->n, spec->how, label };
+	m->n++;
+	return label;
 }
 
 // Whether vertex v is an element buffer a vector or deque walked.
@@ -469,8 +586,20 @@ static struct hd_error *container(struct ctx *c, const struct pending *p,
 		return NULL;
 	if ((err = addr_add(&c->seen, p->addr, &fresh)) || !fresh)
 		return err;
+	// A container of a million nodes leaves arrays the next ones do
+	// not need.
+	if (c->cap_blocks > 65536) {
+		free(c->blocks);
+		c->blocks = NULL;
+		c->cap_blocks = 0;
+	}
+	if (c->cap_elems > 65536) {
+		free(c->elems);
+		c->elems = NULL;
+		c->cap_elems = 0;
+	}
 	c->num_blocks = c->num_elems = 0;
-	c->node_name[0] = c->buffer_name[0] = c->chunk_name[0] = '\0';
+	c->node = c->buffer = c->chunk = (struct name_spec){ HOW_NONE, NULL, 0 };
 	struct stl_type *ty = (struct stl_type *)p->t;
 	if ((err = type_ready(c->fw, ty)))
 		return err;
@@ -537,14 +666,17 @@ static struct hd_error *container(struct ctx *c, const struct pending *p,
 			err = buffer_add(c, b->v);
 		if (err)
 			break;
-		const char *name = b->name == NAME_NODE ? c->node_name
-				 : b->name == NAME_BUFFER ? c->buffer_name
-				 : b->name == NAME_CHUNK ? c->chunk_name : "";
+		const struct name_spec *name = b->name == NAME_NODE ? &c->node
+					     : b->name == NAME_BUFFER ? &c->buffer
+					     : b->name == NAME_CHUNK ? &c->chunk : NULL;
 		err = hd_fw_assign(c->fw, node, b->v);
 		if (!err && b->fw)
 			err = hd_fw_mark(c->fw, b->v, b->fw);
-		if (!err && *name)
-			err = hd_fw_name(c->fw, b->v, name);
+		if (!err && name && name->how != HOW_NONE) {
+			uint32_t l = name_label(c, ty, name);
+			err = l == UINT32_MAX ? hd_error_create(HD_ERROR_NO_MEMORY, "out of memory")
+					      : hd_fw_name_label(c->fw, b->v, l);
+		}
 		if (!err && typed && b->name == NAME_NODE)
 			err = hd_fw_type_key(c->fw, b->v, ty->node_key[w.hash_cached]);
 	}
@@ -554,27 +686,34 @@ static struct hd_error *container(struct ctx *c, const struct pending *p,
 }
 
 
-// Looks at the containers of a batch's elements, element by element: as
-// nest would have queued them one by one.
-static struct hd_error *expand(struct ctx *c, const struct batch *b)
+// Looks at the containers of element i of a container of type t and kind
+// k at where: as nest would have queued them one by one.
+static struct hd_error *expand(struct ctx *c, const struct stl_type *t,
+			       enum kind k, const char *where, size_t i,
+			       const struct element *e)
 {
-	char where[1200];
-	struct hd_error *err = NULL;
-	for (size_t i = 0; i < b->n && !err; i++) {
-		element_where(b->where, b->k, i, where, sizeof(where));
-		c->num_found = 0;
-		err = hd_fw_objects_in(c->fw, b->t->elem_type, b->elems[i].addr,
-				       b->elems[i].holder, where, prefixes,
-				       NUM_PREFIXES, collect, c);
-		size_t j = 0;
-		for (; j < c->num_found && !err; j++) {
-			struct pending p = c->found[j]; // found may move
-			err = container(c, &p, false);
-			free(c->found[j].where);
-		}
-		for (; j < c->num_found; j++)
-			free(c->found[j].where);
+	char buf[1200];
+	element_where(where, k, i, buf, sizeof(buf));
+	c->num_found = 0;
+	struct hd_error *err = hd_fw_objects_in(c->fw, t->elem_type, e->addr,
+						e->holder, buf, prefixes,
+						NUM_PREFIXES, collect, c);
+	size_t j = 0;
+	for (; j < c->num_found && !err; j++) {
+		struct pending p = c->found[j]; // found may move
+		err = container(c, &p, false);
+		free(c->found[j].where);
 	}
+	for (; j < c->num_found; j++)
+		free(c->found[j].where);
+	return err;
+}
+
+static struct hd_error *expand_batch(struct ctx *c, const struct batch *b)
+{
+	struct hd_error *err = NULL;
+	for (size_t i = 0; i < b->n && !err; i++)
+		err = expand(c, b->t, b->k, b->where, i, &b->elems[i]);
 	return err;
 }
 
@@ -585,9 +724,12 @@ static struct hd_error *drain(struct ctx *c)
 	while (!err && c->done < c->num_queue) {
 		struct pending p = c->queue[c->done]; // may move
 		if (p.batch) {
-			err = expand(c, p.batch);
+			err = expand_batch(c, p.batch);
 			batch_free(p.batch);
 			c->queue[c->done].batch = NULL;
+		} else if (p.one) {
+			struct element e = { p.addr, p.holder };
+			err = expand(c, p.t, (enum kind)p.size, p.where, 0, &e);
 		} else {
 			err = container(c, &p, false);
 		}
@@ -658,6 +800,8 @@ static struct hd_error *analyze(struct hd_fw *fw)
 	addr_free(&c.seen);
 	free(c.buffers);
 	free(c.found);
+	free(c.queued.v);
+	free(c.labels.v);
 	free(c.blocks);
 	free(c.elems);
 	free(c.stack);

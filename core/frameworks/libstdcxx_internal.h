@@ -48,6 +48,13 @@ struct stl_type {
 	// Whether every element's containers are listed whole
 	// (hd_fw_objects_whole): 0 not asked yet, 1 yes, -1 no.
 	int whole;
+	// std::basic_string: the character type's name (buffers are
+	// "char[n]"; NULL: none) and size (0: unknown), once str_ready.
+	bool str_ready;
+	char *str_elem;
+	uint64_t str_cs;
+	// std::deque: "short_elem*" (its map's element), or NULL.
+	char *deque_ptr;
 	// The DWARF type of its nodes (hd_fw_type_lookup), by whether a
 	// hash node caches its hash code: 0 not asked yet, 1 found, -1 none.
 	int node_found[2];
@@ -68,15 +75,52 @@ struct batch {
 	struct element *elems;
 };
 
-// A container found and not yet looked at.
+// A container found and not yet looked at; in the queue also the
+// elements whose containers are listed when the queue reaches them: a
+// batch, or one element inline (one: addr and holder are the element's,
+// t and where the container's, size its kind).
 struct pending {
 	uint64_t addr, size;
-	const char *type; // interned: t->name
-	const struct stl_type *t;
+	const struct stl_type *t; // its name is the DWARF type's
 	char *where;      // freed once the container is looked at
+	struct batch *batch;
 	uint32_t holder;
 	bool in_array; // in an element of a block typed as an array
-	struct batch *batch; // not NULL: this entry is the batch's elements
+	bool one;
+};
+
+// How a block name is written (name_spec): none; "tmpl<short_elem>";
+// "std::__detail::_Hash_node<short_elem, n ? true : false>"; "elem[n]"
+// (elem a string that lives as long as the analysis); a (a literal);
+// node_name.
+enum { HOW_NONE, HOW_NODE, HOW_HASH_NODE, HOW_ELEMS, HOW_LITERAL, HOW_STRING };
+
+struct name_spec {
+	uint8_t how;
+	const char *a; // tmpl or elem
+	uint64_t n;
+};
+
+// Labels (hd_fw_label) of the names given, by (type, how, a, n): a
+// million strings of capacity 40 are all "char[41]".
+struct name_memo {
+	struct name_key {
+		const void *t;   // NULL = empty
+		const char *a;
+		uint64_t n;
+		uint32_t how, label;
+	} *v;
+	size_t cap, n;
+};
+
+// The elements queued inline, by address (a shared_ptr's object, shared
+// by many): listing one again lists only containers already looked at.
+struct elemset {
+	struct queued {
+		uint64_t addr; // 0 = empty
+		const char *type;
+	} *v;
+	size_t cap, n;
 };
 
 // Names given to a container's blocks (hd_fw_name).
@@ -84,9 +128,9 @@ enum { NAME_NONE, NAME_NODE, NAME_BUFFER, NAME_CHUNK };
 
 // One block of a container, with its framework bytes and which name.
 struct owned {
-	uint32_t v;
 	uint64_t fw;
-	int name;
+	uint32_t v;
+	uint8_t name;
 };
 
 // A set of non-zero 64-bit values (open addressing, 0 = empty).
@@ -137,6 +181,7 @@ struct ctx {
 	struct addrset seen; // addresses of the containers looked at
 	uint64_t *buffers;   // bit per vertex: the element buffers walked
 	uint32_t num_vertices;
+	struct elemset queued; // elements queued inline
 	struct pending *found; // an element's containers (expand)
 	size_t num_found, cap_found;
 	struct owned *blocks;
@@ -145,10 +190,14 @@ struct ctx {
 	size_t num_elems, cap_elems;
 	const char *elem_type; // DWARF name of the elements, or NULL
 	const char *short_elem; // the element type as stl_short_type() writes it
-	// The type of the container's node blocks ("std::_Rb_tree_node<
-	// std::pair<int const, Session>>") and of its buffer ("Item*[10]").
-	// A deque's element buffers: chunk_name ("int[128]").
-	char node_name[512], buffer_name[512], chunk_name[512];
+	// The names of the container's node blocks ("std::_Rb_tree_node<
+	// std::pair<int const, Session>>"), of its buffer ("Item*[10]") and
+	// of a deque's element buffers ("int[128]"), written out only the
+	// first time a name is given (labels).
+	struct name_spec node, buffer, chunk;
+	char node_name[512]; // node.how == HOW_STRING: the name itself
+	char name_buf[512];
+	struct name_memo labels; // the names given, by spec
 	struct stl_node {
 		uint64_t addr;
 		uint32_t v;
@@ -199,8 +248,11 @@ bool stl_block_at(struct hd_fw *fw, uint64_t p, uint64_t need, uint32_t *v,
 struct hd_error *stl_own(struct ctx *c, uint32_t v, uint64_t fwb, int name);
 // Names the node blocks "tmpl<element>" when the element type is known.
 void stl_name_node(struct ctx *c, const char *tmpl);
-// Names the buffer "elem[n]".
+// Names the buffer "elem[n]" (elem lives as long as the analysis).
 void stl_name_buffer(struct ctx *c, const char *elem, uint64_t n);
+// Writes the name spec says into buf (512 bytes).
+void stl_name_render(const struct ctx *c, const struct name_spec *spec,
+		     char *buf);
 // Records an element at addr, held by block holder.
 struct hd_error *stl_elem(struct ctx *c, uint64_t addr, uint32_t holder);
 // Pushes node x, of vertex v, on the walk's stack (the rb-tree's in-order

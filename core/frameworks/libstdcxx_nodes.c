@@ -162,7 +162,7 @@ struct hd_error *stl_walk_hash(struct ctx *c, struct walk *w)
 	// _Hashtable inside (a std::hash<std::string> caches, std::hash<int>
 	// does not).
 	static const char *const ht[] = {"std::_Hashtable<"};
-	struct hd_error *err = hd_fw_objects_in(c->fw, p->type, p->addr,
+	struct hd_error *err = hd_fw_objects_in(c->fw, p->t->name, p->addr,
 						p->holder, "", ht, 1,
 						find_traits, w);
 	if (err) // no DWARF for the type: the default for a std::hash
@@ -183,9 +183,7 @@ struct hd_error *stl_walk_hash(struct ctx *c, struct walk *w)
 	uint64_t n = 0, node_fw = w->hash_cached ? 16 : 8;
 	// _Hash_node<value, whether the hash code is cached>
 	if (c->short_elem)
-		snprintf(c->node_name, sizeof(c->node_name),
-			 "std::__detail::_Hash_node<%s, %s>", c->short_elem,
-			 w->hash_cached ? "true" : "false");
+		c->node = (struct name_spec){ HOW_HASH_NODE, NULL, w->hash_cached };
 	while (cur) {
 		uint64_t next;
 		if (n++ >= count)
@@ -228,12 +226,14 @@ struct hd_error *stl_walk_shared(struct ctx *c, struct walk *w)
 	int64_t id = hd_graph_vertex_block(hd_fw_graph(c->fw), v);
 	char name[512];
 	if (ty && id >= 0 && hd_typing_block_name(ty, (size_t)id, name, sizeof(name)) &&
-	    stl_starts(name, inplace ? "std::_Sp_counted_ptr_inplace<" : "std::_Sp_counted_"))
+	    stl_starts(name, inplace ? "std::_Sp_counted_ptr_inplace<" : "std::_Sp_counted_")) {
 		snprintf(c->node_name, sizeof(c->node_name), "%s", name);
-	else if (inplace)
+		c->node = (struct name_spec){ HOW_STRING, NULL, 0 };
+	} else if (inplace) {
 		stl_name_node(c, "std::_Sp_counted_ptr_inplace");
-	else
-		snprintf(c->node_name, sizeof(c->node_name), "std::_Sp_counted_base");
+	} else {
+		c->node = (struct name_spec){ HOW_LITERAL, "std::_Sp_counted_base", 0 };
+	}
 	struct hd_error *err = stl_own(c, v, inplace ? 16 : UINT64_MAX, NAME_NODE);
 	if (!err && inplace)
 		err = stl_elem(c, ptr, v);

@@ -242,6 +242,8 @@ void hd_fw_labels_free(struct hd_fw *fw)
 	for (size_t i = 0; i < fw->num_labels; i++)
 		free(fw->labels[i]);
 	free(fw->labels);
+	free(fw->dwarf_keys);
+	free(fw->dwarf_key_hash);
 	struct label_hash *lh = fw->label_hash;
 	if (lh)
 		free(lh->slots);
@@ -840,13 +842,54 @@ struct hd_error *hd_fw_type(struct hd_fw *fw, uint32_t v, const char *type)
 	return hd_fw_type_key(fw, v, key);
 }
 
+// The index of DWARF type dk (module << 32 | type id) in fw->dwarf_keys,
+// entered if new; UINT32_MAX without memory.
+static uint32_t dwarf_key_index(struct hd_fw *fw, uint64_t dk)
+{
+	size_t hcap = 2 * fw->cap_dwarf_keys;
+	if (hcap) {
+		size_t j = (size_t)(dk * 0x9e3779b97f4a7c15ull >> 20) & (hcap - 1);
+		for (; fw->dwarf_key_hash[j]; j = (j + 1) & (hcap - 1))
+			if (fw->dwarf_keys[fw->dwarf_key_hash[j] - 1] == dk)
+				return fw->dwarf_key_hash[j] - 1;
+	}
+	if (fw->num_dwarf_keys == fw->cap_dwarf_keys) {
+		size_t cap = fw->cap_dwarf_keys ? fw->cap_dwarf_keys * 2 : 64;
+		uint64_t *keys = realloc(fw->dwarf_keys, cap * sizeof(*keys));
+		if (!keys)
+			return UINT32_MAX;
+		fw->dwarf_keys = keys;
+		uint32_t *h = calloc(2 * cap, sizeof(*h));
+		if (!h)
+			return UINT32_MAX;
+		for (size_t i = 0; i < fw->num_dwarf_keys; i++) {
+			size_t j = (size_t)(keys[i] * 0x9e3779b97f4a7c15ull >> 20) & (2 * cap - 1);
+			while (h[j])
+				j = (j + 1) & (2 * cap - 1);
+			h[j] = (uint32_t)i + 1;
+		}
+		free(fw->dwarf_key_hash);
+		fw->dwarf_key_hash = h;
+		fw->cap_dwarf_keys = cap;
+		hcap = 2 * cap;
+	}
+	size_t j = (size_t)(dk * 0x9e3779b97f4a7c15ull >> 20) & (hcap - 1);
+	while (fw->dwarf_key_hash[j])
+		j = (j + 1) & (hcap - 1);
+	fw->dwarf_keys[fw->num_dwarf_keys] = dk;
+	fw->dwarf_key_hash[j] = (uint32_t)fw->num_dwarf_keys + 1;
+	return (uint32_t)fw->num_dwarf_keys++;
+}
+
 bool hd_fw_type_lookup(struct hd_fw *fw, const char *name, uint64_t *key)
 {
 	size_t mi;
 	uint32_t t;
 	if (!hd_fw_find_type_memo(fw, name, &mi, &t))
 		return false;
-	*key = (uint64_t)mi << 32 | t;
+	// Without memory the type is given as not found: hd_fw_type_key
+	// says so.
+	*key = dwarf_key_index(fw, (uint64_t)mi << 32 | t);
 	return true;
 }
 
@@ -859,6 +902,8 @@ struct hd_error *hd_fw_type_key(struct hd_fw *fw, uint32_t v, uint64_t key)
 		return hd_error_create(HD_ERROR_INVALID,
 				       "framework %s: only blocks can be typed (vertex %u)",
 				       fw->mods[fw->cur].ops->name, v);
+	if (key >= fw->num_dwarf_keys)
+		return &hd_error_no_memory; // hd_fw_type_lookup ran out
 	if (!fw->dwarf) {
 		fw->dwarf_bytes = fw->g->num_vertices * sizeof(*fw->dwarf);
 		if (!(fw->dwarf = zeroed(fw->dwarf_bytes)))
@@ -866,7 +911,7 @@ struct hd_error *hd_fw_type_key(struct hd_fw *fw, uint32_t v, uint64_t key)
 	}
 	err = journal(fw, HD_UNDO_TYPE, v, fw->dwarf[v]);
 	if (!err)
-		fw->dwarf[v] = key + 1;
+		fw->dwarf[v] = (uint32_t)key + 1;
 	return err;
 }
 
@@ -898,7 +943,7 @@ void hd_fw_undo_module(struct hd_fw *fw)
 		case HD_UNDO_ASSIGN: fw->assigned[u->v] = (uint32_t)u->old; break;
 		case HD_UNDO_MARK: fw->fw_bytes[u->v] = u->old; break;
 		case HD_UNDO_NAME: fw->names[u->v] = (uint32_t)u->old; break;
-		case HD_UNDO_TYPE: fw->dwarf[u->v] = u->old; break;
+		case HD_UNDO_TYPE: fw->dwarf[u->v] = (uint32_t)u->old; break;
 		}
 	}
 }

@@ -24,7 +24,8 @@ uint32_t hd_fw_label(struct hd_fw *fw, const char *name);
 // hd_fw_name(fw, v, name) for label = hd_fw_label(fw, name).
 struct hd_error *hd_fw_name_label(struct hd_fw *fw, uint32_t v, uint32_t label);
 // The DWARF type hd_fw_type would find for name: false when none (its
-// HD_ERROR_NOT_FOUND), else *key for hd_fw_type_key.
+// HD_ERROR_NOT_FOUND), else *key for hd_fw_type_key (keys stay valid for
+// the analysis).
 bool hd_fw_type_lookup(struct hd_fw *fw, const char *name, uint64_t *key);
 // hd_fw_type(fw, v, name) for a name hd_fw_type_lookup found.
 struct hd_error *hd_fw_type_key(struct hd_fw *fw, uint32_t v, uint64_t key);
