@@ -686,6 +686,27 @@ static struct hd_error *container(struct ctx *c, const struct pending *p,
 }
 
 
+// The blocks an element's strings, vectors and shared_ptrs point to,
+// looked up together: their cache misses overlap (the walks look them up
+// one by one).
+static void prefetch_found(struct ctx *c)
+{
+	uint64_t addrs[16], x;
+	size_t n = 0;
+	for (size_t j = 0; j < c->num_found && n < 16; j++) {
+		const struct pending *p = &c->found[j];
+		enum kind k = p->t->kind;
+		if (k == K_STRING && p->size == 32 && stl_rd(c->fw, p->addr, &x) &&
+		    x && x != p->addr + 16)
+			addrs[n++] = x;
+		else if (k == K_VECTOR && p->size == 24 && stl_rd(c->fw, p->addr, &x) && x)
+			addrs[n++] = x;
+		else if (k == K_SHARED && p->size == 16 && stl_rd(c->fw, p->addr + 8, &x) && x)
+			addrs[n++] = x;
+	}
+	hd_fw_prefetch_blocks(c->fw, addrs, n);
+}
+
 // Looks at the containers of element i of a container of type t and kind
 // k at where: as nest would have queued them one by one.
 static struct hd_error *expand(struct ctx *c, const struct stl_type *t,
@@ -698,6 +719,8 @@ static struct hd_error *expand(struct ctx *c, const struct stl_type *t,
 	struct hd_error *err = hd_fw_objects_in(c->fw, t->elem_type, e->addr,
 						e->holder, buf, prefixes,
 						NUM_PREFIXES, collect, c);
+	if (!err)
+		prefetch_found(c);
 	size_t j = 0;
 	for (; j < c->num_found && !err; j++) {
 		struct pending p = c->found[j]; // found may move

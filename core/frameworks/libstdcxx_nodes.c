@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "frameworks/libstdcxx_internal.h"
+#include "semantic/fw_fast.h"
 
 // Height of a red-black tree of 2^64 nodes is below 128.
 #define MAX_HEIGHT 128
@@ -111,6 +112,15 @@ struct hd_error *stl_walk_tree(struct ctx *c, struct walk *w)
 			if (!stl_block_at(c->fw, cur, 32, &v, NULL) || !stl_rd(c->fw, cur + 8, &up) ||
 			    !stl_rd(c->fw, cur + 16, &left))
 				return stl_fail(w, cur, "std::_Rb_tree node is not a used heap block"), NULL;
+			// The children's blocks, looked up while this node's
+			// line and the left child's are read.
+			uint64_t kids[2];
+			size_t nk = 0;
+			if (left)
+				kids[nk++] = left;
+			if (stl_rd(c->fw, cur + 24, &kids[nk]) && kids[nk])
+				nk++;
+			hd_fw_prefetch_blocks(c->fw, kids, nk);
 			if (up != parent)
 				return stl_fail(w, cur, "std::_Rb_tree node's parent link is wrong"), NULL;
 			if ((err = stl_push(c, cur, v)))

@@ -503,6 +503,24 @@ bool hd_fw_used_block_at(struct hd_fw *fw, uint64_t addr, uint64_t need,
 	       fw->h->addr[id] == addr && u >= need;
 }
 
+void hd_fw_prefetch_blocks(struct hd_fw *fw, const uint64_t *addrs, size_t n)
+{
+	if (!fw->g || !fw->have_ix || !n || n > HD_INDEX_BATCH)
+		return;
+	int64_t ids[HD_INDEX_BATCH];
+	bool exact[HD_INDEX_BATCH];
+	hd_index_find_batch(&fw->ix, addrs, n, ids, exact);
+	const struct hd_heap *h = fw->h;
+	for (size_t i = 0; i < n; i++) {
+		if (ids[i] < 0)
+			continue;
+		__builtin_prefetch(&h->addr[ids[i]]);
+		__builtin_prefetch(&h->span[ids[i]]);
+		if (h->region)
+			__builtin_prefetch(&h->region[ids[i]]);
+	}
+}
+
 // ------------------------------------------------------- semantic nodes
 
 // The value of an array of HD_UNDO_* no module has set.

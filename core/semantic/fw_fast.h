@@ -17,6 +17,9 @@
 // does.
 bool hd_fw_used_block_at(struct hd_fw *fw, uint64_t addr, uint64_t need,
 			 uint32_t *v, uint64_t *usable);
+// Fetches into the CPU's cache, in parallel, what hd_fw_used_block_at
+// reads for each of the n (at most 64) addresses: a hint, no answer.
+void hd_fw_prefetch_blocks(struct hd_fw *fw, const uint64_t *addrs, size_t n);
 // The index of name among the interned labels (entered if new, so call it
 // when hd_fw_name would first have met name: labels keep the order they
 // were first named in); UINT32_MAX without memory.
