@@ -804,12 +804,16 @@ static struct hd_error *analyze(struct hd_fw *fw)
 	// container of a heap block after everything the ones before it
 	// nested. Containers in single objects first: a vector in a heap
 	// struct claims its buffer before the buffer's typed elements come up.
+	// When only block names are kept, where only says whether an object
+	// is an array's element.
+	struct hd_error *(*objects)(struct hd_fw *, const char *const *, size_t,
+				    hd_fw_object_fn, void *) =
+		c.names_only ? hd_fw_objects_brackets : hd_fw_objects;
 	c.top = true;
-	struct hd_error *err = hd_fw_objects(fw, prefixes, NUM_PREFIXES,
-					     enqueue, &c);
+	struct hd_error *err = objects(fw, prefixes, NUM_PREFIXES, enqueue, &c);
 	c.top = false;
 	for (c.pass = 0; !err && c.pass < 2; c.pass++)
-		err = hd_fw_objects(fw, prefixes, NUM_PREFIXES, block_container, &c);
+		err = objects(fw, prefixes, NUM_PREFIXES, block_container, &c);
 	if (!err)
 		err = drain(&c);
 	for (size_t i = c.done; i < c.num_queue; i++) {

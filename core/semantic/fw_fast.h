@@ -32,6 +32,12 @@ struct hd_error *hd_fw_name_label(struct hd_fw *fw, uint32_t v, uint32_t label);
 bool hd_fw_type_lookup(struct hd_fw *fw, const char *name, uint64_t *key);
 // hd_fw_type(fw, v, name) for a name hd_fw_type_lookup found.
 struct hd_error *hd_fw_type_key(struct hd_fw *fw, uint32_t v, uint64_t key);
+// hd_fw_objects for a caller that only asks whether an object's where
+// holds a '[' (an array's element): where is "[" when hd_fw_objects' would
+// hold one, else "" (member paths are not written out per object).
+struct hd_error *hd_fw_objects_brackets(struct hd_fw *fw,
+					const char *const *prefixes, size_t n,
+					hd_fw_object_fn fn, void *arg);
 // Whether every hd_fw_objects_in of (type, prefixes) lists all the
 // type's objects (none is cut short at the cap of one call, and warns), so
 // that when such a call is made cannot change what it does.
