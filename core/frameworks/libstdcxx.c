@@ -417,9 +417,12 @@ static struct hd_error *nest(struct ctx *c, const struct pending *p,
 			     enum kind k)
 {
 	struct stl_type *ty = (struct stl_type *)p->t;
-	if (!ty->whole)
+	if (!ty->whole) {
 		ty->whole = hd_fw_objects_whole(c->fw, c->elem_type, prefixes,
 						NUM_PREFIXES) ? 1 : -1;
+		ty->has_elem_key = hd_fw_type_lookup(c->fw, c->elem_type,
+						     &ty->elem_key);
+	}
 	if (ty->whole > 0) {
 		if (!c->num_elems)
 			return NULL;
@@ -504,9 +507,20 @@ static bool node_dwarf_name(enum kind k, const char *vt, bool cached,
 static uint32_t name_label(struct ctx *c, const struct stl_type *t,
 			   const struct name_spec *spec)
 {
+	if (spec->how == HOW_LABEL)
+		return (uint32_t)spec->n;
 	if (spec->how == HOW_STRING) {
-		// A shared_ptr's control block, by its own type: no spec.
-		return hd_fw_label(c->fw, c->node_name);
+		// A shared_ptr's control block, by its own type: kept by
+		// vertex.
+		uint32_t label = hd_fw_label(c->fw, c->node_name);
+		struct sp_name *sp = &c->sp_names[(c->sp_pending.v * 2 +
+						   c->sp_pending.inplace) % 1024];
+		if (label != UINT32_MAX) {
+			*sp = c->sp_pending;
+			sp->label = label;
+			sp->set = true;
+		}
+		return label;
 	}
 	struct name_memo *m = &c->labels;
 	uint64_t h = hash64((uint64_t)(uintptr_t)t ^ (uint64_t)(uintptr_t)spec->a * 31 ^
@@ -662,6 +676,8 @@ static struct hd_error *container(struct ctx *c, const struct pending *p,
 	bool typed = *found > 0;
 	for (size_t i = 0; i < c->num_blocks && !err; i++) {
 		const struct owned *b = &c->blocks[i];
+		if (i + 8 < c->num_blocks)
+			hd_fw_prefetch_vertex(c->fw, c->blocks[i + 8].v);
 		if (b->name == NAME_BUFFER && (k == K_VECTOR || k == K_DEQUE))
 			err = buffer_add(c, b->v);
 		if (err)
@@ -716,9 +732,12 @@ static struct hd_error *expand(struct ctx *c, const struct stl_type *t,
 	char buf[1200];
 	element_where(where, k, i, buf, sizeof(buf));
 	c->num_found = 0;
-	struct hd_error *err = hd_fw_objects_in(c->fw, t->elem_type, e->addr,
-						e->holder, buf, prefixes,
-						NUM_PREFIXES, collect, c);
+	// The element type by key: not looked up by name per element.
+	struct hd_error *err = t->has_elem_key
+		? hd_fw_objects_in_key(c->fw, t->elem_key, e->addr, e->holder, buf,
+				       prefixes, NUM_PREFIXES, collect, c)
+		: hd_fw_objects_in(c->fw, t->elem_type, e->addr, e->holder, buf,
+				   prefixes, NUM_PREFIXES, collect, c);
 	if (!err)
 		prefetch_found(c);
 	size_t j = 0;

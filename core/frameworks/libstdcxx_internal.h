@@ -46,8 +46,11 @@ struct stl_type {
 	uint64_t esize;     // its size
 	char *short_type;   // the container's own short name (labels)
 	// Whether every element's containers are listed whole
-	// (hd_fw_objects_whole): 0 not asked yet, 1 yes, -1 no.
+	// (hd_fw_objects_whole): 0 not asked yet, 1 yes, -1 no; and
+	// elem_type's key (hd_fw_type_lookup), when found (has_elem_key).
 	int whole;
+	bool has_elem_key;
+	uint64_t elem_key;
 	// std::basic_string: the character type's name (buffers are
 	// "char[n]"; NULL: none) and size (0: unknown), once str_ready.
 	bool str_ready;
@@ -93,7 +96,9 @@ struct pending {
 // "std::__detail::_Hash_node<short_elem, n ? true : false>"; "elem[n]"
 // (elem a string that lives as long as the analysis); a (a literal);
 // node_name.
-enum { HOW_NONE, HOW_NODE, HOW_HASH_NODE, HOW_ELEMS, HOW_LITERAL, HOW_STRING };
+// HOW_LABEL: a name given before, label n.
+enum { HOW_NONE, HOW_NODE, HOW_HASH_NODE, HOW_ELEMS, HOW_LITERAL, HOW_STRING,
+       HOW_LABEL };
 
 struct name_spec {
 	uint8_t how;
@@ -198,6 +203,14 @@ struct ctx {
 	char node_name[512]; // node.how == HOW_STRING: the name itself
 	char name_buf[512];
 	struct name_memo labels; // the names given, by spec
+	// The labels of the names of shared_ptr control blocks (their
+	// type's, as the typing names the block) by vertex and whether the
+	// object is inside: a million shared_ptrs share a few hundred.
+	struct sp_name {
+		uint32_t v, label;
+		bool inplace, set;
+	} sp_names[1024];
+	struct sp_name sp_pending; // the one the walk named, for name_label
 	struct stl_node {
 		uint64_t addr;
 		uint32_t v;

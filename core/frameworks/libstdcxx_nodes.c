@@ -232,10 +232,15 @@ struct hd_error *stl_walk_shared(struct ctx *c, struct walk *w)
 	// is libstdc++'s business), as the typing found it; else what the
 	// pointer says.
 	bool inplace = ptr >= pi + 16 && ptr < pi + usable;
+	// The name given this block before (its label), else written.
+	struct sp_name *sp = &c->sp_names[(v * 2 + inplace) % 1024];
+	c->sp_pending = (struct sp_name){ v, 0, inplace, false };
 	const struct hd_typing *ty = hd_fw_typing(c->fw);
 	int64_t id = hd_graph_vertex_block(hd_fw_graph(c->fw), v);
 	char name[512];
-	if (ty && id >= 0 && hd_typing_block_name(ty, (size_t)id, name, sizeof(name)) &&
+	if (sp->set && sp->v == v && sp->inplace == inplace) {
+		c->node = (struct name_spec){ HOW_LABEL, NULL, sp->label };
+	} else if (ty && id >= 0 && hd_typing_block_name(ty, (size_t)id, name, sizeof(name)) &&
 	    stl_starts(name, inplace ? "std::_Sp_counted_ptr_inplace<" : "std::_Sp_counted_")) {
 		snprintf(c->node_name, sizeof(c->node_name), "%s", name);
 		c->node = (struct name_spec){ HOW_STRING, NULL, 0 };

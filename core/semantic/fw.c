@@ -518,7 +518,18 @@ void hd_fw_prefetch_blocks(struct hd_fw *fw, const uint64_t *addrs, size_t n)
 		__builtin_prefetch(&h->span[ids[i]]);
 		if (h->region)
 			__builtin_prefetch(&h->region[ids[i]]);
+		hd_fw_prefetch_vertex(fw, hd_graph_block_vertex(fw->g, (size_t)ids[i]));
 	}
+}
+
+void hd_fw_prefetch_vertex(struct hd_fw *fw, uint32_t v)
+{
+	if (!fw->g || v >= fw->g->num_vertices)
+		return;
+	if (fw->names)
+		__builtin_prefetch(&fw->names[v], 1);
+	if (fw->touched[HD_UNDO_NAME])
+		__builtin_prefetch(&fw->touched[HD_UNDO_NAME][v / 64], 1);
 }
 
 // ------------------------------------------------------- semantic nodes

@@ -20,6 +20,8 @@ bool hd_fw_used_block_at(struct hd_fw *fw, uint64_t addr, uint64_t need,
 // Fetches into the CPU's cache, in parallel, what hd_fw_used_block_at
 // reads for each of the n (at most 64) addresses: a hint, no answer.
 void hd_fw_prefetch_blocks(struct hd_fw *fw, const uint64_t *addrs, size_t n);
+// Fetches what naming vertex v (hd_fw_name) writes: a hint.
+void hd_fw_prefetch_vertex(struct hd_fw *fw, uint32_t v);
 // The index of name among the interned labels (entered if new, so call it
 // when hd_fw_name would first have met name: labels keep the order they
 // were first named in); UINT32_MAX without memory.
@@ -38,6 +40,13 @@ struct hd_error *hd_fw_type_key(struct hd_fw *fw, uint32_t v, uint64_t key);
 struct hd_error *hd_fw_objects_brackets(struct hd_fw *fw,
 					const char *const *prefixes, size_t n,
 					hd_fw_object_fn fn, void *arg);
+// hd_fw_objects_in(fw, type, ...) for the key hd_fw_type_lookup gave for
+// type.
+struct hd_error *hd_fw_objects_in_key(struct hd_fw *fw, uint64_t key,
+				      uint64_t addr, uint32_t holder,
+				      const char *where,
+				      const char *const *prefixes, size_t n,
+				      hd_fw_object_fn fn, void *arg);
 // Whether every hd_fw_objects_in of (type, prefixes) lists all the
 // type's objects (none is cut short at the cap of one call, and warns), so
 // that when such a call is made cannot change what it does.

@@ -707,6 +707,12 @@ static struct hd_fw_objects *objects_memo(struct hd_fw *fw,
 	return o;
 }
 
+static struct hd_error *objects_in(struct hd_fw *fw, size_t mi, uint32_t t,
+				   uint64_t addr, uint32_t holder,
+				   const char *where,
+				   const char *const *prefixes, size_t n,
+				   hd_fw_object_fn fn, void *arg);
+
 struct hd_error *hd_fw_objects_in(struct hd_fw *fw, const char *type,
 				  uint64_t addr, uint32_t holder,
 				  const char *where,
@@ -718,6 +724,30 @@ struct hd_error *hd_fw_objects_in(struct hd_fw *fw, const char *type,
 	if (!hd_fw_find_type_memo(fw, type, &mi, &t))
 		return hd_error_create(HD_ERROR_NOT_FOUND,
 				       "no complete type named %s", type);
+	return objects_in(fw, mi, t, addr, holder, where, prefixes, n, fn, arg);
+}
+
+struct hd_error *hd_fw_objects_in_key(struct hd_fw *fw, uint64_t key,
+				      uint64_t addr, uint32_t holder,
+				      const char *where,
+				      const char *const *prefixes, size_t n,
+				      hd_fw_object_fn fn, void *arg)
+{
+	if (key >= fw->num_dwarf_keys)
+		return hd_error_create(HD_ERROR_INVALID, "no type of key %llu",
+				       (unsigned long long)key);
+	uint64_t dk = fw->dwarf_keys[key];
+	return objects_in(fw, (size_t)(dk >> 32), (uint32_t)dk, addr, holder,
+			  where, prefixes, n, fn, arg);
+}
+
+// hd_fw_objects_in of the type t of module mi.
+static struct hd_error *objects_in(struct hd_fw *fw, size_t mi, uint32_t t,
+				   uint64_t addr, uint32_t holder,
+				   const char *where,
+				   const char *const *prefixes, size_t n,
+				   hd_fw_object_fn fn, void *arg)
+{
 	if (!n)
 		return NULL;
 	struct hd_fw_objects *memo = objects_memo(fw, prefixes, n);
