@@ -65,6 +65,28 @@ static const char *const prefixes[] = {
 };
 #define NUM_PREFIXES (sizeof(prefixes) / sizeof(prefixes[0]))
 
+// The same prefixes, for the elements of batches: hd_fw_objects_in keeps
+// a memo per list, so batches listed later leave the memo of prefixes as
+// the calls at once would have (hd_fw_objects_touch).
+static const char *const batch_prefixes[NUM_PREFIXES] = {
+	"std::vector<",
+	"std::__cxx11::list<",
+	"std::list<",
+	"std::forward_list<",
+	"std::map<",
+	"std::multimap<",
+	"std::set<",
+	"std::multiset<",
+	"std::unordered_map<",
+	"std::unordered_multimap<",
+	"std::unordered_set<",
+	"std::unordered_multiset<",
+	"std::__cxx11::basic_string<",
+	"std::basic_string<",
+	"std::shared_ptr<",
+	"std::deque<",
+};
+
 struct hd_error *stl_grow(void **p, size_t *cap, size_t n, size_t size)
 {
 	if (n < *cap)
@@ -426,6 +448,12 @@ static struct hd_error *nest(struct ctx *c, const struct pending *p,
 	if (ty->whole > 0) {
 		if (!c->num_elems)
 			return NULL;
+		// Listed later through batch_prefixes: every list is whole
+		// whatever the memo holds; the memo of prefixes is left as
+		// the calls now would leave it (for the types that are not
+		// whole, listed at once).
+		hd_fw_objects_touch(c->fw, c->elem_type, prefixes, NUM_PREFIXES,
+				    c->num_elems);
 		if (c->num_elems == 1 && k == K_SHARED) {
 			bool fresh;
 			struct hd_error *err = elem_add(&c->queued, c->elems[0].addr,
@@ -735,9 +763,9 @@ static struct hd_error *expand(struct ctx *c, const struct stl_type *t,
 	// The element type by key: not looked up by name per element.
 	struct hd_error *err = t->has_elem_key
 		? hd_fw_objects_in_key(c->fw, t->elem_key, e->addr, e->holder, buf,
-				       prefixes, NUM_PREFIXES, collect, c)
+				       batch_prefixes, NUM_PREFIXES, collect, c)
 		: hd_fw_objects_in(c->fw, t->elem_type, e->addr, e->holder, buf,
-				   prefixes, NUM_PREFIXES, collect, c);
+				   batch_prefixes, NUM_PREFIXES, collect, c);
 	if (!err)
 		prefetch_found(c);
 	size_t j = 0;

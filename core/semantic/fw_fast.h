@@ -47,6 +47,13 @@ struct hd_error *hd_fw_objects_in_key(struct hd_fw *fw, uint64_t key,
 				      const char *where,
 				      const char *const *prefixes, size_t n,
 				      hd_fw_object_fn fn, void *arg);
+// Leaves the memo hd_fw_objects_in keeps for prefixes as calls calls of
+// it on type would (a caller that lists the objects later, through
+// other prefixes, keeps the memo's state what it was when listing them
+// at once: the state decides which calls of types not whole are cut
+// short).
+void hd_fw_objects_touch(struct hd_fw *fw, const char *type,
+			 const char *const *prefixes, size_t n, size_t calls);
 // Whether every hd_fw_objects_in of (type, prefixes) lists all the
 // type's objects (none is cut short at the cap of one call, and warns), so
 // that when such a call is made cannot change what it does.

@@ -813,3 +813,32 @@ bool hd_fw_objects_whole(struct hd_fw *fw, const char *type,
 	objects_deinit(&ob);
 	return whole;
 }
+
+void hd_fw_objects_touch(struct hd_fw *fw, const char *type,
+			 const char *const *prefixes, size_t n, size_t calls)
+{
+	size_t mi;
+	uint32_t t;
+	if (!n || !hd_fw_find_type_memo(fw, type, &mi, &t))
+		return;
+	const struct hd_type_index *ix = fw->ty->mods[mi].ix;
+	uint32_t s = hd_type_strip(ix, t);
+	if (s == HD_TYPE_NONE || s >= ix->num_types)
+		return;
+	// After two calls on one type the memo no longer changes: the
+	// first flattens it (if new), the second starts a new memo if the
+	// first left it past half the cap (and flattens it again), later
+	// ones find it.
+	for (size_t i = 0; i < calls && i < 2; i++) {
+		struct hd_fw_objects *memo = objects_memo(fw, prefixes, n);
+		if (!memo)
+			return; // a call would use a memo of its own
+		memo->ob.truncated = false;
+		const struct memo_slot *slot;
+		struct hd_error *err = flatten(&memo->ob, mi, s, &slot);
+		if (err) {
+			hd_error_destroy(err);
+			return;
+		}
+	}
+}
