@@ -32,7 +32,8 @@
 // matching our prefixes inside each element (hd_fw_objects_in with the
 // element type DWARF names) become nodes held by the node block, so the
 // outer container's node keeps them alive. Containers nest through a work
-// queue, not recursion.
+// queue, not recursion: a container's elements wait in it as one batch,
+// and are listed, in order, when the queue reaches them.
 //
 // This file: detect, the work queue and one node per container, the ops
 // struct; libstdcxx_internal.h lists the rest.
