@@ -32,7 +32,8 @@
 // matching our prefixes inside each element (hd_fw_objects_in with the
 // element type DWARF names) become nodes held by the node block, so the
 // outer container's node keeps them alive. Containers nest through a work
-// queue, not recursion.
+// queue, not recursion: a container's elements wait in it as one batch,
+// and are listed, in order, when the queue reaches them.
 //
 // This file: detect, the work queue and one node per container, the ops
 // struct; libstdcxx_internal.h lists the rest.
@@ -42,6 +43,7 @@
 #include <string.h>
 
 #include "frameworks/libstdcxx_internal.h"
+#include "semantic/fw_fast.h"
 #include "util/hash.h"
 
 static const char *const prefixes[] = {
@@ -63,6 +65,28 @@ static const char *const prefixes[] = {
 	"std::deque<",
 };
 #define NUM_PREFIXES (sizeof(prefixes) / sizeof(prefixes[0]))
+
+// The same prefixes, for the elements of batches: hd_fw_objects_in keeps
+// a memo per list, so batches listed later leave the memo of prefixes as
+// the calls at once would have (hd_fw_objects_touch).
+static const char *const batch_prefixes[NUM_PREFIXES] = {
+	"std::vector<",
+	"std::__cxx11::list<",
+	"std::list<",
+	"std::forward_list<",
+	"std::map<",
+	"std::multimap<",
+	"std::set<",
+	"std::multiset<",
+	"std::unordered_map<",
+	"std::unordered_multimap<",
+	"std::unordered_set<",
+	"std::unordered_multiset<",
+	"std::__cxx11::basic_string<",
+	"std::basic_string<",
+	"std::shared_ptr<",
+	"std::deque<",
+};
 
 struct hd_error *stl_grow(void **p, size_t *cap, size_t n, size_t size)
 {
@@ -130,6 +154,67 @@ static struct hd_error *set_add(struct set *s, uint64_t x, bool *fresh)
 	return NULL;
 }
 
+// The page of bits of key (addr >> ADDR_PAGE_SHIFT, + 1), made if new;
+// NULL without memory.
+static uint64_t *addr_page(struct addrset *s, uint64_t key)
+{
+	if (s->last.key == key)
+		return s->last.bits;
+	if ((s->n + 1) * 2 > s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 256;
+		struct addrpage *v = calloc(cap, sizeof(*v));
+		if (!v)
+			return NULL;
+		for (size_t i = 0; i < s->cap; i++) {
+			if (!s->pages[i].key)
+				continue;
+			size_t j = hash64(s->pages[i].key) & (cap - 1);
+			while (v[j].key)
+				j = (j + 1) & (cap - 1);
+			v[j] = s->pages[i];
+		}
+		free(s->pages);
+		s->pages = v;
+		s->cap = cap;
+	}
+	size_t i = hash64(key) & (s->cap - 1);
+	while (s->pages[i].key && s->pages[i].key != key)
+		i = (i + 1) & (s->cap - 1);
+	if (!s->pages[i].key) {
+		uint64_t *bits = calloc((1u << ADDR_PAGE_SHIFT) / 8 / 64, sizeof(*bits));
+		if (!bits)
+			return NULL;
+		s->pages[i] = (struct addrpage){ key, bits };
+		s->n++;
+	}
+	s->last = s->pages[i];
+	return s->last.bits;
+}
+
+// Adds addr (non-zero) to s; *fresh is false if it was in.
+static struct hd_error *addr_add(struct addrset *s, uint64_t addr, bool *fresh)
+{
+	*fresh = false;
+	if (addr % 8)
+		return set_add(&s->odd, addr, fresh);
+	uint64_t *bits = addr_page(s, (addr >> ADDR_PAGE_SHIFT) + 1);
+	if (!bits)
+		return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
+	uint64_t w = (addr & ((1u << ADDR_PAGE_SHIFT) - 1)) / 8;
+	uint64_t bit = 1ull << (w % 64);
+	*fresh = !(bits[w / 64] & bit);
+	bits[w / 64] |= bit;
+	return NULL;
+}
+
+static void addr_free(struct addrset *s)
+{
+	for (size_t i = 0; i < s->cap; i++)
+		free(s->pages[i].bits);
+	free(s->pages);
+	free(s->odd.v);
+}
+
 // The type named s (src: where that name lives, for the recent ones),
 // entered if new; NULL without memory.
 static struct stl_type *intern(struct strtab *t, const char *src)
@@ -185,6 +270,8 @@ static void strtab_free(struct strtab *t)
 		free(ty->short_elem);
 		free(ty->elem_type);
 		free(ty->short_type);
+		free(ty->str_elem);
+		free(ty->deque_ptr);
 		free(ty);
 	}
 	free(t->v);
@@ -231,7 +318,8 @@ static bool pending_of(struct ctx *c, const struct hd_fw_object *o,
 	p->size = o->size;
 	p->holder = o->holder;
 	p->t = intern(&c->types, o->type);
-	p->type = p->t ? p->t->name : NULL;
+	p->batch = NULL;
+	p->one = false;
 	// Where a container is tells a person which it is, in its node's
 	// label and in warnings; when only block names are kept, nobody
 	// reads it (NULL).
@@ -240,7 +328,7 @@ static bool pending_of(struct ctx *c, const struct hd_fw_object *o,
 		return false;
 	// hd_fw_objects names an array block's element "T[k]...".
 	p->in_array = o->where && strchr(o->where, '[');
-	if (!p->type) {
+	if (!p->t) {
 		free(p->where);
 		return false;
 	}
@@ -265,23 +353,157 @@ static struct hd_error *enqueue(struct hd_fw *fw, const struct hd_fw_object *o,
 	return NULL;
 }
 
+// hd_fw_objects_in's call-back when a batch is expanded: the element's
+// containers, looked at once the call is over (the memo of its objects is
+// free again for the containers' own calls).
+static struct hd_error *collect(struct hd_fw *fw, const struct hd_fw_object *o,
+				void *arg)
+{
+	struct ctx *c = arg;
+	(void)fw;
+	struct hd_error *err = stl_grow((void **)&c->found, &c->cap_found,
+					c->num_found, sizeof(*c->found));
+	if (err)
+		return err;
+	if (!pending_of(c, o, &c->found[c->num_found]))
+		return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
+	c->found[c->num_found++].in_array = false;
+	return NULL;
+}
+
 // ------------------------------------------------------------ driving
 
-// Elements are named by position ("g_sessions[2]"), a shared_ptr's
-// object as "(*g_blob)".
+// The name of element i of a container at where: by position
+// ("g_sessions[2]"), a shared_ptr's object as "(*g_blob)"; "" when only
+// block names are kept (nobody reads it).
+static void element_where(const char *where, enum kind k, size_t i,
+			   char *buf, size_t len)
+{
+	buf[0] = '\0';
+	if (!where)
+		; // names only: nobody reads it
+	else if (k == K_SHARED)
+		snprintf(buf, len, "(*%s)", where);
+	else
+		snprintf(buf, len, "%s[%zu]", where, i);
+}
+
+static void batch_free(struct batch *b)
+{
+	if (b) {
+		free(b->where);
+		free(b->elems);
+		free(b);
+	}
+}
+
+// Adds (addr, type) to s; *fresh is false if addr was in with type.
+static struct hd_error *elem_add(struct elemset *s, uint64_t addr,
+				 const char *type, bool *fresh)
+{
+	*fresh = true;
+	if ((s->n + 1) * 2 > s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 1024;
+		struct queued *v = calloc(cap, sizeof(*v));
+		if (!v)
+			return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
+		for (size_t i = 0; i < s->cap; i++) {
+			if (!s->v[i].addr)
+				continue;
+			size_t j = hash64(s->v[i].addr) & (cap - 1);
+			while (v[j].addr)
+				j = (j + 1) & (cap - 1);
+			v[j] = s->v[i];
+		}
+		free(s->v);
+		s->v = v;
+		s->cap = cap;
+	}
+	size_t i = hash64(addr) & (s->cap - 1);
+	for (; s->v[i].addr; i = (i + 1) & (s->cap - 1)) {
+		if (s->v[i].addr == addr) {
+			// Another type at the same address lists other
+			// objects: queued, and the first type kept.
+			*fresh = s->v[i].type != type;
+			return NULL;
+		}
+	}
+	s->v[i] = (struct queued){ addr, type };
+	s->n++;
+	return NULL;
+}
+
+// Queues the containers inside the container's elements: as a batch of its
+// elements, listed when the queue reaches it, when that cannot change what
+// the listing says; else each container now, as found.
 static struct hd_error *nest(struct ctx *c, const struct pending *p,
 			     enum kind k)
 {
+	struct stl_type *ty = (struct stl_type *)p->t;
+	if (!ty->whole) {
+		ty->whole = hd_fw_objects_whole(c->fw, c->elem_type, prefixes,
+						NUM_PREFIXES) ? 1 : -1;
+		ty->has_elem_key = hd_fw_type_lookup(c->fw, c->elem_type,
+						     &ty->elem_key);
+	}
+	if (ty->whole > 0) {
+		if (!c->num_elems)
+			return NULL;
+		// Listed later through batch_prefixes: every list is whole
+		// whatever the memo holds; the memo of prefixes is left as
+		// the calls now would leave it (for the types that are not
+		// whole, listed at once).
+		hd_fw_objects_touch(c->fw, c->elem_type, prefixes, NUM_PREFIXES,
+				    c->num_elems);
+		if (c->num_elems == 1 && k == K_SHARED) {
+			bool fresh;
+			struct hd_error *err = elem_add(&c->queued, c->elems[0].addr,
+							ty->elem_type, &fresh);
+			if (err || !fresh)
+				return err;
+		}
+		struct hd_error *err = stl_grow((void **)&c->queue, &c->cap_queue,
+						c->num_queue, sizeof(*c->queue));
+		if (err)
+			return err;
+		char *where = p->where ? strdup(p->where) : NULL;
+		if (p->where && !where)
+			return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
+		if (c->num_elems == 1) {
+			c->queue[c->num_queue++] = (struct pending){
+				.addr = c->elems[0].addr, .holder = c->elems[0].holder,
+				.t = ty, .where = where, .size = k, .one = true,
+			};
+			return NULL;
+		}
+		struct batch *b = calloc(1, sizeof(*b));
+		if (!b) {
+			free(where);
+			return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
+		}
+		b->where = where;
+		b->t = ty;
+		b->k = k;
+		b->n = c->num_elems;
+		// A large array is given to the batch whole, a small one copied
+		// to its size.
+		if (c->num_elems >= 4096) {
+			b->elems = c->elems;
+			c->elems = NULL;
+			c->cap_elems = 0;
+		} else if ((b->elems = malloc(c->num_elems * sizeof(*b->elems)))) {
+			memcpy(b->elems, c->elems, c->num_elems * sizeof(*b->elems));
+		} else {
+			batch_free(b);
+			return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
+		}
+		c->queue[c->num_queue++] = (struct pending){ .batch = b };
+		return NULL;
+	}
 	char where[1200];
 	struct hd_error *err = NULL;
-	where[0] = '\0';
 	for (size_t i = 0; i < c->num_elems && !err; i++) {
-		if (!p->where)
-			; // names only: nobody reads it
-		else if (k == K_SHARED)
-			snprintf(where, sizeof(where), "(*%s)", p->where);
-		else
-			snprintf(where, sizeof(where), "%s[%zu]", p->where, i);
+		element_where(p->where, k, i, where, sizeof(where));
 		err = hd_fw_objects_in(c->fw, c->elem_type, c->elems[i].addr,
 				       c->elems[i].holder, where, prefixes,
 				       NUM_PREFIXES, enqueue, c);
@@ -308,6 +530,89 @@ static bool node_dwarf_name(enum kind k, const char *vt, bool cached,
 	return true;
 }
 
+// The label of the name spec gives a block of a container of type t:
+// written out and interned the first time (when hd_fw_name would have
+// interned it), then found by spec. UINT32_MAX without memory.
+static uint32_t name_label(struct ctx *c, const struct stl_type *t,
+			   const struct name_spec *spec)
+{
+	if (spec->how == HOW_LABEL)
+		return (uint32_t)spec->n;
+	if (spec->how == HOW_STRING) {
+		// A shared_ptr's control block, by its own type: kept by
+		// vertex.
+		uint32_t label = hd_fw_label(c->fw, c->node_name);
+		struct sp_name *sp = &c->sp_names[(c->sp_pending.v * 2 +
+						   c->sp_pending.inplace) % 1024];
+		if (label != UINT32_MAX) {
+			*sp = c->sp_pending;
+			sp->label = label;
+			sp->set = true;
+		}
+		return label;
+	}
+	struct name_memo *m = &c->labels;
+	uint64_t h = hash64((uint64_t)(uintptr_t)t ^ (uint64_t)(uintptr_t)spec->a * 31 ^
+			    spec->n * 0x9e3779b97f4a7c15ull ^ spec->how);
+	if (m->cap) {
+		for (size_t i = h & (m->cap - 1); m->v[i].t; i = (i + 1) & (m->cap - 1)) {
+			const struct name_key *k = &m->v[i];
+			if (k->t == t && k->a == spec->a && k->n == spec->n &&
+			    k->how == spec->how)
+				return k->label;
+		}
+	}
+	stl_name_render(c, spec, c->name_buf);
+	uint32_t label = hd_fw_label(c->fw, c->name_buf);
+	if (label == UINT32_MAX)
+		return label;
+	if ((m->n + 1) * 2 > m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 256;
+		struct name_key *v = calloc(cap, sizeof(*v));
+		if (!v)
+			return label; // not kept: written out again next time
+		for (size_t i = 0; i < m->cap; i++) {
+			const struct name_key *k = &m->v[i];
+			if (!k->t)
+				continue;
+			size_t j = hash64((uint64_t)(uintptr_t)k->t ^ (uint64_t)(uintptr_t)k->a * 31 ^
+					  k->n * 0x9e3779b97f4a7c15ull ^ k->how) & (cap - 1);
+			while (v[j].t)
+				j = (j + 1) & (cap - 1);
+			v[j] = *k;
+		}
+		free(m->v);
+		m->v = v;
+		m->cap = cap;
+	}
+	size_t i = h & (m->cap - 1);
+	while (m->v[i].t)
+		i = (i + 1) & (m->cap - 1);
+	m->v[i] = (struct name_key){ t, spec->a, spec->n, spec->how, label };
+	m->n++;
+	return label;
+}
+
+// Whether vertex v is an element buffer a vector or deque walked.
+static bool buffer_has(const struct ctx *c, uint32_t v)
+{
+	return c->buffers && v < c->num_vertices &&
+	       (c->buffers[v / 64] >> (v % 64) & 1);
+}
+
+static struct hd_error *buffer_add(struct ctx *c, uint32_t v)
+{
+	if (!c->buffers) {
+		c->num_vertices = hd_graph_num_vertices(hd_fw_graph(c->fw));
+		c->buffers = calloc(c->num_vertices / 64 + 1, sizeof(*c->buffers));
+		if (!c->buffers)
+			return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
+	}
+	if (v < c->num_vertices)
+		c->buffers[v / 64] |= 1ull << (v % 64);
+	return NULL;
+}
+
 // from_block: p was found in a typed heap block, not through a global or
 // a container's element.
 static struct hd_error *container(struct ctx *c, const struct pending *p,
@@ -320,12 +625,24 @@ static struct hd_error *container(struct ctx *c, const struct pending *p,
 	// container's size its elements are spare capacity, not objects (the
 	// container walked the live ones).
 	if (k == K_NONE || !p->addr ||
-	    (from_block && set_has(&c->buffers, (uint64_t)p->holder + 1)))
+	    (from_block && buffer_has(c, p->holder)))
 		return NULL;
-	if ((err = set_add(&c->seen, p->addr, &fresh)) || !fresh)
+	if ((err = addr_add(&c->seen, p->addr, &fresh)) || !fresh)
 		return err;
+	// A container of a million nodes leaves arrays the next ones do
+	// not need.
+	if (c->cap_blocks > 65536) {
+		free(c->blocks);
+		c->blocks = NULL;
+		c->cap_blocks = 0;
+	}
+	if (c->cap_elems > 65536) {
+		free(c->elems);
+		c->elems = NULL;
+		c->cap_elems = 0;
+	}
 	c->num_blocks = c->num_elems = 0;
-	c->node_name[0] = c->buffer_name[0] = c->chunk_name[0] = '\0';
+	c->node = c->buffer = c->chunk = (struct name_spec){ HOW_NONE, NULL, 0 };
 	struct stl_type *ty = (struct stl_type *)p->t;
 	if ((err = type_ready(c->fw, ty)))
 		return err;
@@ -375,30 +692,38 @@ static struct hd_error *container(struct ctx *c, const struct pending *p,
 	c->containers++;
 	// The nodes' DWARF type, for why's member names; none when DWARF
 	// lacks it (the name stays).
-	char dwarf[1280];
-	bool typed = node_dwarf_name(k, k != K_STRING && c->short_elem ? vt : "",
-				     w.hash_cached, dwarf, sizeof(dwarf));
+	// Found once per type (hd_fw_type would look its name up per
+	// block).
+	int *found = &ty->node_found[w.hash_cached];
+	if (!*found) {
+		char dwarf[1280];
+		*found = node_dwarf_name(k, k != K_STRING && c->short_elem ? vt : "",
+					 w.hash_cached, dwarf, sizeof(dwarf)) &&
+			 hd_fw_type_lookup(c->fw, dwarf,
+					   &ty->node_key[w.hash_cached]) ? 1 : -1;
+	}
+	bool typed = *found > 0;
 	for (size_t i = 0; i < c->num_blocks && !err; i++) {
 		const struct owned *b = &c->blocks[i];
+		if (i + 8 < c->num_blocks)
+			hd_fw_prefetch_vertex(c->fw, c->blocks[i + 8].v);
 		if (b->name == NAME_BUFFER && (k == K_VECTOR || k == K_DEQUE))
-			err = set_add(&c->buffers, (uint64_t)b->v + 1, &fresh);
+			err = buffer_add(c, b->v);
 		if (err)
 			break;
-		const char *name = b->name == NAME_NODE ? c->node_name
-				 : b->name == NAME_BUFFER ? c->buffer_name
-				 : b->name == NAME_CHUNK ? c->chunk_name : "";
+		const struct name_spec *name = b->name == NAME_NODE ? &c->node
+					     : b->name == NAME_BUFFER ? &c->buffer
+					     : b->name == NAME_CHUNK ? &c->chunk : NULL;
 		err = hd_fw_assign(c->fw, node, b->v);
 		if (!err && b->fw)
 			err = hd_fw_mark(c->fw, b->v, b->fw);
-		if (!err && *name)
-			err = hd_fw_name(c->fw, b->v, name);
-		if (!err && typed && b->name == NAME_NODE &&
-		    (err = hd_fw_type(c->fw, b->v, dwarf)) &&
-		    err->code == HD_ERROR_NOT_FOUND) {
-			hd_error_destroy(err);
-			err = NULL;
-			typed = false;
+		if (!err && name && name->how != HOW_NONE) {
+			uint32_t l = name_label(c, ty, name);
+			err = l == UINT32_MAX ? hd_error_create(HD_ERROR_NO_MEMORY, "out of memory")
+					      : hd_fw_name_label(c->fw, b->v, l);
 		}
+		if (!err && typed && b->name == NAME_NODE)
+			err = hd_fw_type_key(c->fw, b->v, ty->node_key[w.hash_cached]);
 	}
 	if (!err && c->elem_type)
 		err = nest(c, p, k);
@@ -406,13 +731,79 @@ static struct hd_error *container(struct ctx *c, const struct pending *p,
 }
 
 
+// The blocks an element's strings, vectors and shared_ptrs point to,
+// looked up together: their cache misses overlap (the walks look them up
+// one by one).
+static void prefetch_found(struct ctx *c)
+{
+	uint64_t addrs[16], x;
+	size_t n = 0;
+	for (size_t j = 0; j < c->num_found && n < 16; j++) {
+		const struct pending *p = &c->found[j];
+		enum kind k = p->t->kind;
+		if (k == K_STRING && p->size == 32 && stl_rd(c->fw, p->addr, &x) &&
+		    x && x != p->addr + 16)
+			addrs[n++] = x;
+		else if (k == K_VECTOR && p->size == 24 && stl_rd(c->fw, p->addr, &x) && x)
+			addrs[n++] = x;
+		else if (k == K_SHARED && p->size == 16 && stl_rd(c->fw, p->addr + 8, &x) && x)
+			addrs[n++] = x;
+	}
+	hd_fw_prefetch_blocks(c->fw, addrs, n);
+}
+
+// Looks at the containers of element i of a container of type t and kind
+// k at where: as nest would have queued them one by one.
+static struct hd_error *expand(struct ctx *c, const struct stl_type *t,
+			       enum kind k, const char *where, size_t i,
+			       const struct element *e)
+{
+	char buf[1200];
+	element_where(where, k, i, buf, sizeof(buf));
+	c->num_found = 0;
+	// The element type by key: not looked up by name per element.
+	struct hd_error *err = t->has_elem_key
+		? hd_fw_objects_in_key(c->fw, t->elem_key, e->addr, e->holder, buf,
+				       batch_prefixes, NUM_PREFIXES, collect, c)
+		: hd_fw_objects_in(c->fw, t->elem_type, e->addr, e->holder, buf,
+				   batch_prefixes, NUM_PREFIXES, collect, c);
+	if (!err)
+		prefetch_found(c);
+	size_t j = 0;
+	for (; j < c->num_found && !err; j++) {
+		struct pending p = c->found[j]; // found may move
+		err = container(c, &p, false);
+		free(c->found[j].where);
+	}
+	for (; j < c->num_found; j++)
+		free(c->found[j].where);
+	return err;
+}
+
+static struct hd_error *expand_batch(struct ctx *c, const struct batch *b)
+{
+	struct hd_error *err = NULL;
+	for (size_t i = 0; i < b->n && !err; i++)
+		err = expand(c, b->t, b->k, b->where, i, &b->elems[i]);
+	return err;
+}
+
 // Looks at the queued containers, in order, to the end of the queue.
 static struct hd_error *drain(struct ctx *c)
 {
 	struct hd_error *err = NULL;
 	while (!err && c->done < c->num_queue) {
 		struct pending p = c->queue[c->done]; // may move
-		err = container(c, &p, false);
+		if (p.batch) {
+			err = expand_batch(c, p.batch);
+			batch_free(p.batch);
+			c->queue[c->done].batch = NULL;
+		} else if (p.one) {
+			struct element e = { p.addr, p.holder };
+			err = expand(c, p.t, (enum kind)p.size, p.where, 0, &e);
+		} else {
+			err = container(c, &p, false);
+		}
 		// Millions may wait: each gives its name back once looked at.
 		free(c->queue[c->done].where);
 		c->queue[c->done++].where = NULL;
@@ -461,22 +852,31 @@ static struct hd_error *analyze(struct hd_fw *fw)
 	// container of a heap block after everything the ones before it
 	// nested. Containers in single objects first: a vector in a heap
 	// struct claims its buffer before the buffer's typed elements come up.
+	// When only block names are kept, where only says whether an object
+	// is an array's element.
+	struct hd_error *(*objects)(struct hd_fw *, const char *const *, size_t,
+				    hd_fw_object_fn, void *) =
+		c.names_only ? hd_fw_objects_brackets : hd_fw_objects;
 	c.top = true;
-	struct hd_error *err = hd_fw_objects(fw, prefixes, NUM_PREFIXES,
-					     enqueue, &c);
+	struct hd_error *err = objects(fw, prefixes, NUM_PREFIXES, enqueue, &c);
 	c.top = false;
 	for (c.pass = 0; !err && c.pass < 2; c.pass++)
-		err = hd_fw_objects(fw, prefixes, NUM_PREFIXES, block_container, &c);
+		err = objects(fw, prefixes, NUM_PREFIXES, block_container, &c);
 	if (!err)
 		err = drain(&c);
-	for (size_t i = c.done; i < c.num_queue; i++)
+	for (size_t i = c.done; i < c.num_queue; i++) {
 		free(c.queue[i].where);
+		batch_free(c.queue[i].batch);
+	}
 	strtab_free(&c.types);
 	if (!err)
 		hd_fw_note(fw, "%zu containers", c.containers);
 	free(c.queue);
-	free(c.seen.v);
-	free(c.buffers.v);
+	addr_free(&c.seen);
+	free(c.buffers);
+	free(c.found);
+	free(c.queued.v);
+	free(c.labels.v);
 	free(c.blocks);
 	free(c.elems);
 	free(c.stack);

@@ -27,6 +27,12 @@ enum kind {
 	K_DEQUE, K_NONE,
 };
 
+// An element whose insides may hold containers.
+struct element {
+	uint64_t addr;
+	uint32_t holder;
+};
+
 // What one container type's name says, worked out once for all the
 // containers of that type (a million std::string keys share one).
 struct stl_type {
@@ -39,16 +45,87 @@ struct stl_type {
 	char *elem_type;    // vt when DWARF has it complete (nesting), or NULL
 	uint64_t esize;     // its size
 	char *short_type;   // the container's own short name (labels)
+	// Whether every element's containers are listed whole
+	// (hd_fw_objects_whole): 0 not asked yet, 1 yes, -1 no; and
+	// elem_type's key (hd_fw_type_lookup), when found (has_elem_key).
+	int whole;
+	bool has_elem_key;
+	uint64_t elem_key;
+	// std::basic_string: the character type's name (buffers are
+	// "char[n]"; NULL: none) and size (0: unknown), once str_ready.
+	bool str_ready;
+	char *str_elem;
+	uint64_t str_cs;
+	// std::deque: "short_elem*" (its map's element), or NULL.
+	char *deque_ptr;
+	// The DWARF type of its nodes (hd_fw_type_lookup), by whether a
+	// hash node caches its hash code: 0 not asked yet, 1 found, -1 none.
+	int node_found[2];
+	uint64_t node_key[2];
 };
 
-// A container found and not yet looked at.
+// The elements of a container looked at, whose own containers are listed
+// (hd_fw_objects_in) when the queue reaches them rather than when the
+// container is looked at: the queue holds an entry per container walked,
+// not one per container each of its elements holds, and an element's
+// containers are read while its memory is fresh. The order containers
+// are looked at is the same either way.
+struct batch {
+	const struct stl_type *t; // the container's: its elem_type
+	char *where;              // the container's, or NULL (names only)
+	enum kind k;
+	size_t n;
+	struct element *elems;
+};
+
+// A container found and not yet looked at; in the queue also the
+// elements whose containers are listed when the queue reaches them: a
+// batch, or one element inline (one: addr and holder are the element's,
+// t and where the container's, size its kind).
 struct pending {
 	uint64_t addr, size;
-	const char *type; // interned: t->name
-	const struct stl_type *t;
+	const struct stl_type *t; // its name is the DWARF type's
 	char *where;      // freed once the container is looked at
+	struct batch *batch;
 	uint32_t holder;
 	bool in_array; // in an element of a block typed as an array
+	bool one;
+};
+
+// How a block name is written (name_spec): none; "tmpl<short_elem>";
+// "std::__detail::_Hash_node<short_elem, n ? true : false>"; "elem[n]"
+// (elem a string that lives as long as the analysis); a (a literal);
+// node_name.
+// HOW_LABEL: a name given before, label n.
+enum { HOW_NONE, HOW_NODE, HOW_HASH_NODE, HOW_ELEMS, HOW_LITERAL, HOW_STRING,
+       HOW_LABEL };
+
+struct name_spec {
+	uint8_t how;
+	const char *a; // tmpl or elem
+	uint64_t n;
+};
+
+// Labels (hd_fw_label) of the names given, by (type, how, a, n): a
+// million strings of capacity 40 are all "char[41]".
+struct name_memo {
+	struct name_key {
+		const void *t;   // NULL = empty
+		const char *a;
+		uint64_t n;
+		uint32_t how, label;
+	} *v;
+	size_t cap, n;
+};
+
+// The elements queued inline, by address (a shared_ptr's object, shared
+// by many): listing one again lists only containers already looked at.
+struct elemset {
+	struct queued {
+		uint64_t addr; // 0 = empty
+		const char *type;
+	} *v;
+	size_t cap, n;
 };
 
 // Names given to a container's blocks (hd_fw_name).
@@ -56,21 +133,29 @@ enum { NAME_NONE, NAME_NODE, NAME_BUFFER, NAME_CHUNK };
 
 // One block of a container, with its framework bytes and which name.
 struct owned {
-	uint32_t v;
 	uint64_t fw;
-	int name;
-};
-
-// An element whose insides may hold containers.
-struct element {
-	uint64_t addr;
-	uint32_t holder;
+	uint32_t v;
+	uint8_t name;
 };
 
 // A set of non-zero 64-bit values (open addressing, 0 = empty).
 struct set {
 	uint64_t *v;
 	size_t cap, n;
+};
+
+// A set of addresses: a bit per 8-byte word, in pages of bits made as
+// addresses come (a hash set of ten million containers' addresses took
+// 8-16 bytes and a cache miss each); addresses not 8-aligned in a set.
+#define ADDR_PAGE_SHIFT 18 // bytes of address a page of bits covers
+struct addrset {
+	struct addrpage {
+		uint64_t key;  // addr >> ADDR_PAGE_SHIFT, + 1; 0 = empty
+		uint64_t *bits;
+	} *pages;
+	size_t cap, n;
+	struct addrpage last; // the page asked last
+	struct set odd;
 };
 
 // Interned strings (open addressing, NULL = empty): the type names of the
@@ -98,19 +183,38 @@ struct ctx {
 	int pass; // of block_container: 1 for containers in array elements
 	bool names_only; // hd_fw_names_only: no labels
 	struct strtab types; // of the pending containers
-	struct set seen;    // addresses of the containers looked at
-	struct set buffers; // vertices + 1 of the element buffers walked
+	struct addrset seen; // addresses of the containers looked at
+	uint64_t *buffers;   // bit per vertex: the element buffers walked
+	uint32_t num_vertices;
+	struct elemset queued; // elements queued inline
+	struct pending *found; // an element's containers (expand)
+	size_t num_found, cap_found;
 	struct owned *blocks;
 	size_t num_blocks, cap_blocks;
 	struct element *elems;
 	size_t num_elems, cap_elems;
 	const char *elem_type; // DWARF name of the elements, or NULL
 	const char *short_elem; // the element type as stl_short_type() writes it
-	// The type of the container's node blocks ("std::_Rb_tree_node<
-	// std::pair<int const, Session>>") and of its buffer ("Item*[10]").
-	// A deque's element buffers: chunk_name ("int[128]").
-	char node_name[512], buffer_name[512], chunk_name[512];
-	uint64_t *stack;
+	// The names of the container's node blocks ("std::_Rb_tree_node<
+	// std::pair<int const, Session>>"), of its buffer ("Item*[10]") and
+	// of a deque's element buffers ("int[128]"), written out only the
+	// first time a name is given (labels).
+	struct name_spec node, buffer, chunk;
+	char node_name[512]; // node.how == HOW_STRING: the name itself
+	char name_buf[512];
+	struct name_memo labels; // the names given, by spec
+	// The labels of the names of shared_ptr control blocks (their
+	// type's, as the typing names the block) by vertex and whether the
+	// object is inside: a million shared_ptrs share a few hundred.
+	struct sp_name {
+		uint32_t v, label;
+		bool inplace, set;
+	} sp_names[1024];
+	struct sp_name sp_pending; // the one the walk named, for name_label
+	struct stl_node {
+		uint64_t addr;
+		uint32_t v;
+	} *stack;
 	size_t num_stack, cap_stack;
 	size_t containers;
 };
@@ -152,17 +256,21 @@ char *stl_short_type(const char *type);
 
 // The used heap block starting at p with at least need usable bytes.
 bool stl_block_at(struct hd_fw *fw, uint64_t p, uint64_t need, uint32_t *v,
-		  struct hd_block *b);
+		  uint64_t *usable);
 // Records block v as the container's, fwb bytes of it framework's.
 struct hd_error *stl_own(struct ctx *c, uint32_t v, uint64_t fwb, int name);
 // Names the node blocks "tmpl<element>" when the element type is known.
 void stl_name_node(struct ctx *c, const char *tmpl);
-// Names the buffer "elem[n]".
+// Names the buffer "elem[n]" (elem lives as long as the analysis).
 void stl_name_buffer(struct ctx *c, const char *elem, uint64_t n);
+// Writes the name spec says into buf (512 bytes).
+void stl_name_render(const struct ctx *c, const struct name_spec *spec,
+		     char *buf);
 // Records an element at addr, held by block holder.
 struct hd_error *stl_elem(struct ctx *c, uint64_t addr, uint32_t holder);
-// Pushes x on the walk's stack (the rb-tree's in-order walk).
-struct hd_error *stl_push(struct ctx *c, uint64_t x);
+// Pushes node x, of vertex v, on the walk's stack (the rb-tree's in-order
+// walk).
+struct hd_error *stl_push(struct ctx *c, uint64_t x, uint32_t v);
 // A read that fails is memory not understood: false, no error.
 bool stl_rd(struct hd_fw *fw, uint64_t addr, uint64_t *v);
 // Marks the walk failed: the container is skipped with why.

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "frameworks/libstdcxx_internal.h"
+#include "semantic/fw_fast.h"
 
 // Height of a red-black tree of 2^64 nodes is below 128.
 #define MAX_HEIGHT 128
@@ -24,11 +25,10 @@ struct hd_error *stl_walk_list(struct ctx *c, struct walk *w)
 	stl_name_node(c, "std::_List_node");
 	while (cur != p->addr) {
 		uint32_t v;
-		struct hd_block b;
 		uint64_t back;
 		if (n >= size || n >= MAX_NODES)
 			return stl_fail(w, p->addr, "std::list longer than its size (a cycle?)"), NULL;
-		if (!stl_block_at(c->fw, cur, 16, &v, &b) || !stl_rd(c->fw, cur, &next) ||
+		if (!stl_block_at(c->fw, cur, 16, &v, NULL) || !stl_rd(c->fw, cur, &next) ||
 		    !stl_rd(c->fw, cur + 8, &back))
 			return stl_fail(w, cur, "std::list node is not a used heap block"), NULL;
 		if (back != prev)
@@ -59,11 +59,10 @@ struct hd_error *stl_walk_flist(struct ctx *c, struct walk *w)
 	stl_name_node(c, "std::_Fwd_list_node");
 	while (cur) {
 		uint32_t v;
-		struct hd_block b;
 		uint64_t next;
 		if (n++ >= MAX_NODES)
 			return stl_fail(w, p->addr, "std::forward_list too long (a cycle?)"), NULL;
-		if (!stl_block_at(c->fw, cur, 8, &v, &b) || !stl_rd(c->fw, cur, &next))
+		if (!stl_block_at(c->fw, cur, 8, &v, NULL) || !stl_rd(c->fw, cur, &next))
 			return stl_fail(w, cur, "std::forward_list node is not a used heap block"), NULL;
 		struct hd_error *err = stl_own(c, v, 8, NAME_NODE);
 		if (!err)
@@ -107,26 +106,34 @@ struct hd_error *stl_walk_tree(struct ctx *c, struct walk *w)
 	for (;;) {
 		while (cur) {
 			uint32_t v;
-			struct hd_block b;
 			uint64_t up, left;
 			if (c->num_stack >= MAX_HEIGHT)
 				return stl_fail(w, cur, "std::_Rb_tree deeper than a red-black tree can be"), NULL;
-			if (!stl_block_at(c->fw, cur, 32, &v, &b) || !stl_rd(c->fw, cur + 8, &up) ||
+			if (!stl_block_at(c->fw, cur, 32, &v, NULL) || !stl_rd(c->fw, cur + 8, &up) ||
 			    !stl_rd(c->fw, cur + 16, &left))
 				return stl_fail(w, cur, "std::_Rb_tree node is not a used heap block"), NULL;
+			// The children's blocks, looked up while this node's
+			// line and the left child's are read.
+			uint64_t kids[2];
+			size_t nk = 0;
+			if (left)
+				kids[nk++] = left;
+			if (stl_rd(c->fw, cur + 24, &kids[nk]) && kids[nk])
+				nk++;
+			hd_fw_prefetch_blocks(c->fw, kids, nk);
 			if (up != parent)
 				return stl_fail(w, cur, "std::_Rb_tree node's parent link is wrong"), NULL;
-			if ((err = stl_push(c, cur)))
+			if ((err = stl_push(c, cur, v)))
 				return err;
 			parent = cur;
 			cur = left;
 		}
 		if (!c->num_stack)
 			break;
-		uint64_t node = c->stack[--c->num_stack], right;
+		uint64_t node = c->stack[--c->num_stack].addr, right;
+		uint32_t v = c->stack[c->num_stack].v;
 		if (++n > count)
 			return stl_fail(w, p->addr, "std::_Rb_tree has more nodes than node_count"), NULL;
-		uint32_t v = hd_fw_vertex_at(c->fw, node);
 		if ((err = stl_own(c, v, 32, NAME_NODE)) || (err = stl_elem(c, node + 32, v)))
 			return err;
 		if (!first)
@@ -165,7 +172,7 @@ struct hd_error *stl_walk_hash(struct ctx *c, struct walk *w)
 	// _Hashtable inside (a std::hash<std::string> caches, std::hash<int>
 	// does not).
 	static const char *const ht[] = {"std::_Hashtable<"};
-	struct hd_error *err = hd_fw_objects_in(c->fw, p->type, p->addr,
+	struct hd_error *err = hd_fw_objects_in(c->fw, p->t->name, p->addr,
 						p->holder, "", ht, 1,
 						find_traits, w);
 	if (err) // no DWARF for the type: the default for a std::hash
@@ -173,10 +180,9 @@ struct hd_error *stl_walk_hash(struct ctx *c, struct walk *w)
 	if (count > MAX_NODES)
 		return stl_fail(w, p->addr, "std::_Hashtable: element_count too large"), NULL;
 	uint32_t v;
-	struct hd_block b;
 	if (buckets != p->addr + 48) {
 		if (!nbuckets || nbuckets > UINT64_MAX / 8 ||
-		    !stl_block_at(c->fw, buckets, nbuckets * 8, &v, &b))
+		    !stl_block_at(c->fw, buckets, nbuckets * 8, &v, NULL))
 			return stl_fail(w, buckets, "std::_Hashtable bucket array is not a used heap block of bucket_count pointers"), NULL;
 		stl_name_buffer(c, "std::__detail::_Hash_node_base *", nbuckets);
 		if ((err = stl_own(c, v, UINT64_MAX, NAME_BUFFER)))
@@ -187,14 +193,12 @@ struct hd_error *stl_walk_hash(struct ctx *c, struct walk *w)
 	uint64_t n = 0, node_fw = w->hash_cached ? 16 : 8;
 	// _Hash_node<value, whether the hash code is cached>
 	if (c->short_elem)
-		snprintf(c->node_name, sizeof(c->node_name),
-			 "std::__detail::_Hash_node<%s, %s>", c->short_elem,
-			 w->hash_cached ? "true" : "false");
+		c->node = (struct name_spec){ HOW_HASH_NODE, NULL, w->hash_cached };
 	while (cur) {
 		uint64_t next;
 		if (n++ >= count)
 			return stl_fail(w, p->addr, "std::_Hashtable has more nodes than element_count"), NULL;
-		if (!stl_block_at(c->fw, cur, node_fw, &v, &b) || !stl_rd(c->fw, cur, &next))
+		if (!stl_block_at(c->fw, cur, node_fw, &v, NULL) || !stl_rd(c->fw, cur, &next))
 			return stl_fail(w, cur, "std::_Hashtable node is not a used heap block"), NULL;
 		if ((err = stl_own(c, v, node_fw, NAME_NODE)) || (err = stl_elem(c, cur + 8, v)))
 			return err;
@@ -219,25 +223,32 @@ struct hd_error *stl_walk_shared(struct ctx *c, struct walk *w)
 		return NULL;
 	}
 	uint32_t v;
-	struct hd_block b;
-	if (!stl_block_at(c->fw, pi, 16, &v, &b))
+	uint64_t usable;
+	if (!stl_block_at(c->fw, pi, 16, &v, &usable))
 		return stl_fail(w, pi, "std::shared_ptr control block is not a used heap block"), NULL;
 	// make_shared: the object lives in the control block after its
 	// vtable pointer and counts.
 	// Its class, by its vtable (which allocator and lock policy made it
 	// is libstdc++'s business), as the typing found it; else what the
 	// pointer says.
-	bool inplace = ptr >= pi + 16 && ptr < pi + b.usable;
+	bool inplace = ptr >= pi + 16 && ptr < pi + usable;
+	// The name given this block before (its label), else written.
+	struct sp_name *sp = &c->sp_names[(v * 2 + inplace) % 1024];
+	c->sp_pending = (struct sp_name){ v, 0, inplace, false };
 	const struct hd_typing *ty = hd_fw_typing(c->fw);
 	int64_t id = hd_graph_vertex_block(hd_fw_graph(c->fw), v);
 	char name[512];
-	if (ty && id >= 0 && hd_typing_block_name(ty, (size_t)id, name, sizeof(name)) &&
-	    stl_starts(name, inplace ? "std::_Sp_counted_ptr_inplace<" : "std::_Sp_counted_"))
+	if (sp->set && sp->v == v && sp->inplace == inplace) {
+		c->node = (struct name_spec){ HOW_LABEL, NULL, sp->label };
+	} else if (ty && id >= 0 && hd_typing_block_name(ty, (size_t)id, name, sizeof(name)) &&
+	    stl_starts(name, inplace ? "std::_Sp_counted_ptr_inplace<" : "std::_Sp_counted_")) {
 		snprintf(c->node_name, sizeof(c->node_name), "%s", name);
-	else if (inplace)
+		c->node = (struct name_spec){ HOW_STRING, NULL, 0 };
+	} else if (inplace) {
 		stl_name_node(c, "std::_Sp_counted_ptr_inplace");
-	else
-		snprintf(c->node_name, sizeof(c->node_name), "std::_Sp_counted_base");
+	} else {
+		c->node = (struct name_spec){ HOW_LITERAL, "std::_Sp_counted_base", 0 };
+	}
 	struct hd_error *err = stl_own(c, v, inplace ? 16 : UINT64_MAX, NAME_NODE);
 	if (!err && inplace)
 		err = stl_elem(c, ptr, v);

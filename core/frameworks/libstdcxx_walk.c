@@ -7,15 +7,13 @@
 #include <string.h>
 
 #include "frameworks/libstdcxx_internal.h"
+#include "semantic/fw_fast.h"
 
 // The used heap block starting at p with at least need usable bytes.
 bool stl_block_at(struct hd_fw *fw, uint64_t p, uint64_t need, uint32_t *v,
-		  struct hd_block *b)
+		  uint64_t *usable)
 {
-	*v = hd_fw_vertex_at(fw, p);
-	if (*v == HD_DOM_NONE || !hd_fw_vertex_block(fw, *v, b))
-		return false;
-	return b->state == HD_STATE_USED && b->addr == p && b->usable >= need;
+	return hd_fw_used_block_at(fw, p, need, v, usable);
 }
 
 struct hd_error *stl_own(struct ctx *c, uint32_t v, uint64_t fwb, int name)
@@ -24,15 +22,14 @@ struct hd_error *stl_own(struct ctx *c, uint32_t v, uint64_t fwb, int name)
 					c->num_blocks, sizeof(*c->blocks));
 	if (err)
 		return err;
-	c->blocks[c->num_blocks++] = (struct owned){ v, fwb, name };
+	c->blocks[c->num_blocks++] = (struct owned){ fwb, v, (uint8_t)name };
 	return NULL;
 }
 
 void stl_name_node(struct ctx *c, const char *tmpl)
 {
 	if (c->short_elem)
-		snprintf(c->node_name, sizeof(c->node_name), "%s<%s>", tmpl,
-			 c->short_elem);
+		c->node = (struct name_spec){ HOW_NODE, tmpl, 0 };
 }
 
 // A pointer type as the DWARF typing writes it: "Item *", "char **"
@@ -50,12 +47,36 @@ static void pointer_spelling(const char *type, char *buf, size_t len)
 
 void stl_name_buffer(struct ctx *c, const char *elem, uint64_t n)
 {
+	if (elem)
+		c->buffer = (struct name_spec){ HOW_ELEMS, elem, n };
+}
+
+void stl_name_render(const struct ctx *c, const struct name_spec *spec,
+		     char *buf)
+{
 	char e[480];
-	if (!elem)
-		return;
-	pointer_spelling(elem, e, sizeof(e));
-	snprintf(c->buffer_name, sizeof(c->buffer_name), "%s[%llu]", e,
-		 (unsigned long long)n);
+	switch (spec->how) {
+	case HOW_NODE:
+		snprintf(buf, 512, "%s<%s>", spec->a, c->short_elem);
+		break;
+	case HOW_HASH_NODE:
+		snprintf(buf, 512, "std::__detail::_Hash_node<%s, %s>",
+			 c->short_elem, spec->n ? "true" : "false");
+		break;
+	case HOW_ELEMS:
+		pointer_spelling(spec->a, e, sizeof(e));
+		snprintf(buf, 512, "%s[%llu]", e, (unsigned long long)spec->n);
+		break;
+	case HOW_LITERAL:
+		snprintf(buf, 512, "%s", spec->a);
+		break;
+	case HOW_STRING:
+		snprintf(buf, 512, "%s", c->node_name);
+		break;
+	default:
+		buf[0] = '\0';
+		break;
+	}
 }
 
 struct hd_error *stl_elem(struct ctx *c, uint64_t addr, uint32_t holder)
@@ -68,13 +89,13 @@ struct hd_error *stl_elem(struct ctx *c, uint64_t addr, uint32_t holder)
 	return NULL;
 }
 
-struct hd_error *stl_push(struct ctx *c, uint64_t x)
+struct hd_error *stl_push(struct ctx *c, uint64_t x, uint32_t v)
 {
 	struct hd_error *err = stl_grow((void **)&c->stack, &c->cap_stack,
 					c->num_stack, sizeof(*c->stack));
 	if (err)
 		return err;
-	c->stack[c->num_stack++] = x;
+	c->stack[c->num_stack++] = (struct stl_node){ x, v };
 	return NULL;
 }
 
@@ -101,7 +122,7 @@ struct hd_error *stl_walk_vector(struct ctx *c, struct walk *w)
 {
 	const struct pending *p = w->p;
 	uint64_t start, finish, eos;
-	bool bits = stl_starts(p->type, "std::vector<bool,");
+	bool bits = stl_starts(p->t->name, "std::vector<bool,");
 	if (p->size != (bits ? 40 : 24))
 		return stl_fail(w, p->addr, "std::vector of an unknown size"), NULL;
 	if (!stl_rd(c->fw, p->addr, &start) ||
@@ -115,8 +136,7 @@ struct hd_error *stl_walk_vector(struct ctx *c, struct walk *w)
 	if (start > finish || finish > eos)
 		return stl_fail(w, p->addr, "std::vector whose start, finish and end_of_storage are out of order"), NULL;
 	uint32_t v;
-	struct hd_block b;
-	if (!stl_block_at(c->fw, start, eos - start, &v, &b))
+	if (!stl_block_at(c->fw, start, eos - start, &v, NULL))
 		return stl_fail(w, start, "std::vector buffer is not a used heap block of its capacity"), NULL;
 	if (!bits && w->elem_size && !((eos - start) % w->elem_size))
 		stl_name_buffer(c, c->short_elem, (eos - start) / w->elem_size);
@@ -149,7 +169,16 @@ static uint64_t char_size(const char *type)
 struct hd_error *stl_walk_string(struct ctx *c, struct walk *w)
 {
 	const struct pending *p = w->p;
-	uint64_t ptr, len, cap, cs = char_size(p->type);
+	struct stl_type *ty = (struct stl_type *)p->t;
+	if (!ty->str_ready) {
+		char elem[64];
+		ty->str_cs = char_size(ty->name);
+		if (stl_template_arg(ty->name, 0, elem, sizeof(elem)) &&
+		    !(ty->str_elem = strdup(elem)))
+			return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
+		ty->str_ready = true;
+	}
+	uint64_t ptr, len, cap, cs = ty->str_cs;
 	if (p->size != 32 || !cs)
 		return stl_fail(w, p->addr, "std::basic_string of an unknown size or character"), NULL;
 	if (!stl_rd(c->fw, p->addr, &ptr) || !stl_rd(c->fw, p->addr + 8, &len) ||
@@ -160,13 +189,10 @@ struct hd_error *stl_walk_string(struct ctx *c, struct walk *w)
 		return NULL;
 	}
 	uint32_t v;
-	struct hd_block b;
 	if (len > cap || cap > (UINT64_MAX / cs) - 1 ||
-	    !stl_block_at(c->fw, ptr, (cap + 1) * cs, &v, &b))
+	    !stl_block_at(c->fw, ptr, (cap + 1) * cs, &v, NULL))
 		return stl_fail(w, p->addr, "std::basic_string: its buffer is not a used heap block of its capacity"), NULL;
-	char elem[64];
-	if (stl_template_arg(p->type, 0, elem, sizeof(elem)))
-		stl_name_buffer(c, elem, cap + 1);
+	stl_name_buffer(c, ty->str_elem, cap + 1);
 	return stl_own(c, v, (cap - len) * cs, NAME_BUFFER);
 }
 
@@ -184,29 +210,29 @@ struct hd_error *stl_walk_deque(struct ctx *c, struct walk *w)
 		return NULL;
 	}
 	uint32_t v;
-	struct hd_block b;
-	if (map_size > MAX_NODES || !stl_block_at(c->fw, map, map_size * 8, &v, &b) ||
+	if (map_size > MAX_NODES || !stl_block_at(c->fw, map, map_size * 8, &v, NULL) ||
 	    first_node < map || last_node < first_node ||
 	    last_node >= map + map_size * 8 || (last_node - first_node) % 8)
 		return stl_fail(w, map, "std::deque map is not a used heap block holding its nodes"), NULL;
 	// Each chunk holds 512 bytes of elements, or one larger element
 	// (libstdc++'s __deque_buf_size).
 	if (c->short_elem) {
-		char ptr[512];
-		snprintf(ptr, sizeof(ptr), "%s*", c->short_elem);
-		stl_name_buffer(c, ptr, map_size);
-		if (w->elem_size) {
-			char e[480];
-			pointer_spelling(c->short_elem, e, sizeof(e));
-			snprintf(c->chunk_name, sizeof(c->chunk_name), "%s[%llu]", e,
-				 (unsigned long long)(w->elem_size < 512
-				 ? 512 / w->elem_size : 1));
+		struct stl_type *ty = (struct stl_type *)p->t;
+		if (!ty->deque_ptr) {
+			char ptr[512];
+			snprintf(ptr, sizeof(ptr), "%s*", c->short_elem);
+			if (!(ty->deque_ptr = strdup(ptr)))
+				return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
 		}
+		stl_name_buffer(c, ty->deque_ptr, map_size);
+		if (w->elem_size)
+			c->chunk = (struct name_spec){ HOW_ELEMS, c->short_elem,
+				w->elem_size < 512 ? 512 / w->elem_size : 1 };
 	}
 	struct hd_error *err = stl_own(c, v, UINT64_MAX, NAME_BUFFER);
 	for (uint64_t n = first_node; !err && n <= last_node; n += 8) {
 		uint64_t chunk;
-		if (!stl_rd(c->fw, n, &chunk) || !stl_block_at(c->fw, chunk, 1, &v, &b))
+		if (!stl_rd(c->fw, n, &chunk) || !stl_block_at(c->fw, chunk, 1, &v, NULL))
 			return stl_fail(w, n, "std::deque chunk is not a used heap block"), NULL;
 		err = stl_own(c, v, 0, NAME_CHUNK);
 	}

@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 
 #include "heap/heap_internal.h"
+#include "semantic/fw_fast.h"
 #include "semantic/semantic_internal.h"
 #include "util/hash.h"
 #include "util/vec.h"
@@ -241,6 +242,8 @@ void hd_fw_labels_free(struct hd_fw *fw)
 	for (size_t i = 0; i < fw->num_labels; i++)
 		free(fw->labels[i]);
 	free(fw->labels);
+	free(fw->dwarf_keys);
+	free(fw->dwarf_key_hash);
 	struct label_hash *lh = fw->label_hash;
 	if (lh)
 		free(lh->slots);
@@ -460,6 +463,73 @@ uint32_t hd_fw_vertex_at(struct hd_fw *fw, uint64_t addr)
 	if (r)
 		return hd_graph_root_vertex(fw->g, (size_t)(r - fw->g->roots));
 	return HD_DOM_NONE;
+}
+
+bool hd_fw_used_block_at(struct hd_fw *fw, uint64_t addr, uint64_t need,
+			 uint32_t *v, uint64_t *usable)
+{
+	if (!fw->g)
+		return false;
+	// As hd_fw_vertex_at: a sub-allocator block first, unless it is an
+	// internal block inside a malloc'd one.
+	int64_t k = fw->sa.num_blocks ? hd_suballoc_find(&fw->sa, addr) : -1;
+	if (k >= 0 && !(fw->sa.blocks[k].state == HD_STATE_INTERNAL &&
+			fw->sa.blocks[k].container >= 0)) {
+		const struct hd_subblock *sb = &fw->sa.blocks[k];
+		*v = first_sub_vertex(fw) + (uint32_t)k;
+		if (usable)
+			*usable = sb->size;
+		return sb->state == HD_STATE_USED && sb->addr == addr && sb->size >= need;
+	}
+	int64_t id = heap_find(fw, addr);
+	if (id < 0)
+		return false; // a root's vertex, or none: not a block
+	*v = hd_graph_block_vertex(fw->g, (size_t)id);
+	if (*v == HD_DOM_NONE)
+		return false;
+	if (hd_graph_vertex_block(fw->g, *v) != id) {
+		// Not the graph's usual one-to-one numbering: the long way.
+		struct hd_block b;
+		if (!hd_fw_vertex_block(fw, *v, &b))
+			return false;
+		if (usable)
+			*usable = b.usable;
+		return b.state == HD_STATE_USED && b.addr == addr && b.usable >= need;
+	}
+	uint64_t u = hd_heap_usable(fw->h, (size_t)id);
+	if (usable)
+		*usable = u;
+	return hd_heap_state(fw->h, (size_t)id) == HD_STATE_USED &&
+	       fw->h->addr[id] == addr && u >= need;
+}
+
+void hd_fw_prefetch_blocks(struct hd_fw *fw, const uint64_t *addrs, size_t n)
+{
+	if (!fw->g || !fw->have_ix || !n || n > HD_INDEX_BATCH)
+		return;
+	int64_t ids[HD_INDEX_BATCH];
+	bool exact[HD_INDEX_BATCH];
+	hd_index_find_batch(&fw->ix, addrs, n, ids, exact);
+	const struct hd_heap *h = fw->h;
+	for (size_t i = 0; i < n; i++) {
+		if (ids[i] < 0)
+			continue;
+		__builtin_prefetch(&h->addr[ids[i]]);
+		__builtin_prefetch(&h->span[ids[i]]);
+		if (h->region)
+			__builtin_prefetch(&h->region[ids[i]]);
+		hd_fw_prefetch_vertex(fw, hd_graph_block_vertex(fw->g, (size_t)ids[i]));
+	}
+}
+
+void hd_fw_prefetch_vertex(struct hd_fw *fw, uint32_t v)
+{
+	if (!fw->g || v >= fw->g->num_vertices)
+		return;
+	if (fw->names)
+		__builtin_prefetch(&fw->names[v], 1);
+	if (fw->touched[HD_UNDO_NAME])
+		__builtin_prefetch(&fw->touched[HD_UNDO_NAME][v / 64], 1);
 }
 
 // ------------------------------------------------------- semantic nodes
@@ -745,6 +815,11 @@ struct hd_error *hd_fw_mark(struct hd_fw *fw, uint32_t v, uint64_t framework_byt
 	return err;
 }
 
+uint32_t hd_fw_label(struct hd_fw *fw, const char *name)
+{
+	return hd_fw_intern(fw, name);
+}
+
 struct hd_error *hd_fw_name(struct hd_fw *fw, uint32_t v, const char *type)
 {
 	struct hd_error *err = analyze_only(fw, "hd_fw_name");
@@ -757,6 +832,18 @@ struct hd_error *hd_fw_name(struct hd_fw *fw, uint32_t v, const char *type)
 	uint32_t l = hd_fw_intern(fw, type);
 	if (l == UINT32_MAX)
 		return &hd_error_no_memory;
+	return hd_fw_name_label(fw, v, l);
+}
+
+struct hd_error *hd_fw_name_label(struct hd_fw *fw, uint32_t v, uint32_t l)
+{
+	struct hd_error *err = analyze_only(fw, "hd_fw_name");
+	if (err)
+		return err;
+	if (!is_block_vertex(fw, v) || l >= fw->num_labels)
+		return hd_error_create(HD_ERROR_INVALID,
+				       "framework %s: only blocks can be named (vertex %u)",
+				       fw->mods[fw->cur].ops->name, v);
 	if (!fw->names) {
 		fw->names_bytes = fw->g->num_vertices * sizeof(*fw->names);
 		if (!(fw->names = zeroed(fw->names_bytes)))
@@ -777,11 +864,75 @@ struct hd_error *hd_fw_type(struct hd_fw *fw, uint32_t v, const char *type)
 		return hd_error_create(HD_ERROR_INVALID,
 				       "framework %s: only blocks can be typed (vertex %u)",
 				       fw->mods[fw->cur].ops->name, v);
-	size_t mi;
-	uint32_t t;
-	if (!hd_fw_find_type_memo(fw, type, &mi, &t))
+	uint64_t key;
+	if (!hd_fw_type_lookup(fw, type, &key))
 		return hd_error_create(HD_ERROR_NOT_FOUND,
 				       "no complete type named %s", type);
+	return hd_fw_type_key(fw, v, key);
+}
+
+// The index of DWARF type dk (module << 32 | type id) in fw->dwarf_keys,
+// entered if new; UINT32_MAX without memory.
+static uint32_t dwarf_key_index(struct hd_fw *fw, uint64_t dk)
+{
+	size_t hcap = 2 * fw->cap_dwarf_keys;
+	if (hcap) {
+		size_t j = (size_t)(dk * 0x9e3779b97f4a7c15ull >> 20) & (hcap - 1);
+		for (; fw->dwarf_key_hash[j]; j = (j + 1) & (hcap - 1))
+			if (fw->dwarf_keys[fw->dwarf_key_hash[j] - 1] == dk)
+				return fw->dwarf_key_hash[j] - 1;
+	}
+	if (fw->num_dwarf_keys == fw->cap_dwarf_keys) {
+		size_t cap = fw->cap_dwarf_keys ? fw->cap_dwarf_keys * 2 : 64;
+		uint64_t *keys = realloc(fw->dwarf_keys, cap * sizeof(*keys));
+		if (!keys)
+			return UINT32_MAX;
+		fw->dwarf_keys = keys;
+		uint32_t *h = calloc(2 * cap, sizeof(*h));
+		if (!h)
+			return UINT32_MAX;
+		for (size_t i = 0; i < fw->num_dwarf_keys; i++) {
+			size_t j = (size_t)(keys[i] * 0x9e3779b97f4a7c15ull >> 20) & (2 * cap - 1);
+			while (h[j])
+				j = (j + 1) & (2 * cap - 1);
+			h[j] = (uint32_t)i + 1;
+		}
+		free(fw->dwarf_key_hash);
+		fw->dwarf_key_hash = h;
+		fw->cap_dwarf_keys = cap;
+		hcap = 2 * cap;
+	}
+	size_t j = (size_t)(dk * 0x9e3779b97f4a7c15ull >> 20) & (hcap - 1);
+	while (fw->dwarf_key_hash[j])
+		j = (j + 1) & (hcap - 1);
+	fw->dwarf_keys[fw->num_dwarf_keys] = dk;
+	fw->dwarf_key_hash[j] = (uint32_t)fw->num_dwarf_keys + 1;
+	return (uint32_t)fw->num_dwarf_keys++;
+}
+
+bool hd_fw_type_lookup(struct hd_fw *fw, const char *name, uint64_t *key)
+{
+	size_t mi;
+	uint32_t t;
+	if (!hd_fw_find_type_memo(fw, name, &mi, &t))
+		return false;
+	// Without memory the type is given as not found: hd_fw_type_key
+	// says so.
+	*key = dwarf_key_index(fw, (uint64_t)mi << 32 | t);
+	return true;
+}
+
+struct hd_error *hd_fw_type_key(struct hd_fw *fw, uint32_t v, uint64_t key)
+{
+	struct hd_error *err = analyze_only(fw, "hd_fw_type");
+	if (err)
+		return err;
+	if (!is_block_vertex(fw, v))
+		return hd_error_create(HD_ERROR_INVALID,
+				       "framework %s: only blocks can be typed (vertex %u)",
+				       fw->mods[fw->cur].ops->name, v);
+	if (key >= fw->num_dwarf_keys)
+		return &hd_error_no_memory; // hd_fw_type_lookup ran out
 	if (!fw->dwarf) {
 		fw->dwarf_bytes = fw->g->num_vertices * sizeof(*fw->dwarf);
 		if (!(fw->dwarf = zeroed(fw->dwarf_bytes)))
@@ -789,7 +940,7 @@ struct hd_error *hd_fw_type(struct hd_fw *fw, uint32_t v, const char *type)
 	}
 	err = journal(fw, HD_UNDO_TYPE, v, fw->dwarf[v]);
 	if (!err)
-		fw->dwarf[v] = ((uint64_t)mi << 32 | t) + 1;
+		fw->dwarf[v] = (uint32_t)key + 1;
 	return err;
 }
 
@@ -821,7 +972,7 @@ void hd_fw_undo_module(struct hd_fw *fw)
 		case HD_UNDO_ASSIGN: fw->assigned[u->v] = (uint32_t)u->old; break;
 		case HD_UNDO_MARK: fw->fw_bytes[u->v] = u->old; break;
 		case HD_UNDO_NAME: fw->names[u->v] = (uint32_t)u->old; break;
-		case HD_UNDO_TYPE: fw->dwarf[u->v] = u->old; break;
+		case HD_UNDO_TYPE: fw->dwarf[u->v] = (uint32_t)u->old; break;
 		}
 	}
 }

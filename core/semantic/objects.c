@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "semantic/fw_fast.h"
 #include "semantic/semantic_internal.h"
 #include "util/hash.h"
 
@@ -25,6 +26,9 @@
 struct match {
 	uint64_t offset;
 	uint32_t type;
+	// Where the member path to it (member_path) has its first '[': -1
+	// none, -2 not worked out yet (objects_brackets).
+	int32_t bracket;
 };
 
 enum { ST_OPEN = 1, ST_DONE = 2 };
@@ -53,6 +57,7 @@ struct objects {
 	size_t num_stack, cap_stack;
 	bool truncated;          // warned once
 	bool no_where;           // names only (hd_fw_names_only): where is ""
+	bool brackets;           // where is "[" if it would hold one, else ""
 	char where[1024];
 };
 
@@ -135,7 +140,7 @@ static struct hd_error *add_match(struct objects *ob, uint64_t offset,
 		ob->matches = m;
 		ob->cap_matches = cap;
 	}
-	ob->matches[ob->num_matches++] = (struct match){ offset, type };
+	ob->matches[ob->num_matches++] = (struct match){ offset, type, -2 };
 	return NULL;
 }
 
@@ -382,6 +387,31 @@ static uint32_t holder_of(struct hd_fw *fw, uint64_t addr, uint32_t given)
 	return hd_fw_vertex_at(fw, addr);
 }
 
+// Whether the where visit writes for match m of (module ix, stripped type
+// t) × count at where_base (of length len, its first '[' at q or none)
+// holds a '[': the where is that string cut to the buffer's length.
+static bool where_bracket(struct objects *ob, const struct hd_type_index *ix,
+			  uint32_t t, const char *q, size_t len, uint64_t count,
+			  struct match *m, const char *where_base)
+{
+	size_t fit = sizeof(ob->where) - 1;
+	if (q)
+		return (size_t)(q - where_base) < fit;
+	if (len >= fit)
+		return false;
+	if (count > 1)
+		return true; // "[k]" comes next
+	if (m->bracket == -2) {
+		// The same for every object of the type: worked out once.
+		char path[sizeof(ob->where)];
+		path[0] = '\0';
+		member_path(ix, t, m->offset, m->type, path, sizeof(path));
+		const char *b = strchr(path, '[');
+		m->bracket = b ? (int32_t)(b - path) : -1;
+	}
+	return m->bracket >= 0 && len + (size_t)m->bracket < fit;
+}
+
 // Calls fn for the matches of (module mi, stripped type t) × count at
 // base (stride tsize); where_base names the object, "[k]" added per
 // element when count > 1.
@@ -403,13 +433,19 @@ static struct hd_error *visit(struct objects *ob, size_t mi, uint32_t type,
 	// The slot may move if fn flattens more types into this memo; its
 	// matches stay where they are.
 	uint32_t first = s->first, num = s->count;
+	const char *q = ob->brackets ? strchr(where_base, '[') : NULL;
+	size_t len = ob->brackets ? strlen(where_base) : 0;
 	for (uint64_t k = 0; k < count; k++) {
 		for (uint32_t i = 0; i < num; i++) {
 			struct match m = ob->matches[first + i];
 			const struct hd_type *mt = &ix->types[m.type];
 			uint64_t addr = base + k * tsize + m.offset;
 			ob->where[0] = '\0';
-			if (!ob->no_where) {
+			if (ob->brackets) {
+				if (where_bracket(ob, ix, t, q, len, count,
+						  &ob->matches[first + i], where_base))
+					strcpy(ob->where, "[");
+			} else if (!ob->no_where) {
 				append(ob->where, sizeof(ob->where), where_base);
 				if (count > 1) {
 					char tmp[32];
@@ -519,19 +555,35 @@ static struct hd_error *visit_globals(struct objects *ob, hd_fw_object_fn fn,
 	return NULL;
 }
 
-struct hd_error *hd_fw_objects(struct hd_fw *fw, const char *const *prefixes,
-			       size_t n, hd_fw_object_fn fn, void *arg)
+// hd_fw_objects, where only "[" or "" (brackets).
+static struct hd_error *objects(struct hd_fw *fw, const char *const *prefixes,
+				size_t n, bool brackets, hd_fw_object_fn fn,
+				void *arg)
 {
 	if (!fw->ty || !n)
 		return NULL;
 	struct objects ob;
 	struct hd_error *err = objects_init(&ob, fw, prefixes, n);
+	ob.brackets = brackets;
 	if (!err)
 		err = visit_blocks(&ob, fn, arg);
 	if (!err)
 		err = visit_globals(&ob, fn, arg);
 	objects_deinit(&ob);
 	return err;
+}
+
+struct hd_error *hd_fw_objects(struct hd_fw *fw, const char *const *prefixes,
+			       size_t n, hd_fw_object_fn fn, void *arg)
+{
+	return objects(fw, prefixes, n, false, fn, arg);
+}
+
+struct hd_error *hd_fw_objects_brackets(struct hd_fw *fw,
+					const char *const *prefixes, size_t n,
+					hd_fw_object_fn fn, void *arg)
+{
+	return objects(fw, prefixes, n, true, fn, arg);
 }
 
 bool hd_fw_find_type(const struct hd_fw *fw, const char *name, size_t *mi,
@@ -655,6 +707,12 @@ static struct hd_fw_objects *objects_memo(struct hd_fw *fw,
 	return o;
 }
 
+static struct hd_error *objects_in(struct hd_fw *fw, size_t mi, uint32_t t,
+				   uint64_t addr, uint32_t holder,
+				   const char *where,
+				   const char *const *prefixes, size_t n,
+				   hd_fw_object_fn fn, void *arg);
+
 struct hd_error *hd_fw_objects_in(struct hd_fw *fw, const char *type,
 				  uint64_t addr, uint32_t holder,
 				  const char *where,
@@ -666,6 +724,30 @@ struct hd_error *hd_fw_objects_in(struct hd_fw *fw, const char *type,
 	if (!hd_fw_find_type_memo(fw, type, &mi, &t))
 		return hd_error_create(HD_ERROR_NOT_FOUND,
 				       "no complete type named %s", type);
+	return objects_in(fw, mi, t, addr, holder, where, prefixes, n, fn, arg);
+}
+
+struct hd_error *hd_fw_objects_in_key(struct hd_fw *fw, uint64_t key,
+				      uint64_t addr, uint32_t holder,
+				      const char *where,
+				      const char *const *prefixes, size_t n,
+				      hd_fw_object_fn fn, void *arg)
+{
+	if (key >= fw->num_dwarf_keys)
+		return hd_error_create(HD_ERROR_INVALID, "no type of key %llu",
+				       (unsigned long long)key);
+	uint64_t dk = fw->dwarf_keys[key];
+	return objects_in(fw, (size_t)(dk >> 32), (uint32_t)dk, addr, holder,
+			  where, prefixes, n, fn, arg);
+}
+
+// hd_fw_objects_in of the type t of module mi.
+static struct hd_error *objects_in(struct hd_fw *fw, size_t mi, uint32_t t,
+				   uint64_t addr, uint32_t holder,
+				   const char *where,
+				   const char *const *prefixes, size_t n,
+				   hd_fw_object_fn fn, void *arg)
+{
 	if (!n)
 		return NULL;
 	struct hd_fw_objects *memo = objects_memo(fw, prefixes, n);
@@ -701,4 +783,62 @@ struct hd_error *hd_fw_type_size(struct hd_fw *fw, const char *type,
 				       "no complete type named %s", type);
 	*size = fw->ty->mods[mi].ix->types[t].size;
 	return NULL;
+}
+
+bool hd_fw_objects_whole(struct hd_fw *fw, const char *type,
+			 const char *const *prefixes, size_t n)
+{
+	size_t mi;
+	uint32_t t;
+	if (!hd_fw_find_type_memo(fw, type, &mi, &t) || !n)
+		return false;
+	const struct hd_type_index *ix = fw->ty->mods[mi].ix;
+	uint32_t s = hd_type_strip(ix, t);
+	if (s == HD_TYPE_NONE || s >= ix->num_types)
+		return true; // nothing to list
+	struct objects ob;
+	if (objects_init(&ob, fw, prefixes, n))
+		return false;
+	// Flattened in a memo of its own, silently: a type cut short warns
+	// in the calls that list its objects, not here.
+	ob.truncated = true;
+	const struct memo_slot *slot;
+	struct hd_error *err = flatten(&ob, mi, s, &slot);
+	// A call starts with at most half the cap of matches in its memo
+	// (objects_memo starts a new one past that) and adds at most what
+	// flattening from nothing adds: below the other half, never full.
+	bool whole = !err && ob.num_matches < MAX_MATCHES / 2;
+	if (err)
+		hd_error_destroy(err);
+	objects_deinit(&ob);
+	return whole;
+}
+
+void hd_fw_objects_touch(struct hd_fw *fw, const char *type,
+			 const char *const *prefixes, size_t n, size_t calls)
+{
+	size_t mi;
+	uint32_t t;
+	if (!n || !hd_fw_find_type_memo(fw, type, &mi, &t))
+		return;
+	const struct hd_type_index *ix = fw->ty->mods[mi].ix;
+	uint32_t s = hd_type_strip(ix, t);
+	if (s == HD_TYPE_NONE || s >= ix->num_types)
+		return;
+	// After two calls on one type the memo no longer changes: the
+	// first flattens it (if new), the second starts a new memo if the
+	// first left it past half the cap (and flattens it again), later
+	// ones find it.
+	for (size_t i = 0; i < calls && i < 2; i++) {
+		struct hd_fw_objects *memo = objects_memo(fw, prefixes, n);
+		if (!memo)
+			return; // a call would use a memo of its own
+		memo->ob.truncated = false;
+		const struct memo_slot *slot;
+		struct hd_error *err = flatten(&memo->ob, mi, s, &slot);
+		if (err) {
+			hd_error_destroy(err);
+			return;
+		}
+	}
 }

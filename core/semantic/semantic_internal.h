@@ -83,8 +83,13 @@ struct hd_fw {
 	// allocator's module names a few blocks of millions). Read them with
 	// hd_fw_name_of and hd_fw_dwarf_of.
 	uint32_t *names;         // per vertex: label index (lazy)
-	uint64_t *dwarf;         // per vertex: module << 32 | type id of the
+	uint32_t *dwarf;         // per vertex: index in dwarf_keys of the
 				 // DWARF type hd_fw_type gave (lazy)
+	// module << 32 | type id of the few DWARF types given (nodes of a
+	// million blocks share one), and their index by key.
+	uint64_t *dwarf_keys;
+	size_t num_dwarf_keys, cap_dwarf_keys;
+	uint32_t *dwarf_key_hash; // index + 1, 0 empty; 2 * cap_dwarf_keys
 	size_t names_bytes, dwarf_bytes; // their mappings' lengths
 	struct hd_fw_undo *undo; // of the module running analyze
 	size_t num_undo, cap_undo;
@@ -125,7 +130,7 @@ static inline uint32_t hd_fw_name_of(const struct hd_fw *fw, uint32_t v)
 // UINT64_MAX.
 static inline uint64_t hd_fw_dwarf_of(const struct hd_fw *fw, uint32_t v)
 {
-	return fw->dwarf && fw->dwarf[v] ? fw->dwarf[v] - 1 : UINT64_MAX;
+	return fw->dwarf && fw->dwarf[v] ? fw->dwarf_keys[fw->dwarf[v] - 1] : UINT64_MAX;
 }
 
 // What the frameworks call vertex v of fw's graph, into buf: 1 when a
@@ -146,6 +151,7 @@ void hd_fw_objects_free(struct hd_fw *fw);
 void hd_fw_index_free(struct hd_fw *fw);
 // Interned strings of fw->labels; UINT32_MAX when out of memory.
 uint32_t hd_fw_intern(struct hd_fw *fw, const char *name);
+// Frees the labels and the DWARF type keys (dwarf_keys).
 void hd_fw_labels_free(struct hd_fw *fw);
 // Reverts the assignments, marks and names of the running module.
 void hd_fw_undo_module(struct hd_fw *fw);

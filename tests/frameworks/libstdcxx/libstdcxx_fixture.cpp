@@ -33,7 +33,8 @@
  *        bound, not its object); "shared": the control block two
  *        shared_ptr globals share (assigned to neither); "blobs/cb": the
  *        one two shared_ptrs in g_blobs' buffer share (assigned to
- *        neither, in the vector's bound)
+ *        neither, in the vector's bound); "docs/cb" the same for
+ *        g_docs, whose object holds the string "docs/text"
  *   broken GLOBAL               a container damaged on purpose (a list's
  *        size, a map's node_count, a vector's finish past its
  *        end_of_storage): no node, one warning naming it
@@ -120,6 +121,12 @@ struct Blob {
   long serial;
   char bytes[200];
 };
+/* A make_shared object holding a container, reached by two shared_ptrs:
+   its string is one node, found through the first. */
+struct Doc {
+  long serial;
+  std::string text;
+};
 struct Registry {
   int generation;
   std::map<std::string, int> by_name;
@@ -140,6 +147,7 @@ std::unordered_map<std::string, int> g_index;
 std::set<long> g_ids;
 std::shared_ptr<Blob> g_blob_a, g_blob_b;
 std::vector<std::shared_ptr<Blob>> g_blobs;
+std::vector<std::shared_ptr<Doc>> g_docs;
 Registry *g_registry;
 std::vector<int> g_plain;
 std::string g_long;
@@ -245,6 +253,21 @@ __attribute__((noinline)) static void build() {
     b->serial = 2;
     g_blobs.push_back(b);
     g_blobs.push_back(b);
+  }
+
+  /* the same with an object that holds a string: the string is one
+     node, held by the control block (found through g_docs[0]; through
+     g_docs[1] it is the same string again) */
+  cur_tag = "docs";
+  g_docs.reserve(4);
+  {
+    cur_tag = "docs/cb";
+    std::shared_ptr<Doc> d = std::make_shared<Doc>();
+    d->serial = 3;
+    cur_tag = "docs/text";
+    d->text = long_text("doc", 3);
+    g_docs.push_back(d);
+    g_docs.push_back(d);
   }
 
   /* a heap struct holding a map: its holder is that block */
@@ -410,6 +433,16 @@ __attribute__((noinline)) static void write_truth(const char *path) {
          "std::vector<std::shared_ptr<Blob>> g_blobs");
   r_node("blobs/0", nullptr, g_blobs.data(), 0, "std::shared_ptr<Blob> g_blobs[0]");
   r_node("blobs/1", nullptr, g_blobs.data(), 0, "std::shared_ptr<Blob> g_blobs[1]");
+
+  if (g_docs.size() != 2 || g_docs[0].get() != g_docs[1].get()) die("docs");
+  r_node("docs", "g_docs", nullptr, vec_spare(g_docs) + 16,
+         "std::vector<std::shared_ptr<Doc>> g_docs");
+  r_node("docs/0", nullptr, g_docs.data(), 0, "std::shared_ptr<Doc> g_docs[0]");
+  r_node("docs/1", nullptr, g_docs.data(), 0, "std::shared_ptr<Doc> g_docs[1]");
+  /* make_shared: the object follows the control block's vtable pointer
+     and counts */
+  r_node("docs/text", nullptr, (const char *)g_docs[0].get() - 16,
+         str_spare(g_docs[0]->text), "std::string (*g_docs[0]).text");
 
   r_node("registry", nullptr, g_registry, 32 * NREG, "std::map<std::string, int> Registry.by_name");
   i = 0;
