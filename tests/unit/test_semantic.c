@@ -403,16 +403,29 @@ static struct hd_error *yes(struct hd_fw *fw, bool *d)
 	return NULL;
 }
 
+static const struct hd_framework good = {
+	.abi = HD_FRAMEWORK_ABI, .name = "good", .version = "1",
+	.detect = yes, .analyze = good_analyze,
+};
+static const struct hd_framework bad = {
+	.abi = HD_FRAMEWORK_ABI, .name = "bad", .version = "1",
+	.detect = yes, .analyze = failing_analyze,
+};
+
+// b's framework context with two detected modules, run in this order.
+static void two_modules(struct built *b, const struct hd_framework *first,
+			const struct hd_framework *second)
+{
+	b->fw = calloc(1, sizeof(*b->fw));
+	b->fw->h = b->h;
+	b->fw->mods = calloc(2, sizeof(*b->fw->mods));
+	b->fw->num_mods = b->fw->cap_mods = 2;
+	b->fw->mods[0] = (struct hd_fw_module){.ops = first, .source = strdup("t"), .detected = true};
+	b->fw->mods[1] = (struct hd_fw_module){.ops = second, .source = strdup("t"), .detected = true};
+}
+
 START_TEST(test_failing_module_undone)
 {
-	static const struct hd_framework good = {
-		.abi = HD_FRAMEWORK_ABI, .name = "good", .version = "1",
-		.detect = yes, .analyze = good_analyze,
-	};
-	static const struct hd_framework bad = {
-		.abi = HD_FRAMEWORK_ABI, .name = "bad", .version = "1",
-		.detect = yes, .analyze = failing_analyze,
-	};
 	struct scenario sc;
 	rng_state = 42;
 	make_scenario(&sc);
@@ -426,12 +439,7 @@ START_TEST(test_failing_module_undone)
 		sc.used[v] = true;
 	struct built b;
 	build_base(&sc, &b);
-	b.fw = calloc(1, sizeof(*b.fw));
-	b.fw->h = b.h;
-	b.fw->mods = calloc(2, sizeof(*b.fw->mods));
-	b.fw->num_mods = b.fw->cap_mods = 2;
-	b.fw->mods[0] = (struct hd_fw_module){.ops = &good, .source = strdup("t"), .detected = true};
-	b.fw->mods[1] = (struct hd_fw_module){.ops = &bad, .source = strdup("t"), .detected = true};
+	two_modules(&b, &good, &bad);
 	ck_assert_no_error(hd_fw_analyze(b.fw, b.g));
 	ck_assert_uint_eq(b.fw->num_nodes, 1);
 	ck_assert_str_eq(b.fw->nodes[0].label, "kept");
@@ -457,14 +465,6 @@ END_TEST
 // names are undone all the same.
 START_TEST(test_names_only)
 {
-	static const struct hd_framework good = {
-		.abi = HD_FRAMEWORK_ABI, .name = "good", .version = "1",
-		.detect = yes, .analyze = good_analyze,
-	};
-	static const struct hd_framework bad = {
-		.abi = HD_FRAMEWORK_ABI, .name = "bad", .version = "1",
-		.detect = yes, .analyze = failing_analyze,
-	};
 	struct scenario sc;
 	rng_state = 43;
 	make_scenario(&sc);
@@ -473,12 +473,7 @@ START_TEST(test_names_only)
 		sc.used[v] = true;
 	struct built b;
 	build_base(&sc, &b);
-	b.fw = calloc(1, sizeof(*b.fw));
-	b.fw->h = b.h;
-	b.fw->mods = calloc(2, sizeof(*b.fw->mods));
-	b.fw->num_mods = b.fw->cap_mods = 2;
-	b.fw->mods[0] = (struct hd_fw_module){.ops = &good, .source = strdup("t"), .detected = true};
-	b.fw->mods[1] = (struct hd_fw_module){.ops = &bad, .source = strdup("t"), .detected = true};
+	two_modules(&b, &good, &bad);
 	hd_fw_set_names_only(b.fw);
 	ck_assert(hd_fw_names_only(b.fw));
 	ck_assert_no_error(hd_fw_analyze(b.fw, b.g));
