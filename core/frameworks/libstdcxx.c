@@ -46,47 +46,23 @@
 #include "semantic/fw_fast.h"
 #include "util/hash.h"
 
-static const char *const prefixes[] = {
-	"std::vector<",
-	"std::__cxx11::list<",
-	"std::list<",
-	"std::forward_list<",
-	"std::map<",
-	"std::multimap<",
-	"std::set<",
-	"std::multiset<",
-	"std::unordered_map<",
-	"std::unordered_multimap<",
-	"std::unordered_set<",
-	"std::unordered_multiset<",
-	"std::__cxx11::basic_string<",
-	"std::basic_string<",
-	"std::shared_ptr<",
-	"std::deque<",
-};
+// The containers' type names, as DWARF spells them.
+#define STL_PREFIXES \
+	"std::vector<", "std::__cxx11::list<", "std::list<", \
+	"std::forward_list<", "std::map<", "std::multimap<", "std::set<", \
+	"std::multiset<", "std::unordered_map<", "std::unordered_multimap<", \
+	"std::unordered_set<", "std::unordered_multiset<", \
+	"std::__cxx11::basic_string<", "std::basic_string<", \
+	"std::shared_ptr<", "std::deque<"
+
+static const char *const prefixes[] = { STL_PREFIXES };
 #define NUM_PREFIXES (sizeof(prefixes) / sizeof(prefixes[0]))
 
-// The same prefixes, for the elements of batches: hd_fw_objects_in keeps
-// a memo per list, so batches listed later leave the memo of prefixes as
-// the calls at once would have (hd_fw_objects_touch).
-static const char *const batch_prefixes[NUM_PREFIXES] = {
-	"std::vector<",
-	"std::__cxx11::list<",
-	"std::list<",
-	"std::forward_list<",
-	"std::map<",
-	"std::multimap<",
-	"std::set<",
-	"std::multiset<",
-	"std::unordered_map<",
-	"std::unordered_multimap<",
-	"std::unordered_set<",
-	"std::unordered_multiset<",
-	"std::__cxx11::basic_string<",
-	"std::basic_string<",
-	"std::shared_ptr<",
-	"std::deque<",
-};
+// The same prefixes in an array of their own, for the elements of batches:
+// hd_fw_objects_in keeps a memo per array, so batches listed later leave
+// the memo of prefixes as the calls at once would have
+// (hd_fw_objects_touch).
+static const char *const batch_prefixes[NUM_PREFIXES] = { STL_PREFIXES };
 
 struct hd_error *stl_grow(void **p, size_t *cap, size_t n, size_t size)
 {
