@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "frameworks/cpython_internal.h"
+#include "util/u64set.h"
 
 // Upper bound for walks over target memory: a corrupted count must not
 // make the module read (or loop over) gigabytes.
@@ -13,43 +14,6 @@
 #define MAX_GLOBAL_NAME 96
 
 // Addresses seen by a walk (open addressing, 0 = empty).
-struct addr_set {
-	uint64_t *slots;
-	size_t cap, used;
-};
-
-// Adds p; *added says whether it was new.
-static struct hd_error *addr_set_add(struct addr_set *s, uint64_t p,
-				     bool *added)
-{
-	if (2 * (s->used + 1) > s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 1024;
-		uint64_t *n = calloc(cap, sizeof(*n));
-		if (!n)
-			return &hd_error_no_memory;
-		for (size_t i = 0; i < s->cap; i++) {
-			if (!s->slots[i])
-				continue;
-			size_t k = cpy_hash64(s->slots[i]) & (cap - 1);
-			while (n[k])
-				k = (k + 1) & (cap - 1);
-			n[k] = s->slots[i];
-		}
-		free(s->slots);
-		s->slots = n;
-		s->cap = cap;
-	}
-	size_t k = cpy_hash64(p) & (s->cap - 1);
-	while (s->slots[k] && s->slots[k] != p)
-		k = (k + 1) & (s->cap - 1);
-	*added = !s->slots[k];
-	if (*added) {
-		s->slots[k] = p;
-		s->used++;
-	}
-	return NULL;
-}
-
 // Everything a global's container owns, by Python's own count: an object
 // whose refcount is 1 is referred to by its container alone, so it (and
 // what it owns in turn) is assigned to the global's node; an object with
@@ -60,12 +24,13 @@ static struct hd_error *assign_owned(struct analysis *a, uint32_t node,
 				     const struct pyobj *root)
 {
 	struct hd_fw *fw = a->fw;
-	struct addr_set seen = {0};
+	struct hd_u64set seen = {0};
 	uint64_t *stack = NULL;
 	size_t sp = 0, cap = 0, visited = 0;
 	struct refs r = {0};
 	bool added;
-	struct hd_error *err = addr_set_add(&seen, root->addr, &added);
+	struct hd_error *err = hd_u64set_add(&seen, root->addr, &added)
+			       ? NULL : &hd_error_no_memory;
 	if (!err)
 		err = hd_fw_assign(fw, node, root->vertex);
 	if (!err) {
@@ -100,8 +65,11 @@ static struct hd_error *assign_owned(struct analysis *a, uint32_t node,
 					    &found);
 			if (err || !found || c.refcnt != 1)
 				continue;
-			if ((err = addr_set_add(&seen, c.addr, &added)) ||
-			    !added)
+			if (!hd_u64set_add(&seen, c.addr, &added)) {
+				err = &hd_error_no_memory;
+				break;
+			}
+			if (!added)
 				continue;
 			if ((err = hd_fw_assign(fw, node, c.vertex)))
 				break;
@@ -120,7 +88,7 @@ static struct hd_error *assign_owned(struct analysis *a, uint32_t node,
 	}
 	free(r.objs);
 	free(stack);
-	free(seen.slots);
+	hd_u64set_free(&seen);
 	return err;
 }
 

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "heapdom_framework.h"
+#include "util/hash.h"
 #include "frameworks/cpython_layout.h"
 
 #define MAX_TYPE_NAME 128
@@ -112,15 +113,6 @@ static inline uint32_t cpy_ld32(const uint8_t *p)
 	uint32_t v;
 	memcpy(&v, p, sizeof(v));
 	return v;
-}
-
-// Mixer of the open-addressing tables (type cache, address sets).
-static inline uint64_t cpy_hash64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	return x;
 }
 
 // ------------------------------------------------------------ cpython.c

@@ -90,7 +90,7 @@ static struct hd_error *lookup_type(struct hd_fw *fw, struct type_cache *c,
 		for (size_t i = 0; i < c->cap; i++) {
 			if (!c->slots[i].addr)
 				continue;
-			size_t k = cpy_hash64(c->slots[i].addr) & (cap - 1);
+			size_t k = hd_hash_u64(c->slots[i].addr) & (cap - 1);
 			while (s[k].addr)
 				k = (k + 1) & (cap - 1);
 			s[k] = c->slots[i];
@@ -99,7 +99,7 @@ static struct hd_error *lookup_type(struct hd_fw *fw, struct type_cache *c,
 		c->slots = s;
 		c->cap = cap;
 	}
-	size_t k = cpy_hash64(addr) & (c->cap - 1);
+	size_t k = hd_hash_u64(addr) & (c->cap - 1);
 	while (c->slots[k].addr && c->slots[k].addr != addr)
 		k = (k + 1) & (c->cap - 1);
 	struct pytype *t = &c->slots[k];

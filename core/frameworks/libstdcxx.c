@@ -77,59 +77,6 @@ struct hd_error *stl_grow(void **p, size_t *cap, size_t n, size_t size)
 	return NULL;
 }
 
-static uint64_t hash64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	return x;
-}
-
-static bool set_has(const struct set *s, uint64_t x)
-{
-	if (!s->cap)
-		return false;
-	size_t i = hash64(x) & (s->cap - 1);
-	while (s->v[i]) {
-		if (s->v[i] == x)
-			return true;
-		i = (i + 1) & (s->cap - 1);
-	}
-	return false;
-}
-
-// Adds x (non-zero) to s; *fresh is false if it was in.
-static struct hd_error *set_add(struct set *s, uint64_t x, bool *fresh)
-{
-	*fresh = false;
-	if (set_has(s, x))
-		return NULL;
-	if ((s->n + 1) * 2 > s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 1024;
-		uint64_t *v = calloc(cap, sizeof(*v));
-		if (!v)
-			return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
-		for (size_t i = 0; i < s->cap; i++) {
-			if (!s->v[i])
-				continue;
-			size_t j = hash64(s->v[i]) & (cap - 1);
-			while (v[j])
-				j = (j + 1) & (cap - 1);
-			v[j] = s->v[i];
-		}
-		free(s->v);
-		s->v = v;
-		s->cap = cap;
-	}
-	size_t i = hash64(x) & (s->cap - 1);
-	while (s->v[i])
-		i = (i + 1) & (s->cap - 1);
-	s->v[i] = x;
-	s->n++;
-	*fresh = true;
-	return NULL;
-}
-
 // The page of bits of key (addr >> ADDR_PAGE_SHIFT, + 1), made if new;
 // NULL without memory.
 static uint64_t *addr_page(struct addrset *s, uint64_t key)
@@ -144,7 +91,7 @@ static uint64_t *addr_page(struct addrset *s, uint64_t key)
 		for (size_t i = 0; i < s->cap; i++) {
 			if (!s->pages[i].key)
 				continue;
-			size_t j = hash64(s->pages[i].key) & (cap - 1);
+			size_t j = hd_hash_u64(s->pages[i].key) & (cap - 1);
 			while (v[j].key)
 				j = (j + 1) & (cap - 1);
 			v[j] = s->pages[i];
@@ -153,7 +100,7 @@ static uint64_t *addr_page(struct addrset *s, uint64_t key)
 		s->pages = v;
 		s->cap = cap;
 	}
-	size_t i = hash64(key) & (s->cap - 1);
+	size_t i = hd_hash_u64(key) & (s->cap - 1);
 	while (s->pages[i].key && s->pages[i].key != key)
 		i = (i + 1) & (s->cap - 1);
 	if (!s->pages[i].key) {
@@ -172,7 +119,8 @@ static struct hd_error *addr_add(struct addrset *s, uint64_t addr, bool *fresh)
 {
 	*fresh = false;
 	if (addr % 8)
-		return set_add(&s->odd, addr, fresh);
+		return hd_u64set_add(&s->odd, addr, fresh) ? NULL
+		       : hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
 	uint64_t *bits = addr_page(s, (addr >> ADDR_PAGE_SHIFT) + 1);
 	if (!bits)
 		return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
@@ -188,7 +136,7 @@ static void addr_free(struct addrset *s)
 	for (size_t i = 0; i < s->cap; i++)
 		free(s->pages[i].bits);
 	free(s->pages);
-	free(s->odd.v);
+	hd_u64set_free(&s->odd);
 }
 
 // The type named s (src: where that name lives, for the recent ones),
@@ -386,7 +334,7 @@ static struct hd_error *elem_add(struct elemset *s, uint64_t addr,
 		for (size_t i = 0; i < s->cap; i++) {
 			if (!s->v[i].addr)
 				continue;
-			size_t j = hash64(s->v[i].addr) & (cap - 1);
+			size_t j = hd_hash_u64(s->v[i].addr) & (cap - 1);
 			while (v[j].addr)
 				j = (j + 1) & (cap - 1);
 			v[j] = s->v[i];
@@ -395,7 +343,7 @@ static struct hd_error *elem_add(struct elemset *s, uint64_t addr,
 		s->v = v;
 		s->cap = cap;
 	}
-	size_t i = hash64(addr) & (s->cap - 1);
+	size_t i = hd_hash_u64(addr) & (s->cap - 1);
 	for (; s->v[i].addr; i = (i + 1) & (s->cap - 1)) {
 		if (s->v[i].addr == addr) {
 			// Another type at the same address lists other
@@ -528,7 +476,7 @@ static uint32_t name_label(struct ctx *c, const struct stl_type *t,
 		return label;
 	}
 	struct name_memo *m = &c->labels;
-	uint64_t h = hash64((uint64_t)(uintptr_t)t ^ (uint64_t)(uintptr_t)spec->a * 31 ^
+	uint64_t h = hd_hash_u64((uint64_t)(uintptr_t)t ^ (uint64_t)(uintptr_t)spec->a * 31 ^
 			    spec->n * 0x9e3779b97f4a7c15ull ^ spec->how);
 	if (m->cap) {
 		for (size_t i = h & (m->cap - 1); m->v[i].t; i = (i + 1) & (m->cap - 1)) {
@@ -551,7 +499,7 @@ static uint32_t name_label(struct ctx *c, const struct stl_type *t,
 			const struct name_key *k = &m->v[i];
 			if (!k->t)
 				continue;
-			size_t j = hash64((uint64_t)(uintptr_t)k->t ^ (uint64_t)(uintptr_t)k->a * 31 ^
+			size_t j = hd_hash_u64((uint64_t)(uintptr_t)k->t ^ (uint64_t)(uintptr_t)k->a * 31 ^
 					  k->n * 0x9e3779b97f4a7c15ull ^ k->how) & (cap - 1);
 			while (v[j].t)
 				j = (j + 1) & (cap - 1);

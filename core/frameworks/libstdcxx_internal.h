@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/u64set.h"
 #include "heapdom_framework.h"
 
 // Nodes one container may have: beyond it the container is broken (or a
@@ -138,12 +139,6 @@ struct owned {
 	uint8_t name;
 };
 
-// A set of non-zero 64-bit values (open addressing, 0 = empty).
-struct set {
-	uint64_t *v;
-	size_t cap, n;
-};
-
 // A set of addresses: a bit per 8-byte word, in pages of bits made as
 // addresses come (a hash set of ten million containers' addresses took
 // 8-16 bytes and a cache miss each); addresses not 8-aligned in a set.
@@ -155,7 +150,7 @@ struct addrset {
 	} *pages;
 	size_t cap, n;
 	struct addrpage last; // the page asked last
-	struct set odd;
+	struct hd_u64set odd;
 };
 
 // Interned strings (open addressing, NULL = empty): the type names of the

@@ -18,6 +18,7 @@
 #include "types/index_cache.h"
 #include "util/demangle.h"
 #include "types/typing.h"
+#include "util/hash.h"
 #include "util/vec.h"
 #include "util/sort.h"
 #include "util/search.h"
@@ -105,14 +106,6 @@ static uint64_t entry_key(uint16_t module, uint32_t type, uint32_t count)
 	       ((uint64_t)count << 40);
 }
 
-static uint64_t hash64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	return x;
-}
-
 static bool entry_matches(const struct hd_type_entry *e, uint16_t module,
 			  uint32_t type, uint32_t count, const char *name)
 {
@@ -137,7 +130,7 @@ static struct hd_error *dedupe_grow(struct dedupe *d, struct hd_typing *ty)
 	for (size_t i = 0; i < ty->num_entries; i++) {
 		const struct hd_type_entry *e = &ty->entries[i];
 		uint64_t k = entry_key(e->module, e->type, e->count);
-		size_t slot = hash64(k) & (cap - 1);
+		size_t slot = hd_hash_u64(k) & (cap - 1);
 		while (vals[slot] != UINT32_MAX)
 			slot = (slot + 1) & (cap - 1);
 		keys[slot] = k;
@@ -214,7 +207,7 @@ static struct hd_error *get_entry(struct hd_typing *ty, uint16_t module,
 	}
 	uint64_t k = entry_key(module, type, count);
 	if (d->cap) {
-		size_t slot = hash64(k) & (d->cap - 1);
+		size_t slot = hd_hash_u64(k) & (d->cap - 1);
 		while (d->vals[slot] != UINT32_MAX) {
 			uint32_t v = d->vals[slot];
 			if (d->keys[slot] == k &&
@@ -258,7 +251,7 @@ static struct hd_error *get_entry(struct hd_typing *ty, uint16_t module,
 	}
 	if (module != NO_MODULE)
 		fill_maps(ty, &ty->entries[ty->num_entries - 1]);
-	size_t slot = hash64(k) & (d->cap - 1);
+	size_t slot = hd_hash_u64(k) & (d->cap - 1);
 	while (d->vals[slot] != UINT32_MAX)
 		slot = (slot + 1) & (d->cap - 1);
 	d->keys[slot] = k;
