@@ -88,26 +88,10 @@ static struct hd_error *build_children(struct hd_dom *d)
 	const struct hd_domtree *t = &d->tree;
 	uint32_t n = t->n;
 	uint32_t num = t->num_reachable ? t->num_reachable - 1 : 0;
-	uint32_t *off = calloc((size_t)n + 1, sizeof(*off));
-	uint32_t *children = malloc((num ? num : 1) * sizeof(*children));
-	if (!off || !children) {
-		free(off);
-		free(children);
-		return &hd_error_no_memory;
-	}
-	for (uint32_t v = 0; v < n; v++)
-		if (t->idom[v] != HD_NO_VERTEX && v != t->root)
-			off[t->idom[v] + 1]++;
-	for (uint32_t v = 0; v < n; v++)
-		off[v + 1] += off[v];
-	// Fill in vertex order (idom read straight through), using off[p]
-	// as a cursor, then shift back.
-	for (uint32_t v = 0; v < n; v++)
-		if (t->idom[v] != HD_NO_VERTEX && v != t->root)
-			children[off[t->idom[v]]++] = v;
-	for (uint32_t v = n; v > 0; v--)
-		off[v] = off[v - 1];
-	off[0] = 0;
+	uint32_t *off, *children;
+	struct hd_error *err = hd_domtree_group_children(t, &off, &children);
+	if (err)
+		return err;
 	// Where each list starts, a bit per child, and the longest: the
 	// offsets (4 bytes a vertex) are freed before the sorting buffer is
 	// taken, which is the stage's peak on a heap whose root holds

@@ -689,9 +689,9 @@ static int by_retained(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-struct hd_error *hd_domtree_children(const struct hd_domtree *t,
-				     const uint64_t *retained,
-				     uint32_t **child_off_r, uint32_t **children_r)
+struct hd_error *hd_domtree_group_children(const struct hd_domtree *t,
+					   uint32_t **child_off_r,
+					   uint32_t **children_r)
 {
 	uint32_t n = t->n;
 	uint32_t *child_off = calloc((size_t)n + 1, sizeof(*child_off));
@@ -715,6 +715,20 @@ struct hd_error *hd_domtree_children(const struct hd_domtree *t,
 	for (uint32_t v = n; v > 0; v--)
 		child_off[v] = child_off[v - 1];
 	child_off[0] = 0;
+	*child_off_r = child_off;
+	*children_r = children;
+	return NULL;
+}
+
+struct hd_error *hd_domtree_children(const struct hd_domtree *t,
+				     const uint64_t *retained,
+				     uint32_t **child_off_r, uint32_t **children_r)
+{
+	uint32_t n = t->n;
+	uint32_t *child_off, *children;
+	struct hd_error *err = hd_domtree_group_children(t, &child_off, &children);
+	if (err)
+		return err;
 	// Most lists are a few children (a block's string and payload): an
 	// insertion sort in place, where a qsort call per list cost more
 	// than the sorting.

@@ -98,6 +98,13 @@ void hd_sort_keyed(struct hd_keyed *a, size_t n);
 // Sorts n 64-bit keys ascending, in place.
 void hd_sort_u64(uint64_t *a, size_t n);
 
+// The dominator tree's children grouped by parent, each list in vertex
+// order: the children of v are children[child_off[v] .. child_off[v+1]),
+// child_off has t->n + 1 entries. Both arrays are malloc'd for the caller.
+struct hd_error *hd_domtree_group_children(const struct hd_domtree *t,
+					   uint32_t **child_off_r,
+					   uint32_t **children_r);
+
 // Children lists of the dominator tree: the children of v are
 // children[child_off[v] .. child_off[v+1]), largest retained first (ties
 // by vertex). Both arrays are malloc'd for the caller.
