@@ -68,14 +68,20 @@ def check_blocks(doc, truth):
         b = got.get(addr)
         if b is not None and (b["size"], b["state"]) == (usable, state):
             continue
-        if state == "free" and b is None:
-            # jemalloc merges a freed extent with its free neighbours, and
-            # may reuse it for an allocation of its own (a thread cache's
-            # stacks) or one the program did not record (libc's).
+        if state == "free":
+            # jemalloc merges a freed extent with its free neighbours
+            # (before or after it: the block heapdom finds may start at
+            # addr, larger), and may reuse it, or its start, for an
+            # allocation of its own (a thread cache's stacks, the stats
+            # mallctl refreshes) or one the program did not record
+            # (libc's). A merged extent holds no block the program holds.
             i = bisect.bisect_right(starts, addr) - 1
             c = got[starts[i]] if i >= 0 else None
-            if c and starts[i] <= addr < starts[i] + c["size"] and (
-                    (c["state"] == "free" and c.get("list") in FREE_EXTENTS) or
+            end = starts[i] + c["size"] if c else 0
+            if c and starts[i] <= addr < end and (
+                    (c["state"] == "free" and c.get("list") in FREE_EXTENTS and
+                     not any(s == "used" for a2, (_, s, _) in blocks.items()
+                             if starts[i] <= a2 < end)) or
                     c["state"] == "internal" or
                     (c["state"] == "used" and starts[i] not in blocks)):
                 continue
