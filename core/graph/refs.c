@@ -10,6 +10,7 @@
 
 #include "graph/refs.h"
 #include "heap/heap_internal.h"
+#include "util/thread.h"
 
 static double now(void)
 {
@@ -291,7 +292,7 @@ struct hd_error *hd_refs_init(struct hd_refs *r, struct hd_target *t,
 			// The first part is this thread's; a thread that cannot
 			// start leaves its part to this one, after.
 			if (j)
-				started[j] = pthread_create(&tid[j], NULL, scan_part,
+				started[j] = hd_thread_create(&tid[j], scan_part,
 							    &w[j]) == 0;
 		}
 		scan_part(&w[0]);

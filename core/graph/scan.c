@@ -12,6 +12,7 @@
 #include "graph/suballoc.h"
 #include "heap/heap_internal.h"
 #include "util/sort.h"
+#include "util/thread.h"
 
 bool hd_scan_reserve(struct hd_scan_builder *b, uint64_t more)
 {
@@ -466,7 +467,7 @@ static struct hd_error *refs_blocks_parallel(struct hd_scan_builder *b)
 		base += r->parts[j].num;
 	}
 	for (unsigned j = 1; j < k; j++)
-		started[j] = pthread_create(&tid[j], NULL, edges_of_part, &ew[j]) == 0;
+		started[j] = hd_thread_create(&tid[j], edges_of_part, &ew[j]) == 0;
 	edges_of_part(&ew[0]);
 	for (unsigned j = 1; j < k; j++) {
 		if (started[j])

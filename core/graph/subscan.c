@@ -7,6 +7,7 @@
 
 #include "graph/refs.h"
 #include "graph/scan_internal.h"
+#include "util/thread.h"
 
 // ------------------------------------------------ the sub-blocks' scan
 //
@@ -339,7 +340,7 @@ static struct hd_error *sub_round(struct hd_scan_builder *b, const struct sub_wi
 		w[j] = (struct sub_worker){.b = b, .wins = wins, .num_wins = num_wins,
 					   .first = bounds[j], .end = bounds[j + 1]};
 		if (j)
-			started[j] = pthread_create(&tid[j], NULL, sub_scan_part,
+			started[j] = hd_thread_create(&tid[j], sub_scan_part,
 						    &w[j]) == 0;
 	}
 	sub_scan_part(&w[0]);

@@ -16,6 +16,7 @@
 
 #include "types/index_cache.h"
 #include "types/index_disk.h"
+#include "util/thread.h"
 
 struct cached {
 	char *path;
@@ -598,7 +599,7 @@ struct hd_prefetch *hd_index_cache_prefetch(const char *const *paths, size_t n)
 		p->dir[0] = '\0';
 	// Listed before it starts, so that no running thread is unlisted.
 	pthread_mutex_lock(&lock);
-	if (pthread_create(&p->thread, NULL, prefetch_worker, p) != 0) {
+	if (hd_thread_create(&p->thread, prefetch_worker, p) != 0) {
 		pthread_mutex_unlock(&lock);
 		// No thread: typing will index on demand.
 		prefetch_free(p);
@@ -643,7 +644,7 @@ void hd_index_cache_prefetch_background(const char *path, const char *cu_suffix)
 		background = NULL;
 	}
 	if (!background && (p = calloc(1, sizeof(*p)))) {
-		if (pthread_create(&p->thread, NULL, background_worker, p) == 0) {
+		if (hd_thread_create(&p->thread, background_worker, p) == 0) {
 			p->next = running;
 			running = p;
 			background = p;

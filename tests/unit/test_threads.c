@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -239,6 +240,63 @@ START_TEST(test_prefetch_one_thread)
 }
 END_TEST
 
+// The signals blocked in thread tid (/proc's SigBlk), or 0 if it is gone.
+static unsigned long long blocked_signals(const char *tid)
+{
+	char path[320], line[256];
+	snprintf(path, sizeof(path), "/proc/self/task/%s/status", tid);
+	FILE *f = fopen(path, "r");
+	unsigned long long mask = 0;
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "SigBlk: %llx", &mask) == 1)
+			break;
+	fclose(f);
+	return mask;
+}
+
+// The library's threads take no signal, whatever the mask of the thread
+// that starts them: gdb waits in sigsuspend for SIGCHLD on its main
+// thread, and one delivered to the read-ahead thread instead left gdb
+// waiting for ever at `run` (the plugin starts it as gdb loads libc).
+START_TEST(test_threads_block_signals)
+{
+	sigset_t none;
+	sigemptyset(&none);
+	ck_assert_int_eq(pthread_sigmask(SIG_SETMASK, &none, NULL), 0);
+	struct api a;
+	load(&a);
+	void (*prefetch)(const char *, const char *) = sym(a.handle, "hd_prefetch_types");
+	Dl_info info;
+	ck_assert(dladdr((void *)&printf, &info) && info.dli_fname);
+	prefetch(info.dli_fname, NULL);
+	char self[32];
+	snprintf(self, sizeof(self), "%d", (int)getpid());
+	int seen = 0;
+	DIR *d = opendir("/proc/self/task");
+	ck_assert(d);
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.' || strcmp(e->d_name, self) == 0)
+			continue;
+		unsigned long long mask = blocked_signals(e->d_name);
+		if (!mask)
+			continue; // ended already
+		seen++;
+		ck_assert_msg((mask >> (SIGCHLD - 1) & 1) && (mask >> (SIGINT - 1) & 1) &&
+			      (mask >> (SIGALRM - 1) & 1) && (mask >> (SIGTERM - 1) & 1),
+			      "thread %s of the library blocks only %llx", e->d_name, mask);
+	}
+	closedir(d);
+	// libc's DWARF from an empty cache takes the thread a good part of
+	// a second: it was there to look at.
+	ck_assert_int_ge(seen, 1);
+	ck_assert_int_eq(dlclose(a.handle), 0);
+	remove_cache();
+}
+END_TEST
+
 // A fork's child while the parent reads types (gdb and lldb fork): the
 // child has none of the parent's threads, so it must neither wait for the
 // file a parent's thread was indexing (it indexes it itself) nor join that
@@ -364,7 +422,9 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, test_fork_child);
 	tcase_add_test(tc, test_data_mapping_not_module);
 	tcase_add_test(tc, test_prefetch_one_thread);
+	tcase_add_test(tc, test_threads_block_signals);
 #else
+	(void)test_threads_block_signals;
 	(void)test_fork_child;
 	(void)test_prefetch_one_thread;
 	(void)test_data_mapping_not_module;
