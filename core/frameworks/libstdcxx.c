@@ -835,3 +835,12 @@ const struct hd_framework hd_framework_libstdcxx = {
 	.detect = detect,
 	.analyze = analyze,
 };
+
+// The module finds containers only through hd_fw_objects with these
+// prefixes and claims only blocks its containers' pointers reach: it may
+// wait until a block it could name is asked about (defer.c).
+const struct hd_fw_deferral hd_libstdcxx_deferral = {
+	.ops = &hd_framework_libstdcxx,
+	.prefixes = prefixes,
+	.num_prefixes = NUM_PREFIXES,
+};

@@ -887,6 +887,11 @@ HD_EXPORT struct hd_error *hd_session_typing(struct hd_session *s,
 // Seconds the semantic tree took (framework modules, its graph and
 // dominators), 0 if not computed.
 HD_EXPORT double hd_session_semantic_seconds(const struct hd_session *s);
+// One line, for --profile, on how the default reports' block names were
+// made when a framework module waited for a block it could name; false
+// (buf untouched) when none waited.
+HD_EXPORT bool hd_session_names_note(const struct hd_session *s, char *buf,
+				     size_t len);
 // Seconds the scan of the heap's words took (0 if not run), the threads it
 // used and the references it found.
 HD_EXPORT double hd_session_scan_seconds(const struct hd_session *s,

@@ -217,6 +217,10 @@ struct hd_error *hd_type_rows(const struct hd_analysis *ap,
 			      struct hd_type_row **ret, size_t *ret_n)
 {
 	const struct hd_analysis a = *ap;
+	// Every block's name: a module that waits runs now, once, rather
+	// than asking block by block.
+	if (a.fw)
+		hd_fw_need_all(a.fw);
 	struct instances in;
 	instances_init(&in, ap);
 	struct hd_error *err = NULL;

@@ -324,6 +324,11 @@ int64_t hd_fw_vertex_subblock(struct hd_fw *fw, uint32_t v)
 
 int hd_fw_vertex_name(const struct hd_fw *fw, uint32_t v, char *buf, size_t len)
 {
+	if (fw->defer && fw->g) {
+		int64_t id = hd_graph_vertex_block(fw->g, v);
+		if (id >= 0)
+			hd_fw_need_block(fw, (size_t)id);
+	}
 	if (hd_fw_name_of(fw, v) != UINT32_MAX) {
 		snprintf(buf, len, "%s", fw->labels[hd_fw_name_of(fw, v)]);
 		return 1;

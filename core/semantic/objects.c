@@ -15,6 +15,7 @@
 #include "semantic/fw_fast.h"
 #include "semantic/semantic_internal.h"
 #include "util/hash.h"
+#include "util/vec.h"
 
 // A struct nests at most this deep before we call its layout broken.
 #define MAX_DEPTH 64
@@ -584,6 +585,167 @@ struct hd_error *hd_fw_objects_brackets(struct hd_fw *fw,
 					hd_fw_object_fn fn, void *arg)
 {
 	return objects(fw, prefixes, n, true, fn, arg);
+}
+
+// ------------------------------------------------------------ holders
+
+// What holds objects of the prefixes (hd_fw_holders_create): the global
+// variables' ranges, sorted, and a memo of the types flattened.
+struct hd_fw_holders {
+	struct objects ob;
+	struct range { uint64_t start, end; } *globals;
+	size_t num_globals, cap_globals;
+	// An object of the prefixes at an address not a multiple of 8 (a
+	// packed struct): its pointers are no aligned words, no edges.
+	bool unaligned;
+};
+
+static int range_cmp(const void *x, const void *y)
+{
+	const struct range *a = x, *b = y;
+	return a->start < b->start ? -1 : a->start > b->start;
+}
+
+// Whether stripped type t of module mi holds a match, with the bytes its
+// matches reach (past a type of unknown size); no warning: only a module's
+// own visits speak of types too large.
+static struct hd_error *holds(struct objects *ob, size_t mi, uint32_t t,
+			      bool *ret, uint64_t *reach, bool *aligned)
+{
+	const struct memo_slot *s;
+	*ret = false;
+	*reach = 0;
+	struct hd_error *err = flatten(ob, mi, t, &s);
+	if (err || !s || !s->count)
+		return err;
+	const struct hd_type_index *ix = ob->fw->ty->mods[mi].ix;
+	*ret = true;
+	*reach = ix->types[t].size;
+	for (uint32_t i = 0; i < s->count; i++) {
+		const struct match *m = &ob->matches[s->first + i];
+		uint64_t end = m->offset + ix->types[m->type].size;
+		if (end > *reach)
+			*reach = end;
+		if (m->offset % 8)
+			*aligned = false;
+	}
+	return NULL;
+}
+
+struct hd_error *hd_fw_holders_create(struct hd_fw *fw,
+				      const char *const *prefixes, size_t n,
+				      struct hd_fw_holders **ret)
+{
+	*ret = NULL;
+	if (!fw->ty)
+		return NULL;
+	struct hd_fw_holders *hs = calloc(1, sizeof(*hs));
+	if (!hs)
+		return &hd_error_no_memory;
+	struct hd_error *err = objects_init(&hs->ob, fw, prefixes, n);
+	hs->ob.truncated = true; // never warns
+	const struct hd_typing *ty = fw->ty;
+	for (size_t mi = 0; !err && mi < ty->num_mods; mi++) {
+		const struct hd_type_index *ix = ty->mods[mi].ix;
+		if (!ix)
+			continue;
+		uint64_t bias = ty->mods[mi].m->bias;
+		for (size_t i = 0; !err && i < ix->num_variables; i++) {
+			const struct hd_variable *v = &ix->variables[i];
+			uint32_t t = hd_type_strip(ix, v->type);
+			bool yes, aligned = (bias + v->addr) % 8 == 0;
+			uint64_t reach;
+			if (t == HD_TYPE_NONE || t >= ix->num_types ||
+			    (err = holds(&hs->ob, mi, t, &yes, &reach, &aligned)) || !yes)
+				continue;
+			hs->unaligned |= !aligned;
+			struct range r = { bias + v->addr, bias + v->addr + (reach ? reach : 1) };
+			if (!HD_VEC_PUSH(hs->globals, hs->num_globals, hs->cap_globals, r))
+				err = &hd_error_no_memory;
+		}
+	}
+	// The typed blocks' types, once each (the entries, not the blocks):
+	// an array's later elements are aligned when its stride is.
+	for (size_t i = 0; !err && i < ty->num_entries && !hs->unaligned; i++) {
+		const struct hd_type_entry *e = &ty->entries[i];
+		if (e->module == UINT16_MAX || e->module >= ty->num_mods ||
+		    !ty->mods[e->module].ix || !e->count)
+			continue;
+		const struct hd_type_index *ix = ty->mods[e->module].ix;
+		uint32_t t = hd_type_strip(ix, e->type);
+		bool yes, aligned = e->count == 1 || (e->size / e->count) % 8 == 0;
+		uint64_t reach;
+		if (t == HD_TYPE_NONE || t >= ix->num_types ||
+		    (err = holds(&hs->ob, e->module, t, &yes, &reach, &aligned)) || !yes)
+			continue;
+		hs->unaligned |= !aligned;
+	}
+	if (err) {
+		hd_fw_holders_destroy(hs);
+		return err;
+	}
+	qsort(hs->globals, hs->num_globals, sizeof(*hs->globals), range_cmp);
+	*ret = hs;
+	return NULL;
+}
+
+struct hd_error *hd_fw_holders_block(struct hd_fw_holders *hs, size_t id,
+				     bool *ret)
+{
+	const struct hd_typing *ty = hs->ob.fw->ty;
+	*ret = false;
+	if (id >= ty->num_blocks)
+		return NULL;
+	uint32_t ei = ty->block_entry[id];
+	if (ei == HD_ENTRY_NONE)
+		return NULL;
+	// As visit_blocks picks the blocks it looks into.
+	const struct hd_type_entry *e = &ty->entries[ei];
+	if (e->module == UINT16_MAX || e->module >= ty->num_mods ||
+	    !ty->mods[e->module].ix || !e->count)
+		return NULL;
+	const struct hd_type_index *ix = ty->mods[e->module].ix;
+	uint32_t t = hd_type_strip(ix, e->type);
+	if (t == HD_TYPE_NONE || t >= ix->num_types)
+		return NULL;
+	uint64_t reach;
+	bool aligned = true;
+	return holds(&hs->ob, e->module, t, ret, &reach, &aligned);
+}
+
+bool hd_fw_holders_unaligned(const struct hd_fw_holders *hs)
+{
+	return hs->unaligned;
+}
+
+bool hd_fw_holders_global(const struct hd_fw_holders *hs, size_t i,
+			  uint64_t *start, uint64_t *end)
+{
+	if (i >= hs->num_globals)
+		return false;
+	*start = hs->globals[i].start;
+	*end = hs->globals[i].end;
+	return true;
+}
+
+bool hd_fw_holders_range(const struct hd_fw_holders *hs, uint64_t start,
+			 uint64_t end)
+{
+	// Ranges may nest or overlap (a variable seen from two units): any
+	// that starts before end and ends after start.
+	for (size_t i = 0; i < hs->num_globals && hs->globals[i].start < end; i++)
+		if (hs->globals[i].end > start)
+			return true;
+	return false;
+}
+
+void hd_fw_holders_destroy(struct hd_fw_holders *hs)
+{
+	if (!hs)
+		return;
+	objects_deinit(&hs->ob);
+	free(hs->globals);
+	free(hs);
 }
 
 bool hd_fw_find_type(const struct hd_fw *fw, const char *name, size_t *mi,

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "heap/heap_internal.h"
+#include "semantic/fw_fast.h"
 #include "semantic/semantic_internal.h"
 #include "util/vec.h"
 #include "util/sort.h"
@@ -457,35 +458,36 @@ fail:
 	return err;
 }
 
-struct hd_error *hd_fw_analyze(struct hd_fw *fw, const struct hd_graph *g)
+// Runs module i's analyze; a module that fails leaves nothing behind.
+static struct hd_error *run_module(struct hd_fw *fw, size_t i)
 {
-	fw->g = g;
-	fw->phase = HD_FW_ANALYZE;
-	for (size_t i = 0; i < fw->num_mods; i++) {
-		struct hd_fw_module *m = &fw->mods[i];
-		if (!m->detected || !m->ops->analyze)
-			continue;
-		fw->cur = (uint16_t)i;
-		size_t nodes = fw->num_nodes, conflicts = fw->num_conflicts;
-		uint32_t light = fw->light_nodes;
-		hd_fw_journal_reset(fw);
-		struct hd_error *err = m->ops->analyze(fw);
-		if (err == &hd_error_no_memory)
-			return err;
-		if (err) {
-			hd_fw_undo_module(fw);
-			fw->num_conflicts = conflicts;
-			for (size_t k = nodes; k < fw->num_nodes; k++) {
-				free(fw->nodes[k].label);
-				free(fw->nodes[k].kind);
-			}
-			fw->num_nodes = nodes;
-			fw->light_nodes = light;
-			m->nodes = m->assigned = 0;
-			disable(fw, i, "analyze", err);
+	struct hd_fw_module *m = &fw->mods[i];
+	fw->cur = (uint16_t)i;
+	size_t nodes = fw->num_nodes, conflicts = fw->num_conflicts;
+	uint32_t light = fw->light_nodes;
+	hd_fw_journal_reset(fw);
+	struct hd_error *err = m->ops->analyze(fw);
+	if (err == &hd_error_no_memory)
+		return err;
+	if (err) {
+		hd_fw_undo_module(fw);
+		fw->num_conflicts = conflicts;
+		for (size_t k = nodes; k < fw->num_nodes; k++) {
+			free(fw->nodes[k].label);
+			free(fw->nodes[k].kind);
 		}
-		hd_fw_journal_reset(fw);
+		fw->num_nodes = nodes;
+		fw->light_nodes = light;
+		m->nodes = m->assigned = 0;
+		disable(fw, i, "analyze", err);
 	}
+	hd_fw_journal_reset(fw);
+	return NULL;
+}
+
+// After the modules' analyze.
+static struct hd_error *analyze_done(struct hd_fw *fw)
+{
 	fw->phase = HD_FW_DONE;
 	// The modules' look-ups are done and nothing is undone after analyze:
 	// the index, memos and journal would only take room.
@@ -499,6 +501,84 @@ struct hd_error *hd_fw_analyze(struct hd_fw *fw, const struct hd_graph *g)
 		fw->touched[w] = NULL;
 	}
 	return hd_fw_resolve_shared(fw);
+}
+
+// The built-in modules that may wait until a block they could name is
+// asked about (defer.c).
+extern const struct hd_fw_deferral hd_libstdcxx_deferral;
+static const struct hd_fw_deferral *const deferrals[] = {
+	&hd_libstdcxx_deferral,
+};
+
+// The module that may wait, or SIZE_MAX: only when fw keeps names alone,
+// knows the analysis graph, and the module is the last to analyze (so the
+// modules run in their usual order whenever it runs).
+static size_t deferred_module(const struct hd_fw *fw,
+			      const struct hd_fw_deferral **spec)
+{
+	// (names_only: no sub-allocator block is in use, so every block the
+	// module may name is a heap block.)
+	if (!fw->names_only || !fw->claim_g || !fw->ty)
+		return SIZE_MAX;
+	size_t last = SIZE_MAX;
+	for (size_t i = 0; i < fw->num_mods; i++)
+		if (fw->mods[i].detected && fw->mods[i].ops->analyze)
+			last = i;
+	if (last == SIZE_MAX)
+		return SIZE_MAX;
+	for (size_t k = 0; k < sizeof(deferrals) / sizeof(deferrals[0]); k++) {
+		if (deferrals[k]->ops == fw->mods[last].ops) {
+			*spec = deferrals[k];
+			return last;
+		}
+	}
+	return SIZE_MAX;
+}
+
+struct hd_error *hd_fw_analyze(struct hd_fw *fw, const struct hd_graph *g)
+{
+	fw->g = g;
+	fw->phase = HD_FW_ANALYZE;
+	const struct hd_fw_deferral *spec = NULL;
+	size_t later = deferred_module(fw, &spec);
+	for (size_t i = 0; i < fw->num_mods; i++) {
+		struct hd_fw_module *m = &fw->mods[i];
+		if (!m->detected || !m->ops->analyze || i == later)
+			continue;
+		struct hd_error *err = run_module(fw, i);
+		if (err)
+			return err;
+	}
+	if (later != SIZE_MAX) {
+		struct hd_error *err = hd_fw_defer_create(fw, later, spec, fw->claim_g);
+		if (err == &hd_error_no_memory)
+			return err;
+		if (err) {
+			hd_error_destroy(err);
+			if ((err = run_module(fw, later)))
+				return err;
+		}
+	}
+	fw->claim_g = NULL; // the search keeps what it needs
+	return analyze_done(fw);
+}
+
+void hd_fw_run_deferred(struct hd_fw *fw, size_t module)
+{
+	fw->phase = HD_FW_ANALYZE;
+	struct hd_error *err = run_module(fw, module);
+	if (err) { // out of memory: the module's names are not given
+		hd_fw_undo_module(fw);
+		disable(fw, module, "analyze", err);
+	}
+	err = analyze_done(fw);
+	if (err)
+		hd_error_destroy(err);
+}
+
+void hd_fw_set_claim_graph(struct hd_fw *fw, const struct hd_graph *g)
+{
+	fw->claim_g = g;
 }
 
 bool hd_fw_reads_edges(const struct hd_fw *fw)
@@ -531,6 +611,7 @@ void hd_fw_destroy(struct hd_fw *fw)
 			dlclose(m->dl);
 	}
 	free(fw->mods);
+	hd_fw_defer_destroy(fw);
 	for (size_t i = 0; i < fw->num_nodes; i++) {
 		free(fw->nodes[i].label);
 		free(fw->nodes[i].kind);

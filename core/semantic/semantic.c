@@ -294,6 +294,7 @@ void hd_semantic_destroy(struct hd_semantic *s)
 
 uint32_t hd_fw_block_label(const struct hd_fw *fw, size_t id)
 {
+	hd_fw_need_block(fw, id);
 	const struct hd_graph *g = fw->g;
 	if (!fw->names || !g)
 		return UINT32_MAX;
@@ -313,6 +314,7 @@ const char *hd_fw_block_name(const struct hd_fw *fw, size_t id)
 bool hd_fw_block_member(const struct hd_fw *fw, size_t id, uint64_t offset,
 			char *buf, size_t len)
 {
+	hd_fw_need_block(fw, id);
 	const struct hd_graph *g = fw->g;
 	if (!fw->dwarf || !g || !fw->ty)
 		return false;

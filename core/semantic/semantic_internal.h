@@ -118,7 +118,61 @@ struct hd_fw {
 	// Roots sorted by start address, for hd_fw_vertex_at (lazy).
 	uint32_t *root_order;
 	size_t num_root_order;
+	// The analysis graph, for a module that may wait (set before
+	// analyze: hd_fw_set_claim_graph), and that module's state while it
+	// waits (defer.c), or NULL.
+	const struct hd_graph *claim_g;
+	struct hd_fw_defer *defer;
+	// What the module that waited did, for --profile (defer.c).
+	struct hd_fw_defer_stats {
+		const char *module;       // NULL: none waited
+		bool ran, for_all;        // for_all: a report naming every block
+		uint64_t trigger;         // else the block that made it run
+		uint64_t asked, searched; // blocks asked about, gone back through
+	} defer_stats;
 };
+
+// Tells fw the analysis graph (whose edges are every reference of the
+// heap), so that a module of hd_fw_deferral may wait when only names are
+// kept. g must outlive fw.
+void hd_fw_set_claim_graph(struct hd_fw *fw, const struct hd_graph *g);
+// Makes sure the names of block id (hd_fw_block_name, _label, _member,
+// hd_fw_vertex_name) are complete: runs a waiting module if the block may
+// be one of its. hd_fw_need_all runs it whatever the block (the callers
+// of hd_fw_name_of and hd_fw_dwarf_of over many vertices).
+void hd_fw_need_block(const struct hd_fw *fw, size_t id);
+void hd_fw_need_all(const struct hd_fw *fw);
+// defer.c: the waiting state of module (fw->defer), and its end.
+struct hd_fw_deferral; // fw_fast.h
+struct hd_error *hd_fw_defer_create(struct hd_fw *fw, size_t module,
+				    const struct hd_fw_deferral *spec,
+				    const struct hd_graph *g);
+void hd_fw_defer_destroy(struct hd_fw *fw);
+// One line on what a module that waited did, into buf; false if none did.
+bool hd_fw_defer_describe(const struct hd_fw *fw, char *buf, size_t len);
+// registry.c: runs the waiting module's analyze now (its failure, as in
+// hd_fw_analyze, disables it).
+void hd_fw_run_deferred(struct hd_fw *fw, size_t module);
+
+// What holds objects of some prefixes (objects.c): the global variables
+// and the typed heap blocks hd_fw_objects would look into for them.
+struct hd_fw_holders;
+struct hd_error *hd_fw_holders_create(struct hd_fw *fw,
+				      const char *const *prefixes, size_t n,
+				      struct hd_fw_holders **ret);
+// Whether heap block id's DWARF type holds one.
+struct hd_error *hd_fw_holders_block(struct hd_fw_holders *hs, size_t id,
+				     bool *ret);
+// Whether [start, end) overlaps a global variable holding one.
+bool hd_fw_holders_range(const struct hd_fw_holders *hs, uint64_t start,
+			 uint64_t end);
+// Whether one of them is at an address not a multiple of 8 (no edge of
+// the graph holds its pointers).
+bool hd_fw_holders_unaligned(const struct hd_fw_holders *hs);
+// Global range i [start, end); false past the last.
+bool hd_fw_holders_global(const struct hd_fw_holders *hs, size_t i,
+			  uint64_t *start, uint64_t *end);
+void hd_fw_holders_destroy(struct hd_fw_holders *hs);
 
 // The label index a module named vertex v with, or UINT32_MAX.
 static inline uint32_t hd_fw_name_of(const struct hd_fw *fw, uint32_t v)

@@ -586,6 +586,10 @@ static struct hd_error *framework_run(struct hd_session *s,
 	// nodes, assignments and marks need not be kept.
 	if (!edges)
 		hd_fw_set_names_only(fw);
+	// With the analysis graph, a module that only names blocks may wait
+	// until a report asks about a block it could name (defer.c).
+	if (!edges && s->g)
+		hd_fw_set_claim_graph(fw, s->g);
 	// A graph that scans the heap itself: the references typing followed
 	// would only take room (the plain graph, if ever asked for, finds
 	// them again).
@@ -623,6 +627,12 @@ static struct hd_error *framework_run(struct hd_session *s,
 	*ret_fw = fw;
 	*ret_g = g;
 	return NULL;
+}
+
+bool hd_session_names_note(const struct hd_session *s, char *buf, size_t len)
+{
+	const struct hd_fw *fw = s->names_sem ? s->names_sem->fw : s->names_fw;
+	return fw && hd_fw_defer_describe(fw, buf, len);
 }
 
 double hd_session_semantic_seconds(const struct hd_session *s)

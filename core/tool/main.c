@@ -371,6 +371,9 @@ static void print_profile(struct hd_session *s, double open, double total)
 		fprintf(stderr, ", semantic %.3f s (modules, its graph, dominators)", sem);
 	fprintf(stderr, ", report %.3f s; total %.3f s\n",
 		total - open - walk - frames - scan - types - graph - dom - sem, total);
+	char names[256];
+	if (hd_session_names_note(s, names, sizeof(names)))
+		fprintf(stderr, "profile: block names: %s\n", names);
 	{
 		struct hd_target *t = hd_session_target(s);
 		uint64_t un = hd_target_unpopulated_bytes(t);

@@ -50,6 +50,7 @@ Exit status 0 when every check passed, 1 otherwise; the last line is
 "N passed, N failed".
 """
 import argparse
+import json
 import os
 import re
 import shutil
@@ -543,6 +544,36 @@ class Target:
 
         if self.cpp:
             self.check("C++ containers", lambda pb: self.cpp_roles(pb, used))
+        if self.cpp and not self.live:
+            self.check("names asked one block at a time", lambda pb: self.one_by_one(pb, used))
+
+    def one_by_one(self, pb, used):
+        """The libstdc++ module waits until a report asks about a block it
+        may name (docs/types.md): each used block asked alone, by `why` in a
+        process of its own, must get the name `blocks` gives (which runs the
+        module at once), and at least one must have needed the module."""
+        ran = waited = 0
+        for a in sorted(used):
+            r = heaptest.run_heapdom(self.heapdom, ["why"] + self.t + ["0x%x" % a, "--json",
+                                                                       "--profile"])
+            if r.rc != 0:
+                pb.append("why 0x%x: %s" % (a, r.describe()))
+                continue
+            got = json.loads(r.out).get("block", {}).get("type")
+            if got != used[a].get("type"):
+                pb.append("%s asked alone: type %r, blocks says %r"
+                          % (self.truth.name(a), got, used[a].get("type")))
+            if "module ran for block 0x%x" % a in r.err:
+                ran += 1
+            elif "module waited and was not needed" in r.err:
+                waited += 1
+            else:
+                pb.append("why 0x%x --profile says nothing of the libstdc++ module waiting: %s"
+                          % (a, r.err.strip()[-300:]))
+        if not ran or not waited:
+            pb.append("%d blocks ran the module, %d did not need it: expected some of each"
+                      % (ran, waited))
+        return "%d blocks: %d ran the module, %d did not need it" % (len(used), ran, waited)
 
     def cpp_roles(self, pb, used):
         tr = self.truth
