@@ -60,14 +60,22 @@ static bool edges_hold_all(const struct hd_fw_holders *hs,
 }
 
 // Whether u points at the start of v (an interior pointer claims nothing:
-// the module takes a block only at its start address).
+// the module takes a block only at its start address). A vertex's edges
+// are sorted (hd_scan_dedupe: the exact ones ascending, then the interior
+// ones, whose flag is the high bit): a binary search, not a scan, since a
+// bucket array of a million nodes is the predecessor of each of them.
 static bool exact_edge(const struct hd_graph *g, uint32_t u, uint32_t v)
 {
 	const struct hd_csr *f = &g->fwd;
-	for (uint32_t e = f->offsets[u]; e < f->offsets[u + 1]; e++)
-		if (f->targets[e] == v)
-			return true;
-	return false;
+	uint32_t lo = f->offsets[u], hi = f->offsets[u + 1];
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (f->targets[mid] < v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < f->offsets[u + 1] && f->targets[lo] == v;
 }
 
 struct hd_error *hd_fw_defer_create(struct hd_fw *fw, size_t module,
@@ -155,6 +163,10 @@ static bool out_of_reach(struct hd_fw *fw, struct hd_fw_defer *d, size_t id)
 {
 	const struct hd_graph *g = d->g;
 	if (d->unnamed[id / 64] >> (id % 64) & 1)
+		return true;
+	// No global or typed block holds one of its containers: it names
+	// nothing, whatever is asked.
+	if (!hd_fw_holders_any(d->hs))
 		return true;
 	if (!d->rev && hd_graph_reverse(g, &d->rev) != NULL)
 		return false; // no memory: run the module rather than guess

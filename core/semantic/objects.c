@@ -598,6 +598,8 @@ struct hd_fw_holders {
 	// An object of the prefixes at an address not a multiple of 8 (a
 	// packed struct): its pointers are no aligned words, no edges.
 	bool unaligned;
+	// Some global or typed block's type holds one.
+	bool any;
 };
 
 static int range_cmp(const void *x, const void *y)
@@ -659,6 +661,7 @@ struct hd_error *hd_fw_holders_create(struct hd_fw *fw,
 			    (err = holds(&hs->ob, mi, t, &yes, &reach, &aligned)) || !yes)
 				continue;
 			hs->unaligned |= !aligned;
+			hs->any = true;
 			struct range r = { bias + v->addr, bias + v->addr + (reach ? reach : 1) };
 			if (!HD_VEC_PUSH(hs->globals, hs->num_globals, hs->cap_globals, r))
 				err = &hd_error_no_memory;
@@ -666,7 +669,7 @@ struct hd_error *hd_fw_holders_create(struct hd_fw *fw,
 	}
 	// The typed blocks' types, once each (the entries, not the blocks):
 	// an array's later elements are aligned when its stride is.
-	for (size_t i = 0; !err && i < ty->num_entries && !hs->unaligned; i++) {
+	for (size_t i = 0; !err && i < ty->num_entries; i++) {
 		const struct hd_type_entry *e = &ty->entries[i];
 		if (e->module == UINT16_MAX || e->module >= ty->num_mods ||
 		    !ty->mods[e->module].ix || !e->count)
@@ -679,6 +682,7 @@ struct hd_error *hd_fw_holders_create(struct hd_fw *fw,
 		    (err = holds(&hs->ob, e->module, t, &yes, &reach, &aligned)) || !yes)
 			continue;
 		hs->unaligned |= !aligned;
+		hs->any = true;
 	}
 	if (err) {
 		hd_fw_holders_destroy(hs);
@@ -716,6 +720,11 @@ struct hd_error *hd_fw_holders_block(struct hd_fw_holders *hs, size_t id,
 bool hd_fw_holders_unaligned(const struct hd_fw_holders *hs)
 {
 	return hs->unaligned;
+}
+
+bool hd_fw_holders_any(const struct hd_fw_holders *hs)
+{
+	return hs->any;
 }
 
 bool hd_fw_holders_global(const struct hd_fw_holders *hs, size_t i,

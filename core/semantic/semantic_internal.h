@@ -169,6 +169,8 @@ bool hd_fw_holders_range(const struct hd_fw_holders *hs, uint64_t start,
 // Whether one of them is at an address not a multiple of 8 (no edge of
 // the graph holds its pointers).
 bool hd_fw_holders_unaligned(const struct hd_fw_holders *hs);
+// Whether any global or typed block holds one.
+bool hd_fw_holders_any(const struct hd_fw_holders *hs);
 // Global range i [start, end); false past the last.
 bool hd_fw_holders_global(const struct hd_fw_holders *hs, size_t i,
 			  uint64_t *start, uint64_t *end);
