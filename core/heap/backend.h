@@ -32,6 +32,11 @@ struct hd_heap_source {
 	struct hd_target *t;
 	struct hd_debuginfo *di; // may be NULL
 	const struct hd_heap_options *opts; // may be NULL
+	// Threads a walk may use (hd_heap_walk_threads); threads_asked: the
+	// user chose them (--jobs), so a small heap is split too. The heap
+	// does not depend on either.
+	unsigned threads;
+	bool threads_asked;
 };
 
 struct hd_heap_backend {

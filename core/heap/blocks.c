@@ -1,6 +1,7 @@
 // The neutral block table: sorted, dense ids, 15 bytes per block (19 for a
 // backend of exact sizes), and the per-heap tables a backend declares
 // (shapes, lists, regions, metadata, facts).
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,17 +114,36 @@ bool hd_heap_add(struct hd_heap *h, uint64_t addr, uint64_t extent,
 {
 	if (h->num_blocks == h->cap_blocks && !grow(h))
 		return false;
-	size_t i = h->num_blocks++;
-	h->addr[i] = addr;
-	// 2^32 units of 16 bytes cover 64 GiB.
-	uint64_t units = extent >> h->span_shift;
-	h->span[i] = units > UINT32_MAX ? UINT32_MAX : (uint32_t)units;
-	h->flags[i] = (uint8_t)(state | (list << HD_FLAG_LIST_SHIFT) |
-				((shape & 3) << HD_FLAG_SHAPE_SHIFT));
-	h->region[i] = region;
-	if (h->reserved)
-		h->reserved[i] = 0;
+	hd_heap_put(h, h->num_blocks++, addr, extent, state, list, region,
+		    shape);
 	return true;
+}
+
+void hd_heap_fit(struct hd_heap *h)
+{
+	size_t n = h->num_blocks;
+	if (!n || n >= h->cap_blocks)
+		return;
+	// A shrink that fails keeps the larger array: every column still
+	// holds n rows, so n is the capacity either way.
+	uint64_t *a = realloc(h->addr, n * sizeof(*a));
+	if (a)
+		h->addr = a;
+	uint32_t *c = realloc(h->span, n * sizeof(*c));
+	if (c)
+		h->span = c;
+	uint8_t *f = realloc(h->flags, n * sizeof(*f));
+	if (f)
+		h->flags = f;
+	uint16_t *r = realloc(h->region, n * sizeof(*r));
+	if (r)
+		h->region = r;
+	if (h->reserved) {
+		uint32_t *x = realloc(h->reserved, n * sizeof(*x));
+		if (x)
+			h->reserved = x;
+	}
+	h->cap_blocks = n;
 }
 
 // A backend's callbacks see the whole table: on a merged heap their
@@ -443,33 +463,88 @@ void hd_heap_allocator_lists(const struct hd_heap *h, size_t i, size_t *first,
 	}
 }
 
-void hd_heap_count_totals(struct hd_heap *h)
+// Rows [lo, hi)'s totals: the heap's are the parts' sums, the same
+// however the rows are cut.
+struct totals_part {
+	const struct hd_heap *h;
+	size_t lo, hi;
+	struct hd_heap_count used, free, reserve, internal;
+	uint64_t usable;
+};
+
+static void *count_part(void *arg)
 {
-	struct hd_heap_alloc *a = &h->allocs[0];
-	memset(&a->used, 0, sizeof(a->used));
-	a->free = a->reserve = a->internal = a->used;
-	a->usable = 0;
-	for (size_t i = 0; i < h->num_blocks; i++) {
+	struct totals_part *t = arg;
+	const struct hd_heap *h = t->h;
+	for (size_t i = t->lo; i < t->hi; i++) {
 		uint64_t e = hd_heap_extent(h, i);
 		struct hd_heap_count *c;
 		switch (hd_heap_state(h, i)) {
 		case HD_STATE_USED:
-			c = &a->used;
-			a->usable += hd_heap_usable(h, i);
+			c = &t->used;
+			t->usable += hd_heap_usable(h, i);
 			break;
 		case HD_STATE_FREE: {
 			unsigned l = hd_heap_block_list(h, i);
-			c = l < h->num_lists && h->lists[l].reserve ? &a->reserve
-								      : &a->free;
+			c = l < h->num_lists && h->lists[l].reserve ? &t->reserve
+								      : &t->free;
 			break;
 		}
 		default:
-			c = &a->internal;
+			c = &t->internal;
 			break;
 		}
 		c->blocks++;
 		c->bytes += e;
 	}
+	return NULL;
+}
+
+static void add_count(struct hd_heap_count *to, const struct hd_heap_count *c)
+{
+	to->blocks += c->blocks;
+	to->bytes += c->bytes;
+}
+
+void hd_heap_count_totals_threads(struct hd_heap *h, unsigned threads)
+{
+	enum { MAX_PARTS = 64 };
+	struct totals_part parts[MAX_PARTS];
+	pthread_t tid[MAX_PARTS];
+	bool started[MAX_PARTS];
+	unsigned k = threads < 1 ? 1 : threads > MAX_PARTS ? MAX_PARTS : threads;
+	if (k > h->num_blocks)
+		k = h->num_blocks ? (unsigned)h->num_blocks : 1;
+	for (unsigned j = 0; j < k; j++) {
+		parts[j] = (struct totals_part){
+			.h = h,
+			.lo = h->num_blocks / k * j,
+			.hi = j + 1 == k ? h->num_blocks : h->num_blocks / k * (j + 1),
+		};
+		// A thread that cannot start leaves its part to this one.
+		started[j] = j && pthread_create(&tid[j], NULL, count_part,
+						 &parts[j]) == 0;
+	}
+	struct hd_heap_alloc *a = &h->allocs[0];
+	memset(&a->used, 0, sizeof(a->used));
+	a->free = a->reserve = a->internal = a->used;
+	a->usable = 0;
+	for (unsigned j = 0; j < k; j++) {
+		if (started[j])
+			pthread_join(tid[j], NULL);
+		else
+			count_part(&parts[j]);
+		add_count(&a->used, &parts[j].used);
+		add_count(&a->free, &parts[j].free);
+		add_count(&a->reserve, &parts[j].reserve);
+		add_count(&a->internal, &parts[j].internal);
+		a->usable += parts[j].usable;
+	}
+}
+
+void hd_heap_count_totals(struct hd_heap *h)
+{
+	hd_heap_count_totals_threads(h, 1);
 }
 
 const char *hd_block_state_name(enum hd_block_state s)

@@ -11,6 +11,16 @@
 // NULL: read ahead, with the module's types, as a debugger loads it.
 const char *hd_heap_layout_unit(const char *path);
 
+// hd_heap_walk on up to threads threads (the glibc chunk walk splits a
+// large heap between them; 0 or 1: one). asked: the user chose the
+// number (--jobs), and even a small heap is split, as the scan does. The
+// heap is the same whatever the number.
+struct hd_error *hd_heap_walk_threads(struct hd_target *t,
+				      struct hd_debuginfo *di,
+				      const struct hd_heap_options *opts,
+				      unsigned threads, bool asked,
+				      struct hd_heap **ret);
+
 // Block table, struct-of-arrays, 15 bytes per block: 8 (addr) + 4 (span:
 // extent in units of 1 << span_shift) + 1 (flags) + 2 (region). Everything
 // else a block has is derived from a handful of per-allocator tables the
@@ -134,6 +144,25 @@ bool hd_heap_reserve(struct hd_heap *h, size_t cap);
 bool hd_heap_add(struct hd_heap *h, uint64_t addr, uint64_t extent,
 		 enum hd_block_state state, unsigned list, uint16_t region,
 		 unsigned shape);
+// Writes block id (below num_blocks) as hd_heap_add appends one: for a
+// walk that counts rows first and fills them later, on several threads.
+static inline void hd_heap_put(struct hd_heap *h, size_t id, uint64_t addr,
+			       uint64_t extent, enum hd_block_state state,
+			       unsigned list, uint16_t region, unsigned shape)
+{
+	h->addr[id] = addr;
+	// 2^32 units of 16 bytes cover 64 GiB.
+	uint64_t units = extent >> h->span_shift;
+	h->span[id] = units > UINT32_MAX ? UINT32_MAX : (uint32_t)units;
+	h->flags[id] = (uint8_t)(state | (list << HD_FLAG_LIST_SHIFT) |
+				 ((shape & 3) << HD_FLAG_SHAPE_SHIFT));
+	h->region[id] = region;
+	if (h->reserved)
+		h->reserved[id] = 0;
+}
+// Gives back the room reserved past num_blocks (after a walk that
+// reserved more than it found).
+void hd_heap_fit(struct hd_heap *h);
 // For a backend of exact sizes: the reserved column (4 bytes a block),
 // after hd_heap_declare and before the first block; false without memory.
 bool hd_heap_exact_sizes(struct hd_heap *h);
@@ -253,6 +282,8 @@ struct hd_error *hd_heap_merge(struct hd_heap **parts, size_t n,
 			       struct hd_heap **ret);
 // Fills h->allocs[0]'s totals from h's blocks (one allocator's walk).
 void hd_heap_count_totals(struct hd_heap *h);
+// The same, the rows split between up to threads threads.
+void hd_heap_count_totals_threads(struct hd_heap *h, unsigned threads);
 
 // ------------------------------------------------------ other allocators
 

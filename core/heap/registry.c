@@ -98,6 +98,8 @@ static void walks_deinit(struct walks *w)
 	hd_error_destroy(w->first);
 }
 
+#define TOTALS_SPLIT_MIN (1u << 18)
+
 // Walks backend b. Named (by --allocator): finding nothing is an error.
 static struct hd_error *walk_one(const struct hd_heap_source *src,
 				 const struct hd_heap_backend *b,
@@ -155,7 +157,11 @@ static struct hd_error *walk_one(const struct hd_heap_source *src,
 				       "more than %d allocators hold blocks in %s",
 				       HD_HEAP_MAX_ALLOCATORS, hd_target_name(src->t));
 	}
-	hd_heap_count_totals(h);
+	// A thread is worth starting for a few hundred thousand rows (or
+	// when the user asked for threads: the totals do not depend on them).
+	hd_heap_count_totals_threads(h, src->threads_asked ||
+					       h->num_blocks >= TOTALS_SPLIT_MIN
+					   ? src->threads : 1);
 	w->parts[w->n++] = h;
 	return NULL;
 }
@@ -204,7 +210,18 @@ struct hd_error *hd_heap_walk(struct hd_target *t, struct hd_debuginfo *di,
 			      const struct hd_heap_options *opts,
 			      struct hd_heap **ret)
 {
-	struct hd_heap_source src = {.t = t, .di = di, .opts = opts};
+	return hd_heap_walk_threads(t, di, opts, 1, false, ret);
+}
+
+struct hd_error *hd_heap_walk_threads(struct hd_target *t,
+				      struct hd_debuginfo *di,
+				      const struct hd_heap_options *opts,
+				      unsigned threads, bool asked,
+				      struct hd_heap **ret)
+{
+	struct hd_heap_source src = {.t = t, .di = di, .opts = opts,
+				     .threads = threads ? threads : 1,
+				     .threads_asked = asked};
 	const char *names = opts && opts->allocators && *opts->allocators
 				    ? opts->allocators : NULL;
 	struct hd_error *err = names ? hd_heap_check_allocators(names) : NULL;

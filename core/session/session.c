@@ -10,6 +10,7 @@
 
 #include "debuginfo/debuginfo_internal.h"
 #include "graph/refs.h"
+#include "heap/heap_internal.h"
 #include "heapdom.h"
 #include "semantic/semantic_internal.h"
 #include "session/session_internal.h"
@@ -221,7 +222,9 @@ struct hd_error *hd_session_heap(struct hd_session *s,
 			.use_debuginfo = !s->opts.no_libc_debuginfo,
 			.allocators = s->allocators[0] ? s->allocators : NULL,
 		};
-		struct hd_error *err = hd_heap_walk(s->t, s->di, &ho, &s->h);
+		struct hd_error *err = hd_heap_walk_threads(
+			s->t, s->di, &ho, hd_threads_wanted(s->opts.threads),
+			s->opts.threads != 0, &s->h);
 		if (err) {
 			struct hd_error *lost = check_lost(s);
 			if (lost) {

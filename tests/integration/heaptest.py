@@ -101,7 +101,8 @@ def core_invariants(core, exe=None, heapdom=None, extra=()):
     leaked set is the same typed and --untyped (types name blocks and
     edges; they never decide reachability); the top-level holders of
     `dominators --json` partition the used heap (holder_problems); one
-    thread and two give the same `dominators --json`. heapdom defaults to
+    thread and two give the same `dominators --json` and `blocks --json`
+    (the walk's blocks and problems). heapdom defaults to
     $HEAPDOM_INVARIANTS (set by meson for every test); without either,
     nothing is checked. extra: more arguments (--sysroot ...)."""
     heapdom = heapdom or os.environ.get("HEAPDOM_INVARIANTS")
@@ -146,6 +147,18 @@ def core_invariants(core, exe=None, heapdom=None, extra=()):
     except ValueError as e:
         return problems + ["invariant: heapdom %s: bad JSON (%s)" % (" ".join(args), e)]
     problems += ["invariant broken on %s: %s" % (core, p) for p in holder_problems(doc)]
+    # The walk too: every block and problem the same with 1 and 2 threads
+    # (asked for, a heap of any size is split between them).
+    args = ["blocks", core, "--json"] + (["--exe", exe] if exe else []) + list(extra)
+    outs = []
+    for threads in ("1", "2"):
+        r = run_heapdom(heapdom, args + ["--jobs", threads])
+        if r.rc != 0:
+            return problems + ["invariant: %s" % r.describe()]
+        outs.append(r.out)
+    if outs[0] != outs[1]:
+        problems.append("invariant broken on %s: blocks --json differs with 1 and 2 threads"
+                        % core)
     return problems
 
 

@@ -75,6 +75,19 @@ def blocks(heapdom, core, extra=()):
     return json.loads(p.stdout), p
 
 
+def same_with_threads(heapdom, core, extra=()):
+    """Whether `blocks --json` is the same walked by 1 and by 2 threads
+    (the split walk: every block, problem and their order); None if a run
+    failed."""
+    outs = []
+    for jobs in ("1", "2"):
+        p = run(heapdom, ["blocks", core, "--json", "--jobs", jobs, *extra], timeout=30)
+        if p is None:
+            return None
+        outs.append((p.returncode, p.stdout, p.stderr))
+    return outs[0] == outs[1]
+
+
 def patch(core, out, edits):
     shutil.copyfile(core, out)
     with open(out, "r+b") as f:
@@ -123,6 +136,8 @@ def main():
             now = {b["addr"] for b in got["blocks"]}
             check(f"blocks before the smashed chunk still reported {mode}",
                   before <= now, f"{len(before - now)} missing")
+    check("smashed heap: the same blocks and problems with 1 and 2 threads",
+          same_with_threads(a.heapdom, bad))
     st = run(a.heapdom, ["stats", bad])
     check("stats on a smashed heap warns and succeeds",
           st is not None and st.returncode == 0 and "partial" in st.stdout,
@@ -165,6 +180,7 @@ def main():
                   if not b["mmapped"] for k in (0, 1, 2, 3)]
     arena_words = [int(main_arena, 16) + 8 * k for k in range(275)]
     crashes = []
+    differ = []
     for i in range(60):
         edits = []
         for _ in range(rng.choice((1, 4, 16))):
@@ -181,6 +197,8 @@ def main():
                                                          len(p.stderr.strip().splitlines()) != 1):
                 crashes.append((i, mode, None if p is None else p.returncode,
                                 "" if p is None else p.stderr[-300:]))
+        if not same_with_threads(a.heapdom, fuzzed):
+            differ.append(i)
         if i % 3 == 0:
             p = run(a.heapdom, ["dominators", "--semantic", fuzzed], timeout=30)
             if p is None or p.returncode not in (0, 1) or (p.returncode == 1 and
@@ -189,6 +207,8 @@ def main():
                                 "" if p is None else p.stderr[-300:]))
     check("random corruption: exit 0 or one-line error, never a crash or hang",
           not crashes, repr(crashes[:3]))
+    check("random corruption: the same blocks and problems with 1 and 2 threads",
+          not differ, "differ in rounds %s" % differ[:10])
     del heap_lo
 
     # 5. Truncated cores.

@@ -63,6 +63,12 @@ def one(args, case, minor):
         check(tag + ": blocks --json finishes with status 0", False, failed(r))
         return
     doc = json.loads(r.out)
+    # The walk split between threads (asked for, even this small heap is)
+    # gives every block and problem in the same order.
+    outs = [run(args, ["blocks", "--json", "--jobs", j], core) for j in ("1", "2")]
+    check(tag + ": blocks --json the same with 1 and 2 threads",
+          all(not failed(x) for x in outs) and outs[0].out == outs[1].out == r.out,
+          [failed(x) for x in outs])
     check(tag + ": blocks: partial, with problems",
           doc["partial"] and doc["problems"],
           (doc["partial"], doc["problems"][:3]))

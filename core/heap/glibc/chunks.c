@@ -310,10 +310,33 @@ static uint64_t resync(struct glibc_walk *w, const struct glibc_segment *s,
 	return len;
 }
 
+// Whether the walk, at off, takes piece p from one of the chunks its run
+// began with (*k: which), walks on to reach one (WALK), or has passed
+// them all (DROP: the piece began inside a block's data, or past a chunk
+// the walk reported; its chunks are walked here).
+enum piece_join { PIECE_WALK, PIECE_TAKE, PIECE_DROP };
+static enum piece_join piece_at(const struct glibc_piece *p, uint64_t off,
+				unsigned *k)
+{
+	if (!p->num_sync || off > p->sync[p->num_sync - 1])
+		return PIECE_DROP;
+	for (unsigned i = 0; i < p->num_sync && p->sync[i] <= off; i++) {
+		if (p->sync[i] == off) {
+			*k = i;
+			return PIECE_TAKE;
+		}
+	}
+	return PIECE_WALK;
+}
+
 // Walks one arena heap segment; blocks are appended in address order.
+// pieces (num_pieces of them, in order): what threads walked ahead
+// (split.c); a piece the walk lands on has its rows reserved here, to be
+// written by glibc_fill_pieces.
 static struct hd_error *walk_segment(struct glibc_walk *w,
 				     const struct glibc_segment *s,
-				     const uint8_t *d)
+				     const uint8_t *d, struct glibc_piece *pieces,
+				     size_t num_pieces)
 {
 	struct hd_heap *h = w->h;
 	if (s->mmapped) {
@@ -328,7 +351,39 @@ static struct hd_error *walk_segment(struct glibc_walk *w,
 	uint64_t off = 0, last = 0, done = s->start;
 	bool has_last = false;
 	uint64_t *bits = NULL;
+	size_t next_piece = 0;
+	// The piece whose last chunk is the table's last row, if it is.
+	struct glibc_piece *last_piece = NULL;
 	while (off < len) {
+		while (next_piece < num_pieces) {
+			struct glibc_piece *pc = &pieces[next_piece];
+			unsigned k = 0;
+			enum piece_join j = piece_at(pc, off, &k);
+			if (j == PIECE_WALK)
+				break;
+			next_piece++;
+			if (j == PIECE_DROP)
+				continue;
+			// Its chunks from the k-th are the ones this walk
+			// would push, one after the other.
+			pc->joined = true;
+			pc->from = k;
+			pc->base = h->num_blocks;
+			pc->rows = pc->count - k;
+			if (!hd_heap_reserve(h, h->num_blocks + pc->rows))
+				goto no_memory;
+			h->num_blocks += pc->rows;
+			has_last = true;
+			last = pc->last;
+			last_piece = pc;
+			// The piece's thread gave its pages back; so did this
+			// walk up to here.
+			hd_target_release(w->t, done, s->start + off - done);
+			off = pc->end;
+			done = s->start + off;
+		}
+		if (off >= len)
+			break;
 		uint64_t p = s->start + off;
 		release_behind(w, &done, p);
 		if (len - off < 16) {
@@ -369,6 +424,7 @@ static struct hd_error *walk_segment(struct glibc_walk *w,
 			if (!hd_heap_push(h, p, 16, HD_STATE_INTERNAL,
 					  HD_LIST_NONE, s->arena, false))
 				goto no_memory;
+			last_piece = NULL;
 			off += 16;
 			continue;
 		}
@@ -376,7 +432,12 @@ static struct hd_error *walk_segment(struct glibc_walk *w,
 		    (s->top && p < s->top && size > s->top - p)) {
 			// A size that lies: invalid, past the heap's end, or
 			// over the top chunk.
+			size_t rows = h->num_blocks;
 			off = resync(w, s, d, &bits, off, field, has_last, last);
+			// The row resync dropped was a piece's last.
+			if (h->num_blocks < rows && last_piece)
+				last_piece->rows--;
+			last_piece = NULL;
 			has_last = false;
 			continue;
 		}
@@ -391,6 +452,7 @@ static struct hd_error *walk_segment(struct glibc_walk *w,
 				  in_use ? HD_LIST_NONE : HD_LIST_UNKNOWN,
 				  s->arena, false))
 			goto no_memory;
+		last_piece = NULL;
 		has_last = true;
 		last = off;
 		off += size;
@@ -451,17 +513,38 @@ struct hd_error *glibc_walk_chunks(struct glibc_walk *w)
 	if (!data)
 		return &hd_error_no_memory;
 	struct hd_error *err = view_segments(w, data);
+	// Threads walk pieces of large heaps ahead (split.c): then the rows
+	// are those they counted, with room for the few chunks at each
+	// heap's end they leave to this walk (its table is fitted after).
+	struct glibc_split sp = {0};
+	if (!err)
+		err = glibc_split_heaps(w, data, &sp);
 	size_t total = 0;
-	for (size_t i = 0; i < w->num_segs && !err; i++)
-		total += w->segs[i].mmapped ? 1
-			 : data[i] ? count_segment(w, &w->segs[i], data[i]) : 0;
+	for (size_t i = 0; i < w->num_segs && !err; i++) {
+		if (w->segs[i].mmapped) {
+			total++;
+		} else if (data[i] && sp.num) {
+			for (size_t j = sp.first[i]; j < sp.first[i + 1]; j++)
+				total += sp.pieces[j].count;
+			total += 2;
+		} else if (data[i]) {
+			total += count_segment(w, &w->segs[i], data[i]);
+		}
+	}
 	if (!err && !hd_heap_reserve(w->h, total))
 		err = &hd_error_no_memory;
 	for (size_t i = 0; i < w->num_segs && !err; i++) {
 		if (i && w->segs[i].start < w->segs[i - 1].end)
 			continue;
-		err = walk_segment(w, &w->segs[i], data[i]);
+		size_t np = sp.num ? sp.first[i + 1] - sp.first[i] : 0;
+		err = walk_segment(w, &w->segs[i], data[i],
+				   np ? &sp.pieces[sp.first[i]] : NULL, np);
 	}
+	if (!err && sp.num) {
+		glibc_fill_pieces(w, data, &sp);
+		hd_heap_fit(w->h);
+	}
+	glibc_split_deinit(&sp);
 	free(data);
 	return err;
 }

@@ -179,6 +179,44 @@ struct glibc_walk {
 	// unknown: walk.c hands them to the table (info.version).
 	char version[32];
 	char version_source[256];
+	// Threads the chunk walk may use, and whether the user chose them
+	// (hd_heap_source).
+	unsigned threads;
+	bool threads_asked;
+};
+
+// A piece of an arena heap that a thread walks ahead of the sequential
+// walk (split.c). Chunks that start in [lo, hi) (offsets in the heap)
+// are its share; it starts at the first offset from lo where a run of
+// headers chains validly (lo itself when lo is 0) and walks plain chunks
+// only: any chunk the sequential walk would report, or the heap's top
+// and its last 32 bytes, end it.
+#define GLIBC_SYNC_RUN 32
+struct glibc_piece {
+	size_t seg; // its segment's index
+	uint64_t lo, hi;
+	// The offsets of the first chunks it walked (the run that found its
+	// start), the chunks walked, the last one's offset, and where it
+	// stopped: the first chunk at or past hi, or one it leaves to the
+	// sequential walk.
+	uint64_t sync[GLIBC_SYNC_RUN];
+	unsigned num_sync;
+	uint64_t count, last, end;
+	// Taken by the sequential walk, which landed on sync[from]: the
+	// chunks from there are the table's rows base to base + rows - 1,
+	// written after the walk (glibc_fill_pieces).
+	bool joined;
+	unsigned from;
+	size_t base, rows;
+};
+
+// The pieces of every heap, in address order: segment i's are
+// pieces[first[i]] to pieces[first[i + 1] - 1].
+struct glibc_split {
+	struct glibc_piece *pieces;
+	size_t num;
+	size_t *first;
+	unsigned threads;
 };
 
 // Keeps only the rows in mask if any remains; true if it narrowed.
@@ -226,6 +264,17 @@ struct hd_error *glibc_collect_arenas(struct glibc_walk *w,
 struct hd_error *glibc_find_mmapped(struct glibc_walk *w);
 // Walks the chunks of every segment, appending blocks in address order.
 struct hd_error *glibc_walk_chunks(struct glibc_walk *w);
+// Cuts the arena heaps (data[i]: segment i's bytes, NULL when it is not
+// walked) into pieces when the heap is large enough and threads are
+// allowed, and walks them on the threads; sp->num is 0 when the walk is
+// sequential.
+struct hd_error *glibc_split_heaps(struct glibc_walk *w,
+				   const uint8_t *const *data,
+				   struct glibc_split *sp);
+// Writes the rows of the pieces the sequential walk took, on the threads.
+void glibc_fill_pieces(struct glibc_walk *w, const uint8_t *const *data,
+		       struct glibc_split *sp);
+void glibc_split_deinit(struct glibc_split *sp);
 // Marks the chunks held by tcache, fastbins and bins.
 struct hd_error *glibc_walk_free_lists(struct glibc_walk *w);
 // The backend's walk (walk.c): every stage above, then the regions,

@@ -147,7 +147,9 @@ static struct hd_error *hand_over(struct glibc_walk *w, uint64_t main_arena)
 struct hd_error *glibc_walk_heap(const struct hd_heap_source *src,
 				 struct hd_heap *h)
 {
-	struct glibc_walk w = {.t = src->t, .di = src->di, .h = h};
+	struct glibc_walk w = {.t = src->t, .di = src->di, .h = h,
+			       .threads = src->threads,
+			       .threads_asked = src->threads_asked};
 	struct hd_error *err = NULL;
 	glibc_heap_declare(h);
 	glibc_layout_default(&w.lay);
