@@ -9,6 +9,7 @@
 
 #include "heap/backend.h"
 #include "util/vec.h"
+#include "util/thread.h"
 
 #define MAX_PROBLEMS 1000
 
@@ -522,7 +523,7 @@ void hd_heap_count_totals_threads(struct hd_heap *h, unsigned threads)
 			.hi = j + 1 == k ? h->num_blocks : h->num_blocks / k * (j + 1),
 		};
 		// A thread that cannot start leaves its part to this one.
-		started[j] = j && pthread_create(&tid[j], NULL, count_part,
+		started[j] = j && hd_thread_create(&tid[j], count_part,
 						 &parts[j]) == 0;
 	}
 	struct hd_heap_alloc *a = &h->allocs[0];

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "heap/glibc/glibc_internal.h"
+#include "util/thread.h"
 
 #define PREV_INUSE 1ULL
 #define IS_MMAPPED 2ULL
@@ -198,7 +199,7 @@ static void run(struct run *r)
 	if (n > 64)
 		n = 64;
 	for (unsigned i = 0; i < n; i++)
-		if (pthread_create(&tid[started], NULL, run_pieces, r) == 0)
+		if (hd_thread_create(&tid[started], run_pieces, r) == 0)
 			started++;
 	run_pieces(r);
 	for (unsigned i = 0; i < started; i++)
