@@ -184,7 +184,12 @@ static struct hd_error *dom_state_init(struct dom_state *st,
 		return err;
 	size_t cap = st->cap;
 	st->preorder = malloc(cap * sizeof(*st->preorder));
-	st->link = malloc(cap * sizeof(*st->link));
+	// Room for the output's preorder too (finish), which takes the
+	// forest's pages: only the pages written become resident.
+	size_t link_size = cap * sizeof(*st->link);
+	if (link_size < n * sizeof(uint32_t))
+		link_size = n * sizeof(uint32_t);
+	st->link = malloc(link_size);
 	st->seen = malloc(SEEN_BATCH * sizeof(*st->seen));
 	// The search counts each vertex's evaluated predecessors (by number)
 	// as it goes: it reads every target's number anyway.
@@ -261,7 +266,6 @@ static struct hd_error *explore(struct dom_state *st, uint32_t i)
 	uint32_t *preorder = st->preorder;
 	struct link_node *link = st->link;
 	uint32_t count = st->count;
-	uint32_t leaves = st->num_leaves;
 	size_t depth = 0;
 	static int getenv_pf = -1;
 	if (getenv_pf < 0) getenv_pf = getenv("HD_PF") != NULL;
@@ -270,11 +274,8 @@ static struct hd_error *explore(struct dom_state *st, uint32_t i)
 	for (;;) {
 		while (e < end) {
 			uint32_t u = HD_EDGE_TARGET(targets[e++]);
-			if (is_leaf(leaf, u)) {
-				num[u] = LEAF_OF | i;
-				leaves++;
+			if (is_leaf(leaf, u))
 				continue;
-			}
 			uint32_t nu = num[u];
 			if (nu != HD_NO_VERTEX) {
 				st->seen[st->num_seen++] = (struct seen){ i, nu };
@@ -318,7 +319,6 @@ static struct hd_error *explore(struct dom_state *st, uint32_t i)
 		end = (uint32_t)offsets[preorder[i] + 1];
 	}
 	st->count = count;
-	st->num_leaves = leaves;
 	return NULL;
 }
 
@@ -340,13 +340,12 @@ static struct hd_error *explore_from_root(struct dom_state *st, uint32_t u)
 // Depth-first search from root. With groups, root's successors are taken
 // group by group, each explored to the end before the next, so the
 // vertices first found from group k get the preorder numbers
-// [group_start[k], group_start[k + 1]), and its leaves are the ones
-// counted from leaf_start[k] to leaf_start[k + 1]; edges past the last
-// group form one more group. Without groups, every vertex is in group 0,
-// the root with them.
+// [group_start[k], group_start[k + 1]); edges past the last group form
+// one more group. Without groups, every vertex is in group 0, the root
+// with them. Leaves are passed over (build_preds writes them down).
 static struct hd_error *dfs(struct dom_state *st, uint32_t root,
 			    const uint64_t *groups, uint32_t num_groups,
-			    uint32_t *group_start, uint32_t *leaf_start)
+			    uint32_t *group_start)
 {
 	st->num[root] = 0;
 	st->preorder[0] = root;
@@ -357,8 +356,6 @@ static struct hd_error *dfs(struct dom_state *st, uint32_t root,
 		settle_seen(st);
 		group_start[0] = 0;
 		group_start[1] = st->count;
-		leaf_start[0] = 0;
-		leaf_start[1] = st->num_leaves;
 		return err;
 	}
 	const uint32_t *targets = st->g->targets;
@@ -366,7 +363,6 @@ static struct hd_error *dfs(struct dom_state *st, uint32_t root,
 	uint64_t e = first;
 	for (uint32_t k = 0; k <= num_groups; k++) {
 		group_start[k] = st->count;
-		leaf_start[k] = st->num_leaves;
 		st->group_lo = st->count;
 		uint64_t gend = k < num_groups && first + groups[k] < end ? first + groups[k] : end;
 		for (; e < gend; e++) {
@@ -378,7 +374,6 @@ static struct hd_error *dfs(struct dom_state *st, uint32_t root,
 		settle_seen(st);
 	}
 	group_start[num_groups + 1] = st->count;
-	leaf_start[num_groups + 1] = st->num_leaves;
 	return NULL;
 }
 
@@ -419,15 +414,14 @@ static inline uint32_t eval(struct link_node *link, uint32_t v, uint32_t w)
 	return compress(link, v, w);
 }
 
-// The group start at or below preorder number nu.
-static inline uint32_t group_of(const uint32_t *group_start,
-				uint32_t num_groups, uint32_t nu)
+// The group (index) of preorder number i, of num_groups.
+static inline uint32_t group_index(const uint32_t *group_start,
+				   uint32_t num_groups, uint32_t i)
 {
-	uint32_t lo = 0;
-	for (uint32_t k = 0; k <= num_groups; k++)
-		if (group_start[k] <= nu)
-			lo = group_start[k];
-	return lo;
+	uint32_t k = 0;
+	for (uint32_t j = 1; j < num_groups; j++)
+		k += group_start[j] <= i;
+	return k;
 }
 
 // The predecessor lists by preorder number, from the counts the search
@@ -438,15 +432,18 @@ static inline uint32_t group_of(const uint32_t *group_start,
 // number, its cursor and its slot, prefetched in stages, each reading
 // what the one before fetched. An edge is kept on the same terms as the
 // search counted it (seen_edge): from a numbered vertex, to one numbered
-// before it, in its group; an edge into a leaf is the leaf's only one,
-// the one the search took, and is skipped without its number.
+// before it, in its group. An edge into a leaf is the leaf's only one:
+// the leaf is written down here as reached from the edge's source (the
+// search passed it over: a leaf away from its source was a miss there),
+// and counted in that vertex's group into leaf_start[k + 1].
 static struct hd_error *build_preds(struct dom_state *st,
 				    const uint32_t *group_start,
+				    uint32_t *leaf_start,
 				    uint32_t num_groups)
 {
 	const uint32_t *offsets = st->g->offsets;
 	const uint32_t *targets = st->g->targets;
-	const uint32_t *num = st->num;
+	uint32_t *num = st->num;
 	const uint64_t *leaf = st->leaf;
 	uint32_t *off = st->pred_off;
 	uint32_t n = st->g->n;
@@ -458,18 +455,18 @@ static struct hd_error *build_preds(struct dom_state *st,
 	if (!pred)
 		return &hd_error_no_memory;
 	st->pred = pred;
-	if (!total)
-		return NULL;
+	memset(leaf_start, 0, (num_groups + 1) * sizeof(*leaf_start));
 	for (uint32_t u = 0; u < n; u++) {
 		uint32_t nu = num[u];
+		// A leaf has no edges; the root's successors are not leaves.
 		if (nu == HD_NO_VERTEX || nu == 0 || (nu & LEAF_OF))
 			continue;
-		uint32_t lo = group_start ? group_of(group_start, num_groups, nu) : 0;
+		uint32_t k = group_index(group_start, num_groups, nu);
+		uint32_t lo = group_start[k];
 		for (uint64_t e = offsets[u], end = offsets[u + 1]; e < end; e++) {
 			if (e + 2 * EDGES_AHEAD < m) {
 				uint32_t x = HD_EDGE_TARGET(targets[e + 2 * EDGES_AHEAD]);
-				if (!is_leaf(leaf, x))
-					__builtin_prefetch(&num[x]);
+				__builtin_prefetch(&num[x], 1);
 			}
 			if (e + EDGES_AHEAD < m) {
 				uint32_t x = HD_EDGE_TARGET(targets[e + EDGES_AHEAD]);
@@ -478,14 +475,20 @@ static struct hd_error *build_preds(struct dom_state *st,
 					__builtin_prefetch(&off[a + 1], 1);
 			}
 			uint32_t x = HD_EDGE_TARGET(targets[e]);
-			if (is_leaf(leaf, x))
+			if (is_leaf(leaf, x)) {
+				num[x] = LEAF_OF | nu;
+				leaf_start[k + 1]++;
 				continue;
+			}
 			// A numbered vertex's successors are reached.
 			uint32_t t = num[x];
 			if (t < nu && t >= lo)
 				pred[off[t + 1]++] = nu;
 		}
 	}
+	for (uint32_t k = 0; k < num_groups; k++)
+		leaf_start[k + 1] += leaf_start[k];
+	st->num_leaves = leaf_start[num_groups];
 	return NULL;
 }
 
@@ -574,16 +577,6 @@ static void nearest_common_ancestors(struct dom_state *st)
 	}
 }
 
-// The group (index) of preorder number i, of num_groups.
-static inline uint32_t group_index(const uint32_t *group_start,
-				   uint32_t num_groups, uint32_t i)
-{
-	uint32_t k = 0;
-	for (uint32_t j = 1; j < num_groups; j++)
-		k += group_start[j] <= i;
-	return k;
-}
-
 // The results, from the numbers: num becomes idom in place, read and
 // written straight through, each vertex's immediate dominator looked up
 // by number (a leaf's is the vertex it was reached from); and the
@@ -663,14 +656,14 @@ static struct hd_error *semi_pass(struct dom_state *st, uint32_t root,
 				  uint32_t *group_start, uint32_t *leaf_start)
 {
 	struct hd_error *err = dfs(st, root, groups, num_groups - 1,
-				   group_start, leaf_start);
+				   group_start);
 	if (err)
 		return err;
 	free(st->stack);
 	free(st->seen);
 	st->stack = NULL;
 	st->seen = NULL;
-	err = build_preds(st, groups ? group_start : NULL, num_groups);
+	err = build_preds(st, group_start, leaf_start, num_groups);
 	if (err)
 		return err;
 	free(st->leaf);
