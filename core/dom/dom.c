@@ -10,11 +10,11 @@
 // own and exactly one edge into it (a string, an array of numbers, a
 // vector's buffer: most of a heap's blocks). Its immediate dominator is
 // the vertex that edge comes from, and no other vertex's depends on it.
-// The search meets a leaf once and writes down where from, without a
-// number, and the passes after it run over the other vertices only. On a
-// heap whose structure runs across the address space (a std::map's
-// nodes), each leaf the search numbered was a cache miss on its number
-// and its edges.
+// The search passes leaves over (a bit per vertex says which), the
+// predecessor pass writes down where each is reached from, and the
+// passes after it run over the other vertices only. On a heap whose
+// structure runs across the address space (a std::map's nodes), each
+// leaf the search numbered was a cache miss on its number and its edges.
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -256,7 +256,7 @@ static void settle_seen(struct dom_state *st)
 // is the parent chain, but climbing it back through vertices whose edges
 // are all used would double the work on lists and trees; so the search
 // keeps a stack of only the vertices with edges left, each with its
-// cursor. A leaf is written down as reached from i, and not numbered.
+// cursor. Leaves are passed over (build_preds writes them down).
 static struct hd_error *explore(struct dom_state *st, uint32_t i)
 {
 	const uint32_t *offsets = st->g->offsets;
