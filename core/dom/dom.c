@@ -5,7 +5,18 @@
 // Everything is iterative, since a heap can hold a linked list of millions
 // of nodes, and works on preorder numbers so that the hot loops touch
 // dense arrays; vertex ids come back only at the end.
+//
+// Leaves are left out of all that: a leaf is a vertex with no edge of its
+// own and exactly one edge into it (a string, an array of numbers, a
+// vector's buffer: most of a heap's blocks). Its immediate dominator is
+// the vertex that edge comes from, and no other vertex's depends on it.
+// The search passes leaves over (a bit per vertex says which), the
+// predecessor pass writes down where each is reached from, and the
+// passes after it run over the other vertices only. On a heap whose
+// structure runs across the address space (a std::map's nodes), each
+// leaf the search numbered was a cache miss on its number and its edges.
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,17 +25,15 @@
 #include "util/sort.h"
 #include "util/sort_inplace.h"
 
-// How far ahead the sequential passes prefetch (in vertices), and how many
-// edges of a vertex they prefetch.
+// How far ahead the sequential passes prefetch, in vertices.
 #define PREFETCH_AHEAD 16
+// How many edges of a vertex prefetch_forest looks at.
 #define PREFETCH_EDGES 8
 // How far ahead build_preds prefetches, in edges. Its look-ups are
 // independent, so the distance is what keeps enough misses in flight to
 // cover the memory's latency once the arrays outgrow the cache: 16 edges
 // left it waiting (8.6M-vertex server graph: 0.13 s, 0.07 s with 64).
 #define EDGES_AHEAD 64
-// How far down the search's stack prefetch_frames looks, in frames.
-#define STACK_AHEAD 16
 // How far ahead settle_seen prefetches, in edges.
 #define SEEN_AHEAD 16
 // Stages of the semidominator pass's prefetch (prefetch_forest): hops up
@@ -32,6 +41,10 @@
 // vertices apart.
 #define FOREST_STAGES 5
 #define FOREST_AHEAD 32
+
+// num[v] of a leaf the search reached: this flag and the number of the
+// vertex it was reached from (numbers are below 2^31).
+#define LEAF_OF 0x80000000u
 
 // The link-eval forest, by preorder number. A vertex is linked to its DFS
 // parent once its semidominator is known; as those are computed in
@@ -69,17 +82,17 @@ struct seen {
 #define SEEN_BATCH 1024
 
 // The scratch is what bounds the analysis's peak memory on a large heap,
-// so every per-vertex array is live only while some pass needs it, and
-// the later passes reuse the earlier ones' arrays (see each field):
-// 20 bytes per vertex at most, plus 4 per edge that climbs back up the
-// search order.
+// so every array is live only while some pass needs it, and the later
+// passes reuse the earlier ones' (see each field). Arrays by number have
+// one entry per vertex that is not a leaf (cap).
 struct dom_state {
 	const struct hd_csr *g;
-	// Vertex id -> preorder number, HD_NO_VERTEX if not reached, until
-	// the predecessor lists are built; then, by preorder number, the DFS
-	// parent and, after nearest_common_ancestors, the immediate dominator
-	// (parent_idom).
+	// Vertex id -> preorder number, LEAF_OF | the number of its
+	// predecessor for a leaf, HD_NO_VERTEX if not reached; at the end,
+	// in place, the immediate dominator (finish).
 	uint32_t *num;
+	uint64_t *leaf; // a bit per vertex id: a leaf (find_leaves)
+	uint32_t cap;   // vertices that are not leaves
 	uint32_t *preorder; // preorder number -> vertex id
 	struct link_node *link;
 	// The predecessors the semidominator pass must evaluate, by preorder
@@ -89,35 +102,102 @@ struct dom_state {
 	// or the target itself, whose contribution the search already took
 	// into link[].label; most edges are tree edges, which need nothing.
 	// Then pred_off[w + 1], read for the last time when w's turn comes,
-	// holds w's semidominator (semi_of).
-	uint32_t *pred_off; // n + 2 entries, count + 2 used
+	// holds w's semidominator (semi_of), and after
+	// nearest_common_ancestors w's immediate dominator's vertex id.
+	uint32_t *pred_off; // cap + 2 entries, count + 2 used
 	uint32_t *pred;
+	// By preorder number: the DFS parent, then the immediate dominator.
+	uint32_t *parent;
 	struct seen *seen;
 	uint32_t num_seen;
 	struct dfs_frame *stack;
 	size_t stack_cap;
-	uint32_t count; // vertices reached
+	uint32_t count;      // vertices reached but leaves, numbered
+	uint32_t num_leaves; // leaves reached
 	// Preorder numbers below this belong to an earlier group: an edge
 	// from the group being searched to them is borrowed, not followed.
 	uint32_t group_lo;
 };
 
+static inline bool is_leaf(const uint64_t *leaf, uint32_t v)
+{
+	return leaf[v / 64] >> (v % 64) & 1;
+}
+
+// The leaves of g: two bits a vertex count the edges into it (none, one,
+// more), in an array a sixteenth of the graph's offsets that the cache
+// holds while the targets are read straight through. A successor of root
+// is not a leaf: the search takes it group by group (explore_from_root).
+static struct hd_error *find_leaves(struct dom_state *st, uint32_t root)
+{
+	const struct hd_csr *g = st->g;
+	uint32_t n = g->n;
+	uint64_t *in = calloc((size_t)n / 32 + 1, sizeof(*in));
+	st->leaf = calloc((size_t)n / 64 + 1, sizeof(*st->leaf));
+	if (!in || !st->leaf) {
+		free(in);
+		return &hd_error_no_memory;
+	}
+	const uint32_t *targets = g->targets;
+	for (uint64_t e = 0, m = g->offsets[n]; e < m; e++) {
+		uint32_t t = HD_EDGE_TARGET(targets[e]);
+		uint64_t *w = &in[t / 32];
+		unsigned shift = t % 32 * 2;
+		// 0 -> 1 -> 2, and 2 stays (3 is never reached).
+		*w += (~*w >> (shift + 1) & 1) << shift;
+	}
+	uint32_t leaves = 0;
+	const uint32_t *offsets = g->offsets;
+	for (uint32_t v = 0; v < n; v++) {
+		if ((in[v / 32] >> (v % 32 * 2) & 3) == 1 &&
+		    offsets[v] == offsets[v + 1]) {
+			st->leaf[v / 64] |= 1ull << (v % 64);
+			leaves++;
+		}
+	}
+	free(in);
+	if (is_leaf(st->leaf, root)) {
+		st->leaf[root / 64] &= ~(1ull << (root % 64));
+		leaves--;
+	}
+	for (uint32_t e = offsets[root]; e < offsets[root + 1]; e++) {
+		uint32_t t = HD_EDGE_TARGET(targets[e]);
+		if (is_leaf(st->leaf, t)) {
+			st->leaf[t / 64] &= ~(1ull << (t % 64));
+			leaves--;
+		}
+	}
+	st->cap = n - leaves;
+	return NULL;
+}
+
 static struct hd_error *dom_state_init(struct dom_state *st,
-				       const struct hd_csr *g)
+				       const struct hd_csr *g, uint32_t root)
 {
 	size_t n = g->n;
 	*st = (struct dom_state){ .g = g };
 	st->num = malloc(n * sizeof(*st->num));
-	st->preorder = malloc(n * sizeof(*st->preorder));
-	st->link = malloc(n * sizeof(*st->link));
+	if (!st->num)
+		return &hd_error_no_memory;
+	struct hd_error *err = find_leaves(st, root);
+	if (err)
+		return err;
+	size_t cap = st->cap;
+	st->preorder = malloc(cap * sizeof(*st->preorder));
+	// Room for the output's preorder too (finish), which takes the
+	// forest's pages: only the pages written become resident.
+	size_t link_size = cap * sizeof(*st->link);
+	if (link_size < n * sizeof(uint32_t))
+		link_size = n * sizeof(uint32_t);
+	st->link = malloc(link_size);
 	st->seen = malloc(SEEN_BATCH * sizeof(*st->seen));
 	// The search counts each vertex's evaluated predecessors (by number)
 	// as it goes: it reads every target's number anyway.
-	st->pred_off = calloc(n + 2, sizeof(*st->pred_off));
+	st->pred_off = calloc(cap + 2, sizeof(*st->pred_off));
 	st->stack_cap = 4096;
 	st->stack = malloc(st->stack_cap * sizeof(*st->stack));
-	if (!st->num || !st->preorder || !st->link || !st->seen ||
-	    !st->pred_off || !st->stack)
+	if (!st->preorder || !st->link || !st->seen || !st->pred_off ||
+	    !st->stack)
 		return &hd_error_no_memory;
 	memset(st->num, 0xff, n * sizeof(*st->num));
 	return NULL;
@@ -126,50 +206,14 @@ static struct hd_error *dom_state_init(struct dom_state *st,
 static void dom_state_free(struct dom_state *st)
 {
 	free(st->num);
+	free(st->leaf);
 	free(st->preorder);
 	free(st->link);
 	free(st->pred_off);
 	free(st->pred);
+	free(st->parent);
 	free(st->seen);
 	free(st->stack);
-}
-
-// Vertex ids follow addresses, not structure, so on a real heap each
-// successor is a cache miss. Asking for the first few of a new vertex at
-// once overlaps them (and their edge offsets) instead of paying one after
-// another.
-static inline void prefetch_successors(const struct dom_state *st,
-				       uint64_t e, uint64_t end)
-{
-	if (end - e > PREFETCH_EDGES)
-		end = e + PREFETCH_EDGES;
-	for (; e < end; e++) {
-		uint32_t t = HD_EDGE_TARGET(st->g->targets[e]);
-		__builtin_prefetch(&st->num[t]);
-		__builtin_prefetch(&st->g->offsets[t]);
-	}
-}
-
-// The frames under the top of the search's stack are where it will
-// resume, in that order, each at a scattered vertex: fetch, in two stages,
-// the next edge and end of the frame STACK_AHEAD down, then that edge's
-// target's number and edges of the frame half as far.
-static inline void prefetch_frames(const struct dom_state *st, size_t depth)
-{
-	const uint32_t *offsets = st->g->offsets;
-	const uint32_t *targets = st->g->targets;
-	if (depth >= STACK_AHEAD) {
-		struct dfs_frame f = st->stack[depth - STACK_AHEAD];
-		__builtin_prefetch(&targets[f.cursor]);
-		__builtin_prefetch(&st->preorder[f.i]);
-	}
-	if (depth >= STACK_AHEAD / 2) {
-		struct dfs_frame f = st->stack[depth - STACK_AHEAD / 2];
-		uint32_t t = HD_EDGE_TARGET(targets[f.cursor]);
-		__builtin_prefetch(&st->num[t]);
-		__builtin_prefetch(&offsets[t]);
-		__builtin_prefetch(&offsets[st->preorder[f.i] + 1]);
-	}
 }
 
 // An edge from number i (being searched) to number nu, already found.
@@ -212,22 +256,26 @@ static void settle_seen(struct dom_state *st)
 // is the parent chain, but climbing it back through vertices whose edges
 // are all used would double the work on lists and trees; so the search
 // keeps a stack of only the vertices with edges left, each with its
-// cursor.
+// cursor. Leaves are passed over (build_preds writes them down).
 static struct hd_error *explore(struct dom_state *st, uint32_t i)
 {
 	const uint32_t *offsets = st->g->offsets;
 	const uint32_t *targets = st->g->targets;
+	const uint64_t *leaf = st->leaf;
 	uint32_t *num = st->num;
 	uint32_t *preorder = st->preorder;
 	struct link_node *link = st->link;
 	uint32_t count = st->count;
 	size_t depth = 0;
+	static int getenv_pf = -1;
+	if (getenv_pf < 0) getenv_pf = getenv("HD_PF") != NULL;
 	uint32_t e = (uint32_t)offsets[preorder[i]];
 	uint32_t end = (uint32_t)offsets[preorder[i] + 1];
-	prefetch_successors(st, e, end);
 	for (;;) {
 		while (e < end) {
 			uint32_t u = HD_EDGE_TARGET(targets[e++]);
+			if (is_leaf(leaf, u))
+				continue;
 			uint32_t nu = num[u];
 			if (nu != HD_NO_VERTEX) {
 				st->seen[st->num_seen++] = (struct seen){ i, nu };
@@ -254,12 +302,18 @@ static struct hd_error *explore(struct dom_state *st, uint32_t i)
 			i = count++;
 			e = (uint32_t)offsets[u];
 			end = (uint32_t)offsets[u + 1];
-			prefetch_successors(st, e, end);
+			if (getenv_pf)
+			for (uint32_t x = e; x < end && x < e + 8; x++) {
+				uint32_t t = HD_EDGE_TARGET(targets[x]);
+				if (!is_leaf(leaf, t)) {
+					__builtin_prefetch(&num[t]);
+					__builtin_prefetch(&offsets[t]);
+				}
+			}
 		}
 		if (depth == 0)
 			break;
 		struct dfs_frame f = st->stack[--depth];
-		prefetch_frames(st, depth);
 		i = f.i;
 		e = f.cursor;
 		end = (uint32_t)offsets[preorder[i] + 1];
@@ -268,7 +322,8 @@ static struct hd_error *explore(struct dom_state *st, uint32_t i)
 	return NULL;
 }
 
-// Numbers u, a successor of the root not yet found, and explores below it.
+// Numbers u, a successor of the root not yet found (never a leaf), and
+// explores below it.
 static struct hd_error *explore_from_root(struct dom_state *st, uint32_t u)
 {
 	if (st->num[u] != HD_NO_VERTEX) {
@@ -286,7 +341,8 @@ static struct hd_error *explore_from_root(struct dom_state *st, uint32_t u)
 // group by group, each explored to the end before the next, so the
 // vertices first found from group k get the preorder numbers
 // [group_start[k], group_start[k + 1]); edges past the last group form
-// one more group.
+// one more group. Without groups, every vertex is in group 0, the root
+// with them. Leaves are passed over (build_preds writes them down).
 static struct hd_error *dfs(struct dom_state *st, uint32_t root,
 			    const uint64_t *groups, uint32_t num_groups,
 			    uint32_t *group_start)
@@ -298,6 +354,8 @@ static struct hd_error *dfs(struct dom_state *st, uint32_t root,
 	if (!groups) {
 		struct hd_error *err = explore(st, 0);
 		settle_seen(st);
+		group_start[0] = 0;
+		group_start[1] = st->count;
 		return err;
 	}
 	const uint32_t *targets = st->g->targets;
@@ -356,15 +414,14 @@ static inline uint32_t eval(struct link_node *link, uint32_t v, uint32_t w)
 	return compress(link, v, w);
 }
 
-// The group start at or below preorder number nu.
-static inline uint32_t group_of(const uint32_t *group_start,
-				uint32_t num_groups, uint32_t nu)
+// The group (index) of preorder number i, of num_groups.
+static inline uint32_t group_index(const uint32_t *group_start,
+				   uint32_t num_groups, uint32_t i)
 {
-	uint32_t lo = 0;
-	for (uint32_t k = 0; k <= num_groups; k++)
-		if (group_start[k] <= nu)
-			lo = group_start[k];
-	return lo;
+	uint32_t k = 0;
+	for (uint32_t j = 1; j < num_groups; j++)
+		k += group_start[j] <= i;
+	return k;
 }
 
 // The predecessor lists by preorder number, from the counts the search
@@ -374,15 +431,20 @@ static inline uint32_t group_of(const uint32_t *group_start,
 // own order, read straight through); what is scattered is each target's
 // number, its cursor and its slot, prefetched in stages, each reading
 // what the one before fetched. An edge is kept on the same terms as the
-// search counted it (seen_edge): from a reached vertex, to one numbered
-// before it, in its group.
+// search counted it (seen_edge): from a numbered vertex, to one numbered
+// before it, in its group. An edge into a leaf is the leaf's only one:
+// the leaf is written down here as reached from the edge's source (the
+// search passed it over: a leaf away from its source was a miss there),
+// and counted in that vertex's group into leaf_start[k + 1].
 static struct hd_error *build_preds(struct dom_state *st,
 				    const uint32_t *group_start,
+				    uint32_t *leaf_start,
 				    uint32_t num_groups)
 {
 	const uint32_t *offsets = st->g->offsets;
 	const uint32_t *targets = st->g->targets;
-	const uint32_t *num = st->num;
+	uint32_t *num = st->num;
+	const uint64_t *leaf = st->leaf;
 	uint32_t *off = st->pred_off;
 	uint32_t n = st->g->n;
 	uint64_t m = offsets[n];
@@ -393,27 +455,40 @@ static struct hd_error *build_preds(struct dom_state *st,
 	if (!pred)
 		return &hd_error_no_memory;
 	st->pred = pred;
-	if (!total)
-		return NULL;
+	memset(leaf_start, 0, (num_groups + 1) * sizeof(*leaf_start));
 	for (uint32_t u = 0; u < n; u++) {
 		uint32_t nu = num[u];
-		if (nu == HD_NO_VERTEX || nu == 0)
+		// A leaf has no edges; the root's successors are not leaves.
+		if (nu == HD_NO_VERTEX || nu == 0 || (nu & LEAF_OF))
 			continue;
-		uint32_t lo = group_start ? group_of(group_start, num_groups, nu) : 0;
+		uint32_t k = group_index(group_start, num_groups, nu);
+		uint32_t lo = group_start[k];
 		for (uint64_t e = offsets[u], end = offsets[u + 1]; e < end; e++) {
-			if (e + 2 * EDGES_AHEAD < m)
-				__builtin_prefetch(&num[HD_EDGE_TARGET(targets[e + 2 * EDGES_AHEAD])]);
+			if (e + 2 * EDGES_AHEAD < m) {
+				uint32_t x = HD_EDGE_TARGET(targets[e + 2 * EDGES_AHEAD]);
+				__builtin_prefetch(&num[x], 1);
+			}
 			if (e + EDGES_AHEAD < m) {
-				uint32_t a = num[HD_EDGE_TARGET(targets[e + EDGES_AHEAD])];
-				if (a != HD_NO_VERTEX)
+				uint32_t x = HD_EDGE_TARGET(targets[e + EDGES_AHEAD]);
+				uint32_t a = is_leaf(leaf, x) ? HD_NO_VERTEX : num[x];
+				if (a < LEAF_OF)
 					__builtin_prefetch(&off[a + 1], 1);
 			}
-			// A reached vertex's successors are reached.
-			uint32_t t = num[HD_EDGE_TARGET(targets[e])];
+			uint32_t x = HD_EDGE_TARGET(targets[e]);
+			if (is_leaf(leaf, x)) {
+				num[x] = LEAF_OF | nu;
+				leaf_start[k + 1]++;
+				continue;
+			}
+			// A numbered vertex's successors are reached.
+			uint32_t t = num[x];
 			if (t < nu && t >= lo)
 				pred[off[t + 1]++] = nu;
 		}
 	}
+	for (uint32_t k = 0; k < num_groups; k++)
+		leaf_start[k + 1] += leaf_start[k];
+	st->num_leaves = leaf_start[num_groups];
 	return NULL;
 }
 
@@ -458,13 +533,12 @@ static inline uint32_t *semi_of(struct dom_state *st)
 // Semidominators in reverse preorder. Each predecessor numbered after w is
 // evaluated; the smallest of the others is in link[w].label already. Also
 // records each DFS parent, by number, as the first guess for the
-// immediate dominator before compression overwrites it: in num, dead
-// since build_preds.
+// immediate dominator before compression overwrites it.
 static void semidominators(struct dom_state *st)
 {
 	const uint32_t *off = st->pred_off, *pred = st->pred;
 	uint32_t *semi = semi_of(st);
-	uint32_t *parent = st->num;
+	uint32_t *parent = st->parent;
 	struct link_node *link = st->link;
 	for (uint32_t w = st->count - 1; w > 0; w--) {
 		prefetch_forest(st, w);
@@ -485,23 +559,87 @@ static void semidominators(struct dom_state *st)
 // In preorder, a vertex's ancestors already have their immediate
 // dominators, so the NCA of parent and semidominator is reached by
 // climbing the dominator tree from the parent; the answers, by number,
-// replace the parents. The same pass writes them in vertex ids into idom.
-static void nearest_common_ancestors(struct dom_state *st, uint32_t *idom)
+// replace the parents, and the same pass writes them as vertex ids over
+// the semidominators, each read just before (semi_of).
+static void nearest_common_ancestors(struct dom_state *st)
 {
-	const uint32_t *semi = semi_of(st);
-	uint32_t *d_of = st->num;
+	uint32_t *semi = semi_of(st);
+	uint32_t *d_of = st->parent;
 	const uint32_t *preorder = st->preorder;
-	idom[preorder[0]] = preorder[0];
+	semi[0] = preorder[0];
 	for (uint32_t w = 1; w < st->count; w++) {
 		uint32_t d = d_of[w];
 		uint32_t s = semi[w];
 		while (d > s)
 			d = d_of[d];
 		d_of[w] = d;
-		if (w + PREFETCH_AHEAD < st->count)
-			__builtin_prefetch(&idom[preorder[w + PREFETCH_AHEAD]], 1);
-		idom[preorder[w]] = preorder[d];
+		semi[w] = preorder[d];
 	}
+}
+
+// The results, from the numbers: num becomes idom in place, read and
+// written straight through, each vertex's immediate dominator looked up
+// by number (a leaf's is the vertex it was reached from); and the
+// preorder of all the reached vertices, each group's numbered vertices
+// in the search's order, then its leaves in vertex order, so that every
+// vertex comes after its immediate dominator. group_start, by number
+// on entry, becomes positions in that preorder.
+static struct hd_error *finish(struct dom_state *st, uint32_t *group_start,
+			       const uint32_t *leaf_start,
+			       uint32_t num_groups, struct hd_domtree *ret)
+{
+	uint32_t n = st->g->n;
+	uint32_t reached = st->count + st->num_leaves;
+	// The preorder takes the forest's room, whose pages are resident: a
+	// new array would take a page fault for each 4 KiB.
+	uint32_t *order = realloc(st->link, (size_t)reached * sizeof(*order));
+	if (!order)
+		return &hd_error_no_memory;
+	st->link = NULL;
+	uint32_t *cursor = malloc((size_t)num_groups * sizeof(*cursor));
+	if (!cursor) {
+		free(order);
+		return &hd_error_no_memory;
+	}
+	// The numbered vertices before group 0 (the root, with groups) keep
+	// their places; each group's start moves by the leaves before it.
+	memcpy(order, st->preorder, (size_t)group_start[0] * sizeof(*order));
+	for (uint32_t k = 0; k < num_groups; k++) {
+		uint32_t lo = group_start[k], hi = group_start[k + 1];
+		memcpy(order + lo + leaf_start[k], st->preorder + lo,
+		       (size_t)(hi - lo) * sizeof(*order));
+		cursor[k] = hi + leaf_start[k];
+	}
+	const uint32_t *idom_of = semi_of(st);
+	const uint32_t *preorder = st->preorder;
+	uint32_t *num = st->num;
+	for (uint32_t v = 0; v < n; v++) {
+		if (v + PREFETCH_AHEAD < n) {
+			uint32_t x = num[v + PREFETCH_AHEAD];
+			if (x != HD_NO_VERTEX)
+				__builtin_prefetch(x & LEAF_OF ? &preorder[x & ~LEAF_OF]
+							       : &idom_of[x]);
+		}
+		uint32_t x = num[v];
+		if (x == HD_NO_VERTEX)
+			continue;
+		if (x & LEAF_OF) {
+			uint32_t p = x & ~LEAF_OF;
+			order[cursor[group_index(group_start, num_groups, p)]++] = v;
+			num[v] = preorder[p];
+		} else {
+			num[v] = idom_of[x];
+		}
+	}
+	for (uint32_t k = 0; k <= num_groups; k++)
+		group_start[k] += leaf_start[k];
+	free(cursor);
+	ret->n = n;
+	ret->idom = num;
+	ret->preorder = order;
+	ret->num_reachable = reached;
+	st->num = NULL;
+	return NULL;
 }
 
 struct hd_error *hd_dominators(const struct hd_csr *g, uint32_t root,
@@ -511,26 +649,30 @@ struct hd_error *hd_dominators(const struct hd_csr *g, uint32_t root,
 }
 
 // The search, the predecessor lists and the semidominators, leaving the
-// parents in st->num and the semidominators in semi_of(st).
+// parents in st->parent and the semidominators in semi_of(st) (and the
+// forest's memory for finish).
 static struct hd_error *semi_pass(struct dom_state *st, uint32_t root,
 				  const uint64_t *groups, uint32_t num_groups,
-				  uint32_t *group_start)
+				  uint32_t *group_start, uint32_t *leaf_start)
 {
-	struct hd_error *err =
-		dfs(st, root, groups, num_groups - (groups != NULL), group_start);
+	struct hd_error *err = dfs(st, root, groups, num_groups - 1,
+				   group_start);
 	if (err)
 		return err;
 	free(st->stack);
 	free(st->seen);
 	st->stack = NULL;
 	st->seen = NULL;
-	err = build_preds(st, group_start, num_groups);
+	err = build_preds(st, group_start, leaf_start, num_groups);
 	if (err)
 		return err;
+	free(st->leaf);
+	st->leaf = NULL;
+	st->parent = malloc((size_t)st->count * sizeof(*st->parent));
+	if (!st->parent)
+		return &hd_error_no_memory;
 	semidominators(st);
-	free(st->link);
 	free(st->pred);
-	st->link = NULL;
 	st->pred = NULL;
 	return NULL;
 }
@@ -552,49 +694,36 @@ struct hd_error *hd_dominators_grouped(const struct hd_csr *g, uint32_t root,
 				       " is not a vertex of a graph of %" PRIu32,
 				       root, g->n);
 	}
-	struct dom_state st;
-	struct hd_error *err = dom_state_init(&st, g);
-	if (err) {
-		dom_state_free(&st);
-		return err;
+	// One more group than given: edges past the last one; without
+	// groups, one.
+	uint32_t ng = groups ? num_groups + 1 : 1;
+	uint32_t *group_start = malloc((ng + 1) * sizeof(*group_start));
+	uint32_t *leaf_start = malloc((ng + 1) * sizeof(*leaf_start));
+	struct dom_state st = { 0 };
+	struct hd_error *err = group_start && leaf_start
+		? dom_state_init(&st, g, root) : &hd_error_no_memory;
+	if (!err)
+		err = semi_pass(&st, root, groups, ng, group_start, leaf_start);
+	if (!err) {
+		nearest_common_ancestors(&st);
+		free(st.parent);
+		st.parent = NULL;
+		err = finish(&st, group_start, leaf_start, ng, ret);
 	}
-	// One more group than given: edges past the last one.
-	uint32_t *group_start = NULL;
-	if (groups) {
-		group_start = malloc((num_groups + 2) * sizeof(*group_start));
-		if (!group_start) {
-			dom_state_free(&st);
-			return &hd_error_no_memory;
-		}
-		num_groups++;
-	}
-	err = semi_pass(&st, root, groups, num_groups, group_start);
-	// Allocated only now, in the room the forest and the predecessor
-	// lists gave back.
-	uint32_t *idom = err ? NULL : malloc((size_t)g->n * sizeof(*idom));
-	if (!err && !idom)
-		err = &hd_error_no_memory;
+	free(leaf_start);
+	dom_state_free(&st);
 	if (err) {
 		free(group_start);
-		dom_state_free(&st);
+		hd_domtree_deinit(ret);
 		return err;
 	}
-	memset(idom, 0xff, (size_t)g->n * sizeof(*idom));
-	nearest_common_ancestors(&st, idom);
-	// Give back the tail for the unreachable part; keeping the larger
-	// block is fine if that fails.
-	uint32_t *preorder = realloc(st.preorder, st.count * sizeof(*preorder));
-	if (preorder)
-		st.preorder = preorder;
-	ret->n = g->n;
 	ret->root = root;
-	ret->idom = idom;
-	ret->preorder = st.preorder;
-	ret->num_reachable = st.count;
-	ret->group_start = group_start;
-	ret->num_groups = num_groups;
-	st.preorder = NULL;
-	dom_state_free(&st);
+	if (groups) {
+		ret->group_start = group_start;
+		ret->num_groups = ng;
+	} else {
+		free(group_start);
+	}
 	return NULL;
 }
 
@@ -693,15 +822,24 @@ struct hd_error *hd_domtree_group_children(const struct hd_domtree *t,
 					   uint32_t **child_off_r,
 					   uint32_t **children_r)
 {
+	return hd_domtree_group_children_in(t, NULL, child_off_r, children_r);
+}
+
+struct hd_error *hd_domtree_group_children_in(const struct hd_domtree *t,
+					      void *buf,
+					      uint32_t **child_off_r,
+					      uint32_t **children_r)
+{
 	uint32_t n = t->n;
-	uint32_t *child_off = calloc((size_t)n + 1, sizeof(*child_off));
+	uint32_t *child_off = realloc(buf, ((size_t)n + 1) * sizeof(*child_off));
 	uint32_t *children = malloc((t->num_reachable ? t->num_reachable : 1) *
 				    sizeof(*children));
 	if (!child_off || !children) {
-		free(child_off);
+		free(child_off ? child_off : buf);
 		free(children);
 		return &hd_error_no_memory;
 	}
+	memset(child_off, 0, ((size_t)n + 1) * sizeof(*child_off));
 	for (uint32_t v = 0; v < n; v++)
 		if (t->idom[v] != HD_NO_VERTEX && v != t->root)
 			child_off[t->idom[v] + 1]++;

@@ -43,7 +43,10 @@ struct hd_domtree {
 	uint32_t root;
 	uint32_t *idom;      // n entries: immediate dominator, idom[root] = root,
 			     // HD_NO_VERTEX for vertices unreachable from root
-	uint32_t *preorder;  // the reachable vertices in DFS preorder from root
+	// The reachable vertices, each after its immediate dominator: the
+	// DFS preorder from root of those that are not leaves (dom.c), each
+	// group's leaves after them in vertex order.
+	uint32_t *preorder;
 	uint32_t num_reachable;
 	// With groups (hd_dominators_grouped): the vertices first found from
 	// group k have preorder positions [group_start[k], group_start[k+1]),
@@ -53,15 +56,18 @@ struct hd_domtree {
 };
 
 // Computes the dominator tree of g from root with the semi-NCA algorithm
-// (iterative DFS and path compression: a 10M-long list must work). The
+// (iterative DFS and path compression: a 10M-long list must work). A
+// leaf (no edge of its own, one edge into it) is dominated by where that
+// edge comes from, and the algorithm runs over the other vertices. The
 // predecessors it needs are built inside, by preorder number, for the
 // reached vertices only, and only those numbered after their target (the
 // rest are tree edges or from ancestors, settled during the search).
-// Memory: at most 5 uint32 per vertex and one per such edge (plus the
-// search's stack of vertices with edges left, 2 uint32 each) beyond the
-// output, freed before it returns; the output's idom is allocated last,
-// in the room the scratch gave back. Edges into or from unreachable
-// vertices are ignored.
+// Memory: a uint32 and 3 bits per vertex (the first becomes the output's
+// idom), 5 uint32 per vertex that is not a leaf and one per such edge
+// (plus the search's stack of vertices with edges left, 2 uint32 each),
+// freed before it returns; the output's preorder takes the room of the
+// scratch's largest array. Edges into or from unreachable vertices are
+// ignored.
 struct hd_error *hd_dominators(const struct hd_csr *g, uint32_t root,
 			       struct hd_domtree *ret);
 // The same over the graph without "borrowed" edges: root's successors come
@@ -104,6 +110,14 @@ void hd_sort_u64(uint64_t *a, size_t n);
 struct hd_error *hd_domtree_group_children(const struct hd_domtree *t,
 					   uint32_t **child_off_r,
 					   uint32_t **children_r);
+// The same, with child_off made in buf (malloc'd, or NULL), which it
+// takes over: a large array freed just before (the preorder) has its
+// pages resident already, where a new one would take a page fault for
+// each 4 KiB.
+struct hd_error *hd_domtree_group_children_in(const struct hd_domtree *t,
+					      void *buf,
+					      uint32_t **child_off_r,
+					      uint32_t **children_r);
 
 // Children lists of the dominator tree: the children of v are
 // children[child_off[v] .. child_off[v+1]), largest retained first (ties
