@@ -76,29 +76,36 @@ void hd_heap_declare(struct hd_heap *h, const struct hd_heap_backend *b,
 	h->allocs[0].num_lists = h->num_lists;
 }
 
+// Reallocates every column to n rows; false if one could not be (those
+// that could are at n, the others as they were).
+static bool resize_columns(struct hd_heap *h, size_t n, bool reserved)
+{
+	uint64_t *a = realloc(h->addr, n * sizeof(*a));
+	if (a)
+		h->addr = a;
+	uint32_t *c = realloc(h->span, n * sizeof(*c));
+	if (c)
+		h->span = c;
+	uint8_t *f = realloc(h->flags, n * sizeof(*f));
+	if (f)
+		h->flags = f;
+	uint16_t *r = realloc(h->region, n * sizeof(*r));
+	if (r)
+		h->region = r;
+	uint32_t *x = NULL;
+	if (reserved) {
+		x = realloc(h->reserved, n * sizeof(*x));
+		if (x)
+			h->reserved = x;
+	}
+	return a && c && f && r && (!reserved || x);
+}
+
 bool hd_heap_reserve(struct hd_heap *h, size_t cap)
 {
 	if (cap <= h->cap_blocks)
 		return true;
-	uint64_t *a = realloc(h->addr, cap * sizeof(*a));
-	if (a)
-		h->addr = a;
-	uint32_t *c = realloc(h->span, cap * sizeof(*c));
-	if (c)
-		h->span = c;
-	uint8_t *f = realloc(h->flags, cap * sizeof(*f));
-	if (f)
-		h->flags = f;
-	uint16_t *r = realloc(h->region, cap * sizeof(*r));
-	if (r)
-		h->region = r;
-	uint32_t *x = NULL;
-	if (h->exact_sizes) {
-		x = realloc(h->reserved, cap * sizeof(*x));
-		if (x)
-			h->reserved = x;
-	}
-	if (!a || !c || !f || !r || (h->exact_sizes && !x))
+	if (!resize_columns(h, cap, h->exact_sizes))
 		return false;
 	h->cap_blocks = cap;
 	return true;
@@ -127,23 +134,7 @@ void hd_heap_fit(struct hd_heap *h)
 		return;
 	// A shrink that fails keeps the larger array: every column still
 	// holds n rows, so n is the capacity either way.
-	uint64_t *a = realloc(h->addr, n * sizeof(*a));
-	if (a)
-		h->addr = a;
-	uint32_t *c = realloc(h->span, n * sizeof(*c));
-	if (c)
-		h->span = c;
-	uint8_t *f = realloc(h->flags, n * sizeof(*f));
-	if (f)
-		h->flags = f;
-	uint16_t *r = realloc(h->region, n * sizeof(*r));
-	if (r)
-		h->region = r;
-	if (h->reserved) {
-		uint32_t *x = realloc(h->reserved, n * sizeof(*x));
-		if (x)
-			h->reserved = x;
-	}
+	resize_columns(h, n, h->reserved != NULL);
 	h->cap_blocks = n;
 }
 

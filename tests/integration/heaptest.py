@@ -127,39 +127,39 @@ def core_invariants(core, exe=None, heapdom=None, extra=()):
                            sorted(untyped - typed)[:5]))
     # One thread and two give the same report, byte for byte (the scan
     # splits the heap between threads when asked, whatever its size).
-    args = ["dominators", core, "--json"] + (["--exe", exe] if exe else []) + list(extra)
-    outs = []
-    for threads in ("1", "2"):
-        r = run_heapdom(heapdom, args + ["--jobs", threads])
-        if r.rc != 0:
-            return problems + ["invariant: %s" % r.describe()]
-        outs.append(r.out)
-    if outs[0] != outs[1]:
-        a, b = outs[0].splitlines(), outs[1].splitlines()
-        first = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]),
-                     min(len(a), len(b)))
-        problems.append("invariant broken on %s: dominators --json differs with 1 and 2 "
-                        "threads from line %d: %r / %r"
-                        % (core, first + 1, a[first] if first < len(a) else None,
-                           b[first] if first < len(b) else None))
+    out, probs = same_with_threads(heapdom, "dominators", core, exe, extra)
+    problems += probs
+    if out is None:
+        return problems
     try:
-        doc = json.loads(outs[0])
+        doc = json.loads(out)
     except ValueError as e:
-        return problems + ["invariant: heapdom %s: bad JSON (%s)" % (" ".join(args), e)]
+        return problems + ["invariant: heapdom dominators %s --json: bad JSON (%s)" % (core, e)]
     problems += ["invariant broken on %s: %s" % (core, p) for p in holder_problems(doc)]
     # The walk too: every block and problem the same with 1 and 2 threads
     # (asked for, a heap of any size is split between them).
-    args = ["blocks", core, "--json"] + (["--exe", exe] if exe else []) + list(extra)
+    problems += same_with_threads(heapdom, "blocks", core, exe, extra)[1]
+    return problems
+
+
+def same_with_threads(heapdom, command, core, exe, extra):
+    """`command CORE --json` with --jobs 1 and 2: (the first output, or
+    None when a run failed; the problems)."""
+    args = [command, core, "--json"] + (["--exe", exe] if exe else []) + list(extra)
     outs = []
     for threads in ("1", "2"):
         r = run_heapdom(heapdom, args + ["--jobs", threads])
         if r.rc != 0:
-            return problems + ["invariant: %s" % r.describe()]
+            return None, ["invariant: %s" % r.describe()]
         outs.append(r.out)
-    if outs[0] != outs[1]:
-        problems.append("invariant broken on %s: blocks --json differs with 1 and 2 threads"
-                        % core)
-    return problems
+    if outs[0] == outs[1]:
+        return outs[0], []
+    a, b = outs[0].splitlines(), outs[1].splitlines()
+    first = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b)))
+    return outs[0], ["invariant broken on %s: %s --json differs with 1 and 2 threads from "
+                     "line %d: %r / %r" % (core, command, first + 1,
+                                           a[first] if first < len(a) else None,
+                                           b[first] if first < len(b) else None)]
 
 
 HOLDER_KINDS = ("root", "joint", "block")
