@@ -688,7 +688,8 @@ struct hd_error *hd_fw_holders_create(struct hd_fw *fw,
 		hd_fw_holders_destroy(hs);
 		return err;
 	}
-	qsort(hs->globals, hs->num_globals, sizeof(*hs->globals), range_cmp);
+	if (hs->num_globals > 1)
+		qsort(hs->globals, hs->num_globals, sizeof(*hs->globals), range_cmp);
 	*ret = hs;
 	return NULL;
 }
