@@ -414,8 +414,13 @@ int main(int argc, char **argv)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_report_joins);
 	tcase_add_test(tc, test_unwritable_report_joins);
-	tcase_add_test(tc, test_unload_joins);
 #ifndef __SANITIZE_ADDRESS__
+	// The index the thread finishes after dlclose has begun is abandoned
+	// with the library, whose data held the only pointer to it (as the
+	// kept session is, on purpose): LeakSanitizer calls it a leak when
+	// the thread got to store it first (in two CI runs of two on a fresh
+	// machine, never in 14 runs here). The plain build runs it.
+	tcase_add_test(tc, test_unload_joins);
 	// The child analyses itself: under ASan its memory is ASan's (a 16 TiB
 	// shadow mapping that the root scan would read whole, no glibc heap),
 	// not a program's. The plain build runs it (docs/testing.md).
@@ -425,6 +430,7 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, test_threads_block_signals);
 #else
 	(void)test_threads_block_signals;
+	(void)test_unload_joins;
 	(void)test_fork_child;
 	(void)test_prefetch_one_thread;
 	(void)test_data_mapping_not_module;
