@@ -27,7 +27,6 @@
 
 struct hd_fw_defer {
 	size_t module;
-	const struct hd_fw_deferral *spec;
 	const struct hd_graph *g;  // the analysis graph: references
 	const struct hd_csr *rev;  // its predecessors (hd_graph_reverse)
 	struct hd_fw_holders *hs;
@@ -35,7 +34,6 @@ struct hd_fw_defer {
 	uint64_t *seen;            // bit per vertex of g, within one search
 	uint32_t *queue;           // of one search: every vertex it went to
 	size_t cap_queue;
-	bool ran;                  // the module ran (or cannot)
 };
 
 // Whether every pointer of the module's containers is an edge of g: none
@@ -78,6 +76,15 @@ static bool exact_edge(const struct hd_graph *g, uint32_t u, uint32_t v)
 	return lo < f->offsets[u + 1] && f->targets[lo] == v;
 }
 
+static void defer_free(struct hd_fw_defer *d)
+{
+	hd_fw_holders_destroy(d->hs);
+	free(d->unnamed);
+	free(d->seen);
+	free(d->queue);
+	free(d);
+}
+
 struct hd_error *hd_fw_defer_create(struct hd_fw *fw, size_t module,
 				    const struct hd_fw_deferral *spec,
 				    const struct hd_graph *g)
@@ -86,7 +93,6 @@ struct hd_error *hd_fw_defer_create(struct hd_fw *fw, size_t module,
 	if (!d)
 		return &hd_error_no_memory;
 	d->module = module;
-	d->spec = spec;
 	d->g = g;
 	size_t nv = hd_graph_num_vertices(g), nb = hd_heap_num_blocks(fw->h);
 	d->unnamed = calloc(nb / 64 + 1, sizeof(*d->unnamed));
@@ -101,24 +107,12 @@ struct hd_error *hd_fw_defer_create(struct hd_fw *fw, size_t module,
 		err = hd_error_create(HD_ERROR_INVALID,
 				      "a container's pointers are not all edges");
 	if (err) {
-		hd_fw_holders_destroy(d->hs);
-		free(d->unnamed);
-		free(d->seen);
-		free(d);
+		defer_free(d);
 		return err;
 	}
 	fw->defer = d;
 	fw->defer_stats.module = fw->mods[module].ops->name;
 	return NULL;
-}
-
-static void defer_free(struct hd_fw_defer *d)
-{
-	hd_fw_holders_destroy(d->hs);
-	free(d->unnamed);
-	free(d->seen);
-	free(d->queue);
-	free(d);
 }
 
 void hd_fw_defer_destroy(struct hd_fw *fw)
@@ -132,7 +126,6 @@ void hd_fw_defer_destroy(struct hd_fw *fw)
 static void run(struct hd_fw *fw)
 {
 	struct hd_fw_defer *d = fw->defer;
-	d->ran = true;
 	fw->defer_stats.ran = true;
 	size_t module = d->module;
 	// Nothing of the search is needed any more.
@@ -231,7 +224,7 @@ void hd_fw_need_block(const struct hd_fw *cfw, size_t id)
 	// they would have been had it run at once.
 	struct hd_fw *fw = (struct hd_fw *)cfw;
 	struct hd_fw_defer *d = fw->defer;
-	if (!d || d->ran || id >= hd_heap_num_blocks(fw->h))
+	if (!d || id >= hd_heap_num_blocks(fw->h))
 		return;
 	fw->defer_stats.asked++;
 	if (!out_of_reach(fw, d, id)) {
@@ -243,7 +236,7 @@ void hd_fw_need_block(const struct hd_fw *cfw, size_t id)
 void hd_fw_need_all(const struct hd_fw *cfw)
 {
 	struct hd_fw *fw = (struct hd_fw *)cfw;
-	if (fw->defer && !fw->defer->ran) {
+	if (fw->defer) {
 		fw->defer_stats.for_all = true;
 		run(fw);
 	}

@@ -15,6 +15,7 @@
 #include "semantic/fw_fast.h"
 #include "semantic/semantic_internal.h"
 #include "util/hash.h"
+#include "util/sort.h"
 #include "util/vec.h"
 
 // A struct nests at most this deep before we call its layout broken.
@@ -688,8 +689,7 @@ struct hd_error *hd_fw_holders_create(struct hd_fw *fw,
 		hd_fw_holders_destroy(hs);
 		return err;
 	}
-	if (hs->num_globals > 1)
-		qsort(hs->globals, hs->num_globals, sizeof(*hs->globals), range_cmp);
+	hd_qsort(hs->globals, hs->num_globals, sizeof(*hs->globals), range_cmp);
 	*ret = hs;
 	return NULL;
 }
