@@ -27,12 +27,27 @@
 			ck_abort_msg(__VA_ARGS__);                            \
 	} while (0)
 
+static uint64_t rng_state;
 // Off: large blocks hold no data that chains like headers.
 static bool fake_chains = true;
 
+static void rng_seed(uint64_t seed)
+{
+	rng_state = seed * 0x9e3779b97f4a7c15ull + 1;
+}
+
+// splitmix64: the same sequence everywhere.
+static uint64_t rng_next(void)
+{
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
 static uint64_t rng_below(uint64_t n)
 {
-	return hd_rng_next() % n;
+	return rng_next() % n;
 }
 
 // ------------------------------------------------------- synthetic memory
@@ -124,7 +139,7 @@ static void fill_user(uint8_t *buf, uint64_t off, uint64_t size)
 	for (uint64_t o = off + 16; o + 8 <= off + size; o += 8) {
 		uint64_t v;
 		if (kind < 5)
-			v = hd_rng_next();
+			v = rng_next();
 		else if (kind < 7)
 			v = 0;
 		else if (kind < 9 && fake_chains)
@@ -152,7 +167,7 @@ static uint64_t write_chunks(struct world *w, uint8_t *buf, uint64_t len,
 		if (size > end - off || end - off - size < 32)
 			size = end - off;
 		uint64_t field = size | (prev_free ? 0 : 1) | (non_main ? 4 : 0);
-		put64(buf, off, prev_free ? prev_size : hd_rng_next());
+		put64(buf, off, prev_free ? prev_size : rng_next());
 		put64(buf, off + 8, field);
 		fill_user(buf, off, size);
 		if (record) {
@@ -174,7 +189,7 @@ static uint64_t write_chunks(struct world *w, uint8_t *buf, uint64_t len,
 static void make_world(struct world *w, uint64_t seed)
 {
 	memset(w, 0, sizeof(*w));
-	hd_rng_seed(seed);
+	rng_seed(seed);
 	ck_assert_no_error(hd_target_create_callback(world_read, w, &w->t));
 	w->main_len = (4096 + rng_below(MAX_HEAP / 16)) * 16;
 	uint8_t *m = add_region(w, MAIN_HEAP, w->main_len);
@@ -205,7 +220,7 @@ static void damage(struct world *w, unsigned n)
 		uint64_t size = get64(m, off + 8);
 		uint64_t v;
 		switch (rng_below(6)) {
-		case 0: v = hd_rng_next(); break;
+		case 0: v = rng_next(); break;
 		case 1: v = 0; break;
 		case 2: v = size + 16 * (1 + rng_below(8)); break;
 		case 3: v = size > 48 ? size - 16 : 8; break;

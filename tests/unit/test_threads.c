@@ -91,14 +91,6 @@ static void load(struct api *a)
 	a->module = sym(a->handle, "hd_target_module");
 }
 
-// This process's libc: its file and where it is mapped.
-static Dl_info libc_info(void)
-{
-	Dl_info info;
-	ck_assert(dladdr((void *)&printf, &info) && info.dli_fname);
-	return info;
-}
-
 static int num_threads(void)
 {
 	DIR *d = opendir("/proc/self/task");
@@ -128,7 +120,8 @@ static struct hd_error *no_memory(void *arg, uint64_t addr, void *buf, size_t le
 // by build-id).
 static struct hd_session *libc_session(struct api *a)
 {
-	Dl_info info = libc_info();
+	Dl_info info;
+	ck_assert(dladdr((void *)&printf, &info) && info.dli_fname);
 	struct hd_target *t;
 	ck_assert(!a->create_callback(no_memory, NULL, &t));
 	struct hd_module m = {
@@ -214,7 +207,8 @@ START_TEST(test_prefetch_one_thread)
 	struct api a;
 	load(&a);
 	void (*prefetch)(const char *, const char *) = sym(a.handle, "hd_prefetch_types");
-	Dl_info info = libc_info();
+	Dl_info info;
+	ck_assert(dladdr((void *)&printf, &info) && info.dli_fname);
 	prefetch(info.dli_fname, NULL);
 	prefetch(info.dli_fname, NULL);
 	prefetch("/nonexistent/libnot.so", NULL); // no ELF file: nothing
@@ -274,7 +268,8 @@ START_TEST(test_threads_block_signals)
 	struct api a;
 	load(&a);
 	void (*prefetch)(const char *, const char *) = sym(a.handle, "hd_prefetch_types");
-	Dl_info info = libc_info();
+	Dl_info info;
+	ck_assert(dladdr((void *)&printf, &info) && info.dli_fname);
 	prefetch(info.dli_fname, NULL);
 	char self[32];
 	snprintf(self, sizeof(self), "%d", (int)getpid());
@@ -354,7 +349,8 @@ START_TEST(test_data_mapping_not_module)
 {
 	struct api a;
 	load(&a);
-	Dl_info info = libc_info();
+	Dl_info info;
+	ck_assert(dladdr((void *)&printf, &info) && info.dli_fname);
 	char copy[] = "/tmp/test_threads.XXXXXX";
 	ck_assert(mkdtemp(copy));
 	char copy_file[64];
