@@ -53,6 +53,12 @@ static int proto_order(const void *a, const void *b)
 struct joints {
 	uint32_t *vertex;  // joint index -> vertex, ascending
 	uint32_t num;
+	// Vertex -> joint index in constant time (joint_index): a bit per
+	// vertex, and per 64 of them the joints before. A random graph
+	// makes a million joint blocks with several edges each, and a
+	// binary search in vertex for each was a chain of cache misses.
+	uint64_t *bits;
+	uint32_t *before;
 	uint32_t *node;    // vertex -> node (root index, or nroots + joint
 			   // index) once walking up costs too much, else NULL
 	uint64_t walked;   // steps walked up so far
@@ -182,6 +188,8 @@ static struct hd_error *leak_holders(struct builder *b)
 static void joints_free(struct joints *j)
 {
 	free(j->vertex);
+	free(j->bits);
+	free(j->before);
 	free(j->node);
 	free(j->rank);
 	free(j->pred_off);
@@ -189,12 +197,6 @@ static void joints_free(struct joints *j)
 	free(j->succ_off);
 	free(j->succs);
 	free(j->set);
-}
-
-static int u32_order(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	return (x > y) - (x < y);
 }
 
 // The super-root's children that are blocks (or sub-allocator blocks):
@@ -209,40 +211,56 @@ static uint32_t joint_count(const struct hd_domtree *t, uint32_t v0)
 	return k;
 }
 
+static inline bool is_joint(const struct joints *j, uint32_t v)
+{
+	return j->bits[v / 64] >> (v % 64) & 1;
+}
+
+// The index of joint block v.
+static inline uint32_t joint_index(const struct joints *j, uint32_t v)
+{
+	uint64_t below = j->bits[v / 64] & ((1ull << (v % 64)) - 1);
+	return j->before[v / 64] + (uint32_t)__builtin_popcountll(below);
+}
+
 // The joint blocks: the super-root's children that are blocks, by vertex;
 // in the ranked view with the class each was first reached from, found by
-// one pass over the preorder with a bitmap of them.
+// one pass over the preorder.
 static struct hd_error *find_joints(struct builder *b, struct joints *j,
 				    uint32_t num)
 {
 	const struct hd_dom *d = b->d;
 	const struct hd_domtree *t = &d->tree;
 	uint32_t v0 = 1 + (uint32_t)b->nroots;
+	size_t words = (size_t)d->n / 64 + 1;
 	j->vertex = malloc(((size_t)num + 1) * sizeof(*j->vertex));
 	j->rank = calloc((size_t)num + 1, sizeof(*j->rank));
-	if (!j->vertex || !j->rank)
+	j->bits = calloc(words, sizeof(*j->bits));
+	j->before = malloc(words * sizeof(*j->before));
+	if (!j->vertex || !j->rank || !j->bits || !j->before)
 		return &hd_error_no_memory;
-	for (uint32_t v = v0; v < t->n; v++)
-		if (t->idom[v] == t->root && v != t->root)
+	for (uint32_t v = v0; v < t->n; v++) {
+		if (t->idom[v] == t->root && v != t->root) {
 			j->vertex[j->num++] = v;
+			j->bits[v / 64] |= 1ull << (v % 64);
+		}
+	}
+	uint32_t count = 0;
+	for (size_t w = 0; w < words; w++) {
+		j->before[w] = count;
+		count += (uint32_t)__builtin_popcountll(j->bits[w]);
+	}
 	if (!t->group_start || !j->num)
 		return NULL;
-	uint64_t *bits = calloc(((size_t)d->n + 63) / 64, sizeof(*bits));
-	if (!bits)
-		return &hd_error_no_memory;
-	for (uint32_t x = 0; x < j->num; x++)
-		bits[j->vertex[x] / 64] |= 1ULL << (j->vertex[x] % 64);
 	unsigned k = 0;
 	for (uint32_t i = 1; i < t->num_reachable; i++) {
 		uint32_t v = t->preorder[i];
-		if (!(bits[v / 64] >> (v % 64) & 1))
+		if (!is_joint(j, v))
 			continue;
 		while (k + 1 < t->num_groups && t->group_start[k + 1] <= i)
 			k++;
-		uint32_t *at = hd_bsearch(&v, j->vertex, j->num, sizeof(v), u32_order);
-		j->rank[at - j->vertex] = k;
+		j->rank[joint_index(j, v)] = k;
 	}
-	free(bits);
 	return NULL;
 }
 
@@ -267,8 +285,7 @@ static struct hd_error *node_table(struct builder *b, struct joints *j)
 		} else if (v < v0) {
 			j->node[v] = v - 1;
 		} else {
-			uint32_t *at = hd_bsearch(&v, j->vertex, j->num, sizeof(v), u32_order);
-			j->node[v] = (uint32_t)b->nroots + (uint32_t)(at - j->vertex);
+			j->node[v] = (uint32_t)b->nroots + joint_index(j, v);
 		}
 	}
 	return NULL;
@@ -288,8 +305,7 @@ static struct hd_error *node_of(struct builder *b, struct joints *j, uint32_t u,
 			if (w <= b->nroots) {
 				*ret = w - 1;
 			} else {
-				uint32_t *at = hd_bsearch(&w, j->vertex, j->num, sizeof(w), u32_order);
-				*ret = (uint32_t)b->nroots + (uint32_t)(at - j->vertex);
+				*ret = (uint32_t)b->nroots + joint_index(j, w);
 			}
 			return NULL;
 		}
@@ -308,40 +324,53 @@ static unsigned node_rank(const struct builder *b, const struct joints *j,
 				: j->rank[node - b->nroots];
 }
 
-// An edge into joint block x (its index) from vertex u.
+// An edge into joint block x (its index) from a vertex whose holder node
+// is node (NO_NODE: the super-root's own edge, or from a block nothing
+// reaches).
 struct joint_in {
-	uint32_t x, u;
+	uint32_t x, node;
 };
+#define NO_NODE UINT32_MAX
 
-// The sources of the edges into the joint blocks, grouped by block, each
-// group by source vertex as the reverse graph lists them: one pass over
-// the forward edges with a bit per joint block, then a counting sort of
-// what it found. The reverse graph of the whole heap (8 bytes an edge,
-// and 0.1 s on 11M blocks) is not built for a handful of blocks.
-static struct hd_error *joint_sources(const struct builder *b,
-				      const struct joints *j,
+// The holder nodes of the sources of the edges into the joint blocks,
+// grouped by block, each group in source vertex order as the reverse
+// graph lists them: one pass over the forward edges with a bit per joint
+// block, then a counting sort of what it found. The reverse graph of the
+// whole heap (8 bytes an edge, and 0.1 s on 11M blocks) is not built for
+// a handful of blocks. A source's node is found in that pass, in vertex
+// order, where its dominator and its entry in the node table are read
+// straight through; by joint block they were a cache miss each, for
+// each of the millions of edges into a random graph's joint blocks.
+static struct hd_error *joint_sources(struct builder *b, struct joints *j,
 				      uint64_t **off_r, uint32_t **src_r)
 {
 	const struct hd_csr *g = &b->g->fwd;
-	uint64_t *bits = calloc((size_t)g->n / 64 + 1, sizeof(*bits));
+	const struct hd_domtree *t = &b->d->tree;
 	uint64_t *off = calloc((size_t)j->num + 1, sizeof(*off));
 	struct joint_in *in = NULL;
 	uint32_t *src = NULL;
 	size_t num_in = 0, cap_in = 0;
 	struct hd_error *err = NULL;
-	if (!bits || !off) {
+	if (!off) {
 		err = &hd_error_no_memory;
 		goto out;
 	}
-	for (uint32_t x = 0; x < j->num; x++)
-		bits[j->vertex[x] / 64] |= 1ull << (j->vertex[x] % 64);
 	for (uint32_t u = 0; u < g->n; u++) {
+		bool found = false;
+		uint32_t nu = NO_NODE;
 		for (uint32_t e = g->offsets[u]; e < g->offsets[u + 1]; e++) {
-			uint32_t t = HD_EDGE_TARGET(g->targets[e]);
-			if (!(bits[t / 64] >> (t % 64) & 1))
+			uint32_t v = HD_EDGE_TARGET(g->targets[e]);
+			if (!is_joint(j, v))
 				continue;
-			uint32_t *at = hd_bsearch(&t, j->vertex, j->num, sizeof(t), u32_order);
-			struct joint_in ji = { (uint32_t)(at - j->vertex), u };
+			if (!found) {
+				found = true;
+				if (u != t->root && t->idom[u] != HD_NO_VERTEX) {
+					err = node_of(b, j, u, &nu);
+					if (err)
+						goto out;
+				}
+			}
+			struct joint_in ji = { joint_index(j, v), nu };
 			if (!HD_VEC_PUSH(in, num_in, cap_in, ji)) {
 				err = &hd_error_no_memory;
 				goto out;
@@ -359,12 +388,11 @@ static struct hd_error *joint_sources(const struct builder *b,
 	// Stable: each block's sources stay in vertex order. off[x] is x's
 	// cursor, left at x's end, then shifted back.
 	for (size_t k = 0; k < num_in; k++)
-		src[off[in[k].x]++] = in[k].u;
+		src[off[in[k].x]++] = in[k].node;
 	for (uint32_t x = j->num; x > 0; x--)
 		off[x] = off[x - 1];
 	off[0] = 0;
 out:
-	free(bits);
 	free(in);
 	if (err) {
 		free(off);
@@ -388,29 +416,22 @@ static struct hd_error *joint_edges(struct builder *b, struct joints *j)
 		return &hd_error_no_memory;
 	uint64_t *src_off;
 	uint32_t *src;
-	struct hd_error *serr = joint_sources(b, j, &src_off, &src);
-	if (serr)
-		return serr;
-	// One pass: finding a predecessor's holder may walk up the tree, so
-	// it is done once per edge, into an array grown as it goes.
+	struct hd_error *err = joint_sources(b, j, &src_off, &src);
+	if (err)
+		return err;
 	size_t n = 0, cap = 0;
 	for (uint32_t x = 0; x < j->num; x++) {
 		uint32_t me = (uint32_t)b->nroots + x;
 		j->pred_off[x] = n;
 		for (uint64_t e = src_off[x]; e < src_off[x + 1]; e++) {
-			uint32_t u = src[e];
-			if (u == d->tree.root || d->tree.idom[u] == HD_NO_VERTEX)
+			uint32_t nu = src[e];
+			if (nu == NO_NODE || nu == me ||
+			    (ranked && node_rank(b, j, nu) > j->rank[x]))
 				continue;
-			uint32_t nu;
-			struct hd_error *err = node_of(b, j, u, &nu);
-			if (!err && (nu == me || (ranked && node_rank(b, j, nu) > j->rank[x])))
-				continue;
-			if (!err && !HD_VEC_PUSH(j->preds, n, cap, nu))
-				err = &hd_error_no_memory;
-			if (err) {
+			if (!HD_VEC_PUSH(j->preds, n, cap, nu)) {
 				free(src_off);
 				free(src);
-				return err;
+				return &hd_error_no_memory;
 			}
 			if (nu >= b->nroots)
 				j->succ_off[nu - b->nroots + 1]++;
