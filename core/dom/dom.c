@@ -267,8 +267,6 @@ static struct hd_error *explore(struct dom_state *st, uint32_t i)
 	struct link_node *link = st->link;
 	uint32_t count = st->count;
 	size_t depth = 0;
-	static int getenv_pf = -1;
-	if (getenv_pf < 0) getenv_pf = getenv("HD_PF") != NULL;
 	uint32_t e = (uint32_t)offsets[preorder[i]];
 	uint32_t end = (uint32_t)offsets[preorder[i] + 1];
 	for (;;) {
@@ -302,14 +300,6 @@ static struct hd_error *explore(struct dom_state *st, uint32_t i)
 			i = count++;
 			e = (uint32_t)offsets[u];
 			end = (uint32_t)offsets[u + 1];
-			if (getenv_pf)
-			for (uint32_t x = e; x < end && x < e + 8; x++) {
-				uint32_t t = HD_EDGE_TARGET(targets[x]);
-				if (!is_leaf(leaf, t)) {
-					__builtin_prefetch(&num[t]);
-					__builtin_prefetch(&offsets[t]);
-				}
-			}
 		}
 		if (depth == 0)
 			break;
