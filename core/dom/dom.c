@@ -854,7 +854,7 @@ struct hd_error *hd_domtree_group_children_in(const struct hd_domtree *t,
 					      uint32_t **children_r)
 {
 	uint32_t n = t->n;
-	uint32_t *child_off = realloc(buf, ((size_t)n + 1) * sizeof(*child_off));
+	uint32_t *child_off = realloc(buf, ((size_t)n + 2) * sizeof(*child_off));
 	uint32_t *children = malloc((t->num_reachable ? t->num_reachable : 1) *
 				    sizeof(*children));
 	if (!child_off || !children) {
@@ -863,20 +863,20 @@ struct hd_error *hd_domtree_group_children_in(const struct hd_domtree *t,
 		return &hd_error_no_memory;
 	}
 	hd_huge_pages(children, (size_t)t->num_reachable * sizeof(*children));
-	memset(child_off, 0, ((size_t)n + 1) * sizeof(*child_off));
+	// Each parent's count goes two places on: after the prefix sum,
+	// child_off[p + 1] is p's start, and as the fill's cursor it ends at
+	// p's end, p + 1's start (as in hd_csr_reverse), with no pass over the
+	// offsets to shift them back.
+	memset(child_off, 0, ((size_t)n + 2) * sizeof(*child_off));
 	for (uint32_t v = 0; v < n; v++)
 		if (t->idom[v] != HD_NO_VERTEX && v != t->root)
-			child_off[t->idom[v] + 1]++;
-	for (uint32_t v = 0; v < n; v++)
-		child_off[v + 1] += child_off[v];
-	// Fill in vertex order (idom read straight through), using
-	// child_off[p] as a cursor, then shift back.
+			child_off[t->idom[v] + 2]++;
+	for (uint32_t v = 2; v <= n; v++)
+		child_off[v] += child_off[v - 1];
+	// Fill in vertex order (idom read straight through).
 	for (uint32_t v = 0; v < n; v++)
 		if (t->idom[v] != HD_NO_VERTEX && v != t->root)
-			children[child_off[t->idom[v]]++] = v;
-	for (uint32_t v = n; v > 0; v--)
-		child_off[v] = child_off[v - 1];
-	child_off[0] = 0;
+			children[child_off[t->idom[v] + 1]++] = v;
 	*child_off_r = child_off;
 	*children_r = children;
 	return NULL;

@@ -110,7 +110,8 @@ void hd_sort_u64(uint64_t *a, size_t n);
 
 // The dominator tree's children grouped by parent, each list in vertex
 // order: the children of v are children[child_off[v] .. child_off[v+1]),
-// child_off has t->n + 1 entries. Both arrays are malloc'd for the caller.
+// child_off has t->n + 1 entries (room for t->n + 2). Both arrays are
+// malloc'd for the caller.
 struct hd_error *hd_domtree_group_children(const struct hd_domtree *t,
 					   uint32_t **child_off_r,
 					   uint32_t **children_r);
