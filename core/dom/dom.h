@@ -37,6 +37,10 @@ void hd_csr_free_owned(struct hd_csr *g);
 struct hd_error *hd_csr_chain(const struct hd_csr *rev, uint32_t v,
 			      bool to_root, uint32_t **path, size_t *len);
 
+// Asks for transparent huge pages over the 2 MiB pages wholly inside a
+// fresh allocation of size bytes at p, before it is first written (dom.c).
+void hd_huge_pages(void *p, size_t size);
+
 // Result of hd_dominators.
 struct hd_domtree {
 	uint32_t n;
@@ -106,7 +110,8 @@ void hd_sort_u64(uint64_t *a, size_t n);
 
 // The dominator tree's children grouped by parent, each list in vertex
 // order: the children of v are children[child_off[v] .. child_off[v+1]),
-// child_off has t->n + 1 entries. Both arrays are malloc'd for the caller.
+// child_off has t->n + 1 entries (room for t->n + 2). Both arrays are
+// malloc'd for the caller.
 struct hd_error *hd_domtree_group_children(const struct hd_domtree *t,
 					   uint32_t **child_off_r,
 					   uint32_t **children_r);
