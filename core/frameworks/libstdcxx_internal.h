@@ -65,34 +65,29 @@ struct stl_type {
 	uint64_t node_key[2];
 };
 
-// The elements of a container looked at, whose own containers are listed
-// (hd_fw_objects_in) when the queue reaches them rather than when the
-// container is looked at: the queue holds an entry per container walked,
-// not one per container each of its elements holds, and an element's
-// containers are read while its memory is fresh. The order containers
-// are looked at is the same either way.
-struct batch {
-	const struct stl_type *t; // the container's: its elem_type
-	char *where;              // the container's, or NULL (names only)
-	enum kind k;
-	size_t n;
-	struct element *elems;
-};
-
-// A container found and not yet looked at; in the queue also the
-// elements whose containers are listed when the queue reaches them: a
-// batch, or one element inline (one: addr and holder are the element's,
-// t and where the container's, size its kind).
+// A container found and not yet looked at.
 struct pending {
 	uint64_t addr, size;
 	const struct stl_type *t; // its name is the DWARF type's
 	char *where;      // freed once the container is looked at
-	struct batch *batch;
 	uint32_t holder;
-	bool in_array; // in an element of a block typed as an array
-	bool one;
 };
-
+// An entry of the work queue: a container, or the elements of one looked
+// at, whose own containers are listed (hd_fw_objects_in) when the queue
+// reaches them rather than when the container is looked at: the queue
+// holds an entry per container walked, not one per container each of its
+// elements holds, and an element's containers are read while its memory
+// is fresh. The order containers are looked at is the same either way.
+// Millions wait at once: 24 bytes each, their elements in a queue of their
+// own (struct ctx's elements, in the same order) and their names in an
+// array beside the queue only when names are kept.
+enum { QE_CONTAINER, QE_ELEMS };
+struct qent {
+	uint64_t addr;   // the container's; QE_ELEMS: how many elements
+	uintptr_t t;     // the container's stl_type, | QE_ELEMS
+	uint32_t holder; // the container's
+	uint32_t size;   // the container's (UINT32_MAX: larger); QE_ELEMS: kind
+};
 // How a block name is written (name_spec): none; "tmpl<short_elem>";
 // "std::__detail::_Hash_node<short_elem, n ? true : false>"; "elem[n]"
 // (elem a string that lives as long as the analysis); a (a literal);
@@ -119,26 +114,6 @@ struct name_memo {
 	size_t cap, n;
 };
 
-// The elements queued inline, by address (a shared_ptr's object, shared
-// by many): listing one again lists only containers already looked at.
-struct elemset {
-	struct queued {
-		uint64_t addr; // 0 = empty
-		const char *type;
-	} *v;
-	size_t cap, n;
-};
-
-// Names given to a container's blocks (hd_fw_name).
-enum { NAME_NONE, NAME_NODE, NAME_BUFFER, NAME_CHUNK };
-
-// One block of a container, with its framework bytes and which name.
-struct owned {
-	uint64_t fw;
-	uint32_t v;
-	uint8_t name;
-};
-
 // A set of addresses: a bit per 8-byte word, in pages of bits made as
 // addresses come (a hash set of ten million containers' addresses took
 // 8-16 bytes and a cache miss each); addresses not 8-aligned in a set.
@@ -151,6 +126,27 @@ struct addrset {
 	size_t cap, n;
 	struct addrpage last; // the page asked last
 	struct hd_u64set odd;
+};
+// The elements queued alone (a shared_ptr's object, shared by many),
+// by address and the type they were first queued with: listing one again
+// lists only containers already looked at. A set of addresses per type
+// (a few), and one of them all.
+struct elemset {
+	struct addrset all;
+	struct elemtype {
+		const char *type;
+		struct addrset first; // the addresses first queued with type
+	} *v;
+	size_t n;
+};
+// Names given to a container's blocks (hd_fw_name).
+enum { NAME_NONE, NAME_NODE, NAME_BUFFER, NAME_CHUNK };
+
+// One block of a container, with its framework bytes and which name.
+struct owned {
+	uint64_t fw;
+	uint32_t v;
+	uint8_t name;
 };
 
 // Interned strings (open addressing, NULL = empty): the type names of the
@@ -172,8 +168,11 @@ struct ctx {
 	// one reached both ways (the strings in a std::vector<std::string>'s
 	// buffer, which DWARF types too) is named by its container:
 	// "g_names[2]", not "std::string[2]".
-	struct pending *queue;
+	struct qent *queue;
+	char **wheres;  // of the queue's containers, when names are kept
 	size_t num_queue, cap_queue, done;
+	struct element *qelems; // the elements of QE_ELEMS entries, in order
+	size_t num_qelems, cap_qelems, qelems_done;
 	bool top; // hd_fw_objects is calling enqueue
 	int pass; // of block_container: 1 for containers in array elements
 	bool names_only; // hd_fw_names_only: no labels
