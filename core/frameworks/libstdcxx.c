@@ -190,11 +190,20 @@ static struct stl_type *intern(struct strtab *t, const char *src)
 		if (strcmp(t->v[i]->name, s) == 0)
 			break;
 	if (!t->v[i]) {
+		// Ids fit a queue entry (QE_MAX_TYPES).
+		if (t->n + 1 >= QE_MAX_TYPES)
+			return NULL;
+		struct stl_type **byid = realloc(t->byid, (t->n + 1) * sizeof(*byid));
+		if (!byid)
+			return NULL;
+		t->byid = byid;
 		struct stl_type *ty = calloc(1, sizeof(*ty));
 		if (!ty || !(ty->name = strdup(s))) {
 			free(ty);
 			return NULL;
 		}
+		ty->id = (uint32_t)t->n;
+		byid[t->n] = ty;
 		ty->kind = stl_kind_of(s);
 		t->v[i] = ty;
 		t->n++;
@@ -220,6 +229,7 @@ static void strtab_free(struct strtab *t)
 		free(ty);
 	}
 	free(t->v);
+	free(t->byid);
 }
 
 // Fills what ty's name says of its elements and its short name, the first
@@ -311,10 +321,9 @@ static struct hd_error *enqueue(struct hd_fw *fw, const struct hd_fw_object *o,
 	struct pending p;
 	if (!pending_of(c, o, &p))
 		return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
-	// A container's type is a few dozen bytes.
-	struct qent e = { p.addr, (uintptr_t)p.t, p.holder,
-			  p.size < UINT32_MAX ? (uint32_t)p.size : UINT32_MAX };
-	return queue_push(c, e, p.where);
+	struct qent e = { p.addr, p.holder, QE_CONTAINER | p.t->id << 8 };
+	struct hd_error *err = queue_push(c, e, p.where);
+	return err ? err : queue_push(c, (struct qent){ .a = p.size }, NULL);
 }
 
 // hd_fw_objects_in's call-back when a batch is expanded: the element's
@@ -417,6 +426,10 @@ static struct hd_error *nest(struct ctx *c, const struct pending *p,
 		char *where = p->where ? strdup(p->where) : NULL;
 		if (p->where && !where)
 			return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
+		uint32_t bits = ty->id << 8 | (uint32_t)k << 4;
+		if (c->num_elems == 1)
+			return queue_push(c, (struct qent){ c->elems[0].addr,
+				c->elems[0].holder, bits | QE_ONE }, where);
 		struct hd_error *err = stl_grow((void **)&c->qelems, &c->cap_qelems,
 						c->num_qelems + c->num_elems - 1,
 						sizeof(*c->qelems));
@@ -427,8 +440,8 @@ static struct hd_error *nest(struct ctx *c, const struct pending *p,
 		memcpy(c->qelems + c->num_qelems, c->elems,
 		       c->num_elems * sizeof(*c->elems));
 		c->num_qelems += c->num_elems;
-		struct qent e = { c->num_elems, (uintptr_t)ty | QE_ELEMS, 0, k };
-		return queue_push(c, e, where);
+		return queue_push(c, (struct qent){ c->num_elems, 0, bits | QE_ELEMS },
+				  where);
 	}
 	char where[1200];
 	struct hd_error *err = NULL;
@@ -717,24 +730,30 @@ static struct hd_error *drain(struct ctx *c)
 	while (!err && c->done < c->num_queue) {
 		struct qent e = c->queue[c->done]; // may move
 		char *where = c->wheres ? c->wheres[c->done] : NULL;
-		const struct stl_type *t =
-			(const struct stl_type *)(e.t & ~(uintptr_t)QE_ELEMS);
-		if (e.t & QE_ELEMS) {
+		const struct stl_type *t = c->types.byid[e.bits >> 8];
+		enum kind k = (enum kind)(e.bits >> 4 & 15);
+		size_t slots = 1;
+		if ((e.bits & 15) == QE_ELEMS) {
 			size_t first = c->qelems_done;
-			c->qelems_done += e.addr;
-			for (size_t i = 0; i < e.addr && !err; i++) {
+			c->qelems_done += e.a;
+			for (size_t i = 0; i < e.a && !err; i++) {
 				struct element el = c->qelems[first + i]; // may move
-				err = expand(c, t, (enum kind)e.size, where, i, &el);
+				err = expand(c, t, k, where, i, &el);
 			}
+		} else if ((e.bits & 15) == QE_ONE) {
+			struct element el = { e.a, e.holder };
+			err = expand(c, t, k, where, 0, &el);
 		} else {
-			struct pending p = { e.addr, e.size, t, where, e.holder };
+			struct pending p = { e.a, c->queue[c->done + 1].a, t, where,
+					     e.holder };
 			err = container(c, &p, false);
+			slots = 2;
 		}
 		// Millions may wait: each gives its name back once looked at.
 		free(where);
 		if (c->wheres)
 			c->wheres[c->done] = NULL;
-		c->done++;
+		c->done += slots;
 		// The queue is a wave of a million containers at a time: what
 		// was looked at makes room.
 		if (c->done >= 65536 && c->done >= c->num_queue / 2) {

@@ -38,6 +38,7 @@ struct element {
 // containers of that type (a million std::string keys share one).
 struct stl_type {
 	char *name;         // the DWARF name
+	uint32_t id;        // its index in struct strtab's byid
 	enum kind kind;
 	bool ready;         // the fields below are filled (type_ready)
 	bool has_vt;        // vt holds the element (value) type
@@ -78,16 +79,18 @@ struct pending {
 // holds an entry per container walked, not one per container each of its
 // elements holds, and an element's containers are read while its memory
 // is fresh. The order containers are looked at is the same either way.
-// Millions wait at once: 24 bytes each, their elements in a queue of their
-// own (struct ctx's elements, in the same order) and their names in an
+// Millions wait at once: 16 bytes each (a container takes two, its size in
+// the second's a), the elements of a batch of more than one in a queue of
+// their own (struct ctx's qelems, in the same order), the names in an
 // array beside the queue only when names are kept.
-enum { QE_CONTAINER, QE_ELEMS };
+enum { QE_CONTAINER, QE_ELEMS, QE_ONE };
 struct qent {
-	uint64_t addr;   // the container's; QE_ELEMS: how many elements
-	uintptr_t t;     // the container's stl_type, | QE_ELEMS
-	uint32_t holder; // the container's
-	uint32_t size;   // the container's (UINT32_MAX: larger); QE_ELEMS: kind
+	uint64_t a;      // the container's address; QE_ELEMS: how many
+			 // elements; QE_ONE: the element's address
+	uint32_t holder; // the container's or the element's
+	uint32_t bits;   // QE_* | kind of the container << 4 | type id << 8
 };
+#define QE_MAX_TYPES (1u << 24)
 // How a block name is written (name_spec): none; "tmpl<short_elem>";
 // "std::__detail::_Hash_node<short_elem, n ? true : false>"; "elem[n]"
 // (elem a string that lives as long as the analysis); a (a literal);
@@ -154,6 +157,7 @@ struct owned {
 struct strtab {
 	struct stl_type **v;
 	size_t cap, n;
+	struct stl_type **byid; // n of them, by id
 	// The last names interned by the address they were given at: the
 	// type index's own strings, the same few again and again.
 	const char *recent_src[64];
