@@ -491,6 +491,9 @@ static uint32_t name_label(struct ctx *c, const struct stl_type *t,
 			*sp = c->sp_pending;
 			sp->label = label;
 			sp->set = true;
+			if (c->sp_pending_key)
+				c->sp_entries[c->sp_pending_key % 1024] =
+					(struct sp_entry){ c->sp_pending_key, label, true };
 		}
 		return label;
 	}

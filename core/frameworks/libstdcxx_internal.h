@@ -209,6 +209,15 @@ struct ctx {
 		bool inplace, set;
 	} sp_names[1024];
 	struct sp_name sp_pending; // the one the walk named, for name_label
+	// The same by the typing's entry of the control block
+	// (hd_fw_block_entry) and whether the object is inside: one name per
+	// entry. ok: the name is the entry's (label), else the walk's own.
+	struct sp_entry {
+		uint32_t key;   // entry * 2 + inplace, + 1; 0 = empty
+		uint32_t label;
+		bool ok;
+	} sp_entries[1024];
+	uint32_t sp_pending_key; // the walk's key, or 0
 	struct stl_node {
 		uint64_t addr;
 		uint32_t v;
