@@ -367,14 +367,16 @@ static struct hd_error *elem_add(struct elemset *s, uint64_t addr,
 				 const char *type, bool *fresh)
 {
 	struct elemtype *et = NULL;
-	for (size_t i = 0; i < s->n && !et; i++)
+	bool other = false; // first added with another type
+	for (size_t i = 0; i < s->n; i++) {
 		if (s->v[i].type == type)
 			et = &s->v[i];
+		else if (!other)
+			other = addr_has(&s->v[i].first, addr);
+	}
 	*fresh = !et || !addr_has(&et->first, addr);
-	bool is_new;
-	struct hd_error *err;
-	if (!*fresh || (err = addr_add(&s->all, addr, &is_new)) || !is_new)
-		return *fresh ? err : NULL;
+	if (!*fresh || other)
+		return NULL;
 	if (!et) {
 		struct elemtype *v = realloc(s->v, (s->n + 1) * sizeof(*v));
 		if (!v)
@@ -383,12 +385,12 @@ static struct hd_error *elem_add(struct elemset *s, uint64_t addr,
 		et = &v[s->n++];
 		*et = (struct elemtype){ .type = type };
 	}
+	bool is_new;
 	return addr_add(&et->first, addr, &is_new);
 }
 
 static void elemset_free(struct elemset *s)
 {
-	addr_free(&s->all);
 	for (size_t i = 0; i < s->n; i++)
 		addr_free(&s->v[i].first);
 	free(s->v);

@@ -133,9 +133,8 @@ struct addrset {
 // The elements queued alone (a shared_ptr's object, shared by many),
 // by address and the type they were first queued with: listing one again
 // lists only containers already looked at. A set of addresses per type
-// (a few), and one of them all.
+// (a few; an address is in one set at most).
 struct elemset {
-	struct addrset all;
 	struct elemtype {
 		const char *type;
 		struct addrset first; // the addresses first queued with type
