@@ -73,6 +73,7 @@ struct pending {
 	char *where;      // freed once the container is looked at
 	uint32_t holder;
 };
+
 // An entry of the work queue: a container, or the elements of one looked
 // at, whose own containers are listed (hd_fw_objects_in) when the queue
 // reaches them rather than when the container is looked at: the queue
@@ -91,6 +92,7 @@ struct qent {
 	uint32_t bits;   // QE_* | kind of the container << 4 | type id << 8
 };
 #define QE_MAX_TYPES (1u << 24)
+
 // How a block name is written (name_spec): none; "tmpl<short_elem>";
 // "std::__detail::_Hash_node<short_elem, n ? true : false>"; "elem[n]"
 // (elem a string that lives as long as the analysis); a (a literal);
@@ -141,6 +143,7 @@ struct elemset {
 	} *v;
 	size_t n;
 };
+
 // Names given to a container's blocks (hd_fw_name).
 enum { NAME_NONE, NAME_NODE, NAME_BUFFER, NAME_CHUNK };
 
