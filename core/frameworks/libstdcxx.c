@@ -69,6 +69,8 @@ struct hd_error *stl_grow(void **p, size_t *cap, size_t n, size_t size)
 	if (n < *cap)
 		return NULL;
 	size_t c = *cap ? *cap * 2 : 64;
+	while (c <= n)
+		c *= 2;
 	void *q = realloc(*p, c * size);
 	if (!q)
 		return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
@@ -131,6 +133,25 @@ static struct hd_error *addr_add(struct addrset *s, uint64_t addr, bool *fresh)
 	return NULL;
 }
 
+// Whether addr (non-zero) is in s.
+static bool addr_has(struct addrset *s, uint64_t addr)
+{
+	if (addr % 8)
+		return hd_u64set_has(&s->odd, addr);
+	uint64_t key = (addr >> ADDR_PAGE_SHIFT) + 1;
+	const uint64_t *bits = NULL;
+	if (s->last.key == key) {
+		bits = s->last.bits;
+	} else if (s->cap) {
+		size_t i = hd_hash_u64(key) & (s->cap - 1);
+		while (s->pages[i].key && s->pages[i].key != key)
+			i = (i + 1) & (s->cap - 1);
+		bits = s->pages[i].bits;
+	}
+	uint64_t w = (addr & ((1u << ADDR_PAGE_SHIFT) - 1)) / 8;
+	return bits && (bits[w / 64] >> (w % 64) & 1);
+}
+
 static void addr_free(struct addrset *s)
 {
 	for (size_t i = 0; i < s->cap; i++)
@@ -169,11 +190,20 @@ static struct stl_type *intern(struct strtab *t, const char *src)
 		if (strcmp(t->v[i]->name, s) == 0)
 			break;
 	if (!t->v[i]) {
+		// Ids fit a queue entry (QE_MAX_TYPES).
+		if (t->n + 1 >= QE_MAX_TYPES)
+			return NULL;
+		struct stl_type **byid = realloc(t->byid, (t->n + 1) * sizeof(*byid));
+		if (!byid)
+			return NULL;
+		t->byid = byid;
 		struct stl_type *ty = calloc(1, sizeof(*ty));
 		if (!ty || !(ty->name = strdup(s))) {
 			free(ty);
 			return NULL;
 		}
+		ty->id = (uint32_t)t->n;
+		byid[t->n] = ty;
 		ty->kind = stl_kind_of(s);
 		t->v[i] = ty;
 		t->n++;
@@ -199,6 +229,7 @@ static void strtab_free(struct strtab *t)
 		free(ty);
 	}
 	free(t->v);
+	free(t->byid);
 }
 
 // Fills what ty's name says of its elements and its short name, the first
@@ -242,21 +273,41 @@ static bool pending_of(struct ctx *c, const struct hd_fw_object *o,
 	p->size = o->size;
 	p->holder = o->holder;
 	p->t = intern(&c->types, o->type);
-	p->batch = NULL;
-	p->one = false;
 	// Where a container is tells a person which it is, in its node's
 	// label and in warnings; when only block names are kept, nobody
 	// reads it (NULL).
 	p->where = NULL;
 	if (!c->names_only && !(p->where = strdup(o->where ? o->where : "")))
 		return false;
-	// hd_fw_objects names an array block's element "T[k]...".
-	p->in_array = o->where && strchr(o->where, '[');
 	if (!p->t) {
 		free(p->where);
 		return false;
 	}
 	return true;
+}
+
+// Appends e to the queue, with where (the queue's then, NULL when names
+// are not kept; freed on failure).
+static struct hd_error *queue_push(struct ctx *c, struct qent e, char *where)
+{
+	size_t cap = c->cap_queue;
+	struct hd_error *err = stl_grow((void **)&c->queue, &c->cap_queue,
+					c->num_queue, sizeof(*c->queue));
+	if (!err && !c->names_only && (cap != c->cap_queue || !c->wheres)) {
+		char **w = realloc(c->wheres, c->cap_queue * sizeof(*w));
+		if (!w)
+			err = hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
+		else
+			c->wheres = w;
+	}
+	if (err) {
+		free(where);
+		return err;
+	}
+	if (c->wheres)
+		c->wheres[c->num_queue] = where;
+	c->queue[c->num_queue++] = e;
+	return NULL;
 }
 
 // hd_fw_objects' and hd_fw_objects_in's call-back: queue the container
@@ -267,14 +318,12 @@ static struct hd_error *enqueue(struct hd_fw *fw, const struct hd_fw_object *o,
 	struct ctx *c = arg;
 	if (c->top && in_block(fw, o))
 		return NULL;
-	struct hd_error *err = stl_grow((void **)&c->queue, &c->cap_queue,
-					c->num_queue, sizeof(*c->queue));
-	if (err)
-		return err;
-	if (!pending_of(c, o, &c->queue[c->num_queue]))
+	struct pending p;
+	if (!pending_of(c, o, &p))
 		return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
-	c->queue[c->num_queue++].in_array = false;
-	return NULL;
+	struct qent e = { p.addr, p.holder, QE_CONTAINER | p.t->id << 8 };
+	struct hd_error *err = queue_push(c, e, p.where);
+	return err ? err : queue_push(c, (struct qent){ .a = p.size }, NULL);
 }
 
 // hd_fw_objects_in's call-back when a batch is expanded: the element's
@@ -291,7 +340,7 @@ static struct hd_error *collect(struct hd_fw *fw, const struct hd_fw_object *o,
 		return err;
 	if (!pending_of(c, o, &c->found[c->num_found]))
 		return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
-	c->found[c->num_found++].in_array = false;
+	c->num_found++;
 	return NULL;
 }
 
@@ -312,49 +361,39 @@ static void element_where(const char *where, enum kind k, size_t i,
 		snprintf(buf, len, "%s[%zu]", where, i);
 }
 
-static void batch_free(struct batch *b)
-{
-	if (b) {
-		free(b->where);
-		free(b->elems);
-		free(b);
-	}
-}
-
-// Adds (addr, type) to s; *fresh is false if addr was in with type.
+// Adds (addr, type) to s; *fresh is false if addr was first added with
+// type (another type at the same address lists other objects).
 static struct hd_error *elem_add(struct elemset *s, uint64_t addr,
 				 const char *type, bool *fresh)
 {
-	*fresh = true;
-	if ((s->n + 1) * 2 > s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 1024;
-		struct queued *v = calloc(cap, sizeof(*v));
+	struct elemtype *et = NULL;
+	bool other = false; // first added with another type
+	for (size_t i = 0; i < s->n; i++) {
+		if (s->v[i].type == type)
+			et = &s->v[i];
+		else if (!other)
+			other = addr_has(&s->v[i].first, addr);
+	}
+	*fresh = !et || !addr_has(&et->first, addr);
+	if (!*fresh || other)
+		return NULL;
+	if (!et) {
+		struct elemtype *v = realloc(s->v, (s->n + 1) * sizeof(*v));
 		if (!v)
 			return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
-		for (size_t i = 0; i < s->cap; i++) {
-			if (!s->v[i].addr)
-				continue;
-			size_t j = hd_hash_u64(s->v[i].addr) & (cap - 1);
-			while (v[j].addr)
-				j = (j + 1) & (cap - 1);
-			v[j] = s->v[i];
-		}
-		free(s->v);
 		s->v = v;
-		s->cap = cap;
+		et = &v[s->n++];
+		*et = (struct elemtype){ .type = type };
 	}
-	size_t i = hd_hash_u64(addr) & (s->cap - 1);
-	for (; s->v[i].addr; i = (i + 1) & (s->cap - 1)) {
-		if (s->v[i].addr == addr) {
-			// Another type at the same address lists other
-			// objects: queued, and the first type kept.
-			*fresh = s->v[i].type != type;
-			return NULL;
-		}
-	}
-	s->v[i] = (struct queued){ addr, type };
-	s->n++;
-	return NULL;
+	bool is_new;
+	return addr_add(&et->first, addr, &is_new);
+}
+
+static void elemset_free(struct elemset *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		addr_free(&s->v[i].first);
+	free(s->v);
 }
 
 // Queues the containers inside the container's elements: as a batch of its
@@ -386,43 +425,25 @@ static struct hd_error *nest(struct ctx *c, const struct pending *p,
 			if (err || !fresh)
 				return err;
 		}
-		struct hd_error *err = stl_grow((void **)&c->queue, &c->cap_queue,
-						c->num_queue, sizeof(*c->queue));
-		if (err)
-			return err;
 		char *where = p->where ? strdup(p->where) : NULL;
 		if (p->where && !where)
 			return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
-		if (c->num_elems == 1) {
-			c->queue[c->num_queue++] = (struct pending){
-				.addr = c->elems[0].addr, .holder = c->elems[0].holder,
-				.t = ty, .where = where, .size = k, .one = true,
-			};
-			return NULL;
-		}
-		struct batch *b = calloc(1, sizeof(*b));
-		if (!b) {
+		uint32_t bits = ty->id << 8 | (uint32_t)k << 4;
+		if (c->num_elems == 1)
+			return queue_push(c, (struct qent){ c->elems[0].addr,
+				c->elems[0].holder, bits | QE_ONE }, where);
+		struct hd_error *err = stl_grow((void **)&c->qelems, &c->cap_qelems,
+						c->num_qelems + c->num_elems - 1,
+						sizeof(*c->qelems));
+		if (err) {
 			free(where);
-			return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
+			return err;
 		}
-		b->where = where;
-		b->t = ty;
-		b->k = k;
-		b->n = c->num_elems;
-		// A large array is given to the batch whole, a small one copied
-		// to its size.
-		if (c->num_elems >= 4096) {
-			b->elems = c->elems;
-			c->elems = NULL;
-			c->cap_elems = 0;
-		} else if ((b->elems = malloc(c->num_elems * sizeof(*b->elems)))) {
-			memcpy(b->elems, c->elems, c->num_elems * sizeof(*b->elems));
-		} else {
-			batch_free(b);
-			return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
-		}
-		c->queue[c->num_queue++] = (struct pending){ .batch = b };
-		return NULL;
+		memcpy(c->qelems + c->num_qelems, c->elems,
+		       c->num_elems * sizeof(*c->elems));
+		c->num_qelems += c->num_elems;
+		return queue_push(c, (struct qent){ c->num_elems, 0, bits | QE_ELEMS },
+				  where);
 	}
 	char where[1200];
 	struct hd_error *err = NULL;
@@ -472,6 +493,9 @@ static uint32_t name_label(struct ctx *c, const struct stl_type *t,
 			*sp = c->sp_pending;
 			sp->label = label;
 			sp->set = true;
+			if (c->sp_pending_key)
+				c->sp_entries[c->sp_pending_key % 1024] =
+					(struct sp_entry){ c->sp_pending_key, label, true };
 		}
 		return label;
 	}
@@ -704,40 +728,53 @@ static struct hd_error *expand(struct ctx *c, const struct stl_type *t,
 	return err;
 }
 
-static struct hd_error *expand_batch(struct ctx *c, const struct batch *b)
-{
-	struct hd_error *err = NULL;
-	for (size_t i = 0; i < b->n && !err; i++)
-		err = expand(c, b->t, b->k, b->where, i, &b->elems[i]);
-	return err;
-}
-
 // Looks at the queued containers, in order, to the end of the queue.
 static struct hd_error *drain(struct ctx *c)
 {
 	struct hd_error *err = NULL;
 	while (!err && c->done < c->num_queue) {
-		struct pending p = c->queue[c->done]; // may move
-		if (p.batch) {
-			err = expand_batch(c, p.batch);
-			batch_free(p.batch);
-			c->queue[c->done].batch = NULL;
-		} else if (p.one) {
-			struct element e = { p.addr, p.holder };
-			err = expand(c, p.t, (enum kind)p.size, p.where, 0, &e);
+		struct qent e = c->queue[c->done]; // may move
+		char *where = c->wheres ? c->wheres[c->done] : NULL;
+		const struct stl_type *t = c->types.byid[e.bits >> 8];
+		enum kind k = (enum kind)(e.bits >> 4 & 15);
+		size_t slots = 1;
+		if ((e.bits & 15) == QE_ELEMS) {
+			size_t first = c->qelems_done;
+			c->qelems_done += e.a;
+			for (size_t i = 0; i < e.a && !err; i++) {
+				struct element el = c->qelems[first + i]; // may move
+				err = expand(c, t, k, where, i, &el);
+			}
+		} else if ((e.bits & 15) == QE_ONE) {
+			struct element el = { e.a, e.holder };
+			err = expand(c, t, k, where, 0, &el);
 		} else {
+			struct pending p = { e.a, c->queue[c->done + 1].a, t, where,
+					     e.holder };
 			err = container(c, &p, false);
+			slots = 2;
 		}
 		// Millions may wait: each gives its name back once looked at.
-		free(c->queue[c->done].where);
-		c->queue[c->done++].where = NULL;
+		free(where);
+		if (c->wheres)
+			c->wheres[c->done] = NULL;
+		c->done += slots;
 		// The queue is a wave of a million containers at a time: what
 		// was looked at makes room.
 		if (c->done >= 65536 && c->done >= c->num_queue / 2) {
 			memmove(c->queue, c->queue + c->done,
 				(c->num_queue - c->done) * sizeof(*c->queue));
+			if (c->wheres)
+				memmove(c->wheres, c->wheres + c->done,
+					(c->num_queue - c->done) * sizeof(*c->wheres));
 			c->num_queue -= c->done;
 			c->done = 0;
+		}
+		if (c->qelems_done >= 65536 && c->qelems_done >= c->num_qelems / 2) {
+			memmove(c->qelems, c->qelems + c->qelems_done,
+				(c->num_qelems - c->qelems_done) * sizeof(*c->qelems));
+			c->num_qelems -= c->qelems_done;
+			c->qelems_done = 0;
 		}
 	}
 	return err;
@@ -788,18 +825,18 @@ static struct hd_error *analyze(struct hd_fw *fw)
 		err = objects(fw, prefixes, NUM_PREFIXES, block_container, &c);
 	if (!err)
 		err = drain(&c);
-	for (size_t i = c.done; i < c.num_queue; i++) {
-		free(c.queue[i].where);
-		batch_free(c.queue[i].batch);
-	}
+	for (size_t i = c.done; c.wheres && i < c.num_queue; i++)
+		free(c.wheres[i]);
 	strtab_free(&c.types);
 	if (!err)
 		hd_fw_note(fw, "%zu containers", c.containers);
 	free(c.queue);
+	free(c.wheres);
+	free(c.qelems);
 	addr_free(&c.seen);
 	free(c.buffers);
 	free(c.found);
-	free(c.queued.v);
+	elemset_free(&c.queued);
 	free(c.labels.v);
 	free(c.blocks);
 	free(c.elems);

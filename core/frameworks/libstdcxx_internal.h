@@ -38,6 +38,7 @@ struct element {
 // containers of that type (a million std::string keys share one).
 struct stl_type {
 	char *name;         // the DWARF name
+	uint32_t id;        // its index in struct strtab's byid
 	enum kind kind;
 	bool ready;         // the fields below are filled (type_ready)
 	bool has_vt;        // vt holds the element (value) type
@@ -65,33 +66,32 @@ struct stl_type {
 	uint64_t node_key[2];
 };
 
-// The elements of a container looked at, whose own containers are listed
-// (hd_fw_objects_in) when the queue reaches them rather than when the
-// container is looked at: the queue holds an entry per container walked,
-// not one per container each of its elements holds, and an element's
-// containers are read while its memory is fresh. The order containers
-// are looked at is the same either way.
-struct batch {
-	const struct stl_type *t; // the container's: its elem_type
-	char *where;              // the container's, or NULL (names only)
-	enum kind k;
-	size_t n;
-	struct element *elems;
-};
-
-// A container found and not yet looked at; in the queue also the
-// elements whose containers are listed when the queue reaches them: a
-// batch, or one element inline (one: addr and holder are the element's,
-// t and where the container's, size its kind).
+// A container found and not yet looked at.
 struct pending {
 	uint64_t addr, size;
 	const struct stl_type *t; // its name is the DWARF type's
 	char *where;      // freed once the container is looked at
-	struct batch *batch;
 	uint32_t holder;
-	bool in_array; // in an element of a block typed as an array
-	bool one;
 };
+
+// An entry of the work queue: a container, or the elements of one looked
+// at, whose own containers are listed (hd_fw_objects_in) when the queue
+// reaches them rather than when the container is looked at: the queue
+// holds an entry per container walked, not one per container each of its
+// elements holds, and an element's containers are read while its memory
+// is fresh. The order containers are looked at is the same either way.
+// Millions wait at once: 16 bytes each (a container takes two, its size in
+// the second's a), the elements of a batch of more than one in a queue of
+// their own (struct ctx's qelems, in the same order), the names in an
+// array beside the queue only when names are kept.
+enum { QE_CONTAINER, QE_ELEMS, QE_ONE };
+struct qent {
+	uint64_t a;      // the container's address; QE_ELEMS: how many
+			 // elements; QE_ONE: the element's address
+	uint32_t holder; // the container's or the element's
+	uint32_t bits;   // QE_* | kind of the container << 4 | type id << 8
+};
+#define QE_MAX_TYPES (1u << 24)
 
 // How a block name is written (name_spec): none; "tmpl<short_elem>";
 // "std::__detail::_Hash_node<short_elem, n ? true : false>"; "elem[n]"
@@ -119,26 +119,6 @@ struct name_memo {
 	size_t cap, n;
 };
 
-// The elements queued inline, by address (a shared_ptr's object, shared
-// by many): listing one again lists only containers already looked at.
-struct elemset {
-	struct queued {
-		uint64_t addr; // 0 = empty
-		const char *type;
-	} *v;
-	size_t cap, n;
-};
-
-// Names given to a container's blocks (hd_fw_name).
-enum { NAME_NONE, NAME_NODE, NAME_BUFFER, NAME_CHUNK };
-
-// One block of a container, with its framework bytes and which name.
-struct owned {
-	uint64_t fw;
-	uint32_t v;
-	uint8_t name;
-};
-
 // A set of addresses: a bit per 8-byte word, in pages of bits made as
 // addresses come (a hash set of ten million containers' addresses took
 // 8-16 bytes and a cache miss each); addresses not 8-aligned in a set.
@@ -152,12 +132,34 @@ struct addrset {
 	struct addrpage last; // the page asked last
 	struct hd_u64set odd;
 };
+// The elements queued alone (a shared_ptr's object, shared by many),
+// by address and the type they were first queued with: listing one again
+// lists only containers already looked at. A set of addresses per type
+// (a few; an address is in one set at most).
+struct elemset {
+	struct elemtype {
+		const char *type;
+		struct addrset first; // the addresses first queued with type
+	} *v;
+	size_t n;
+};
+
+// Names given to a container's blocks (hd_fw_name).
+enum { NAME_NONE, NAME_NODE, NAME_BUFFER, NAME_CHUNK };
+
+// One block of a container, with its framework bytes and which name.
+struct owned {
+	uint64_t fw;
+	uint32_t v;
+	uint8_t name;
+};
 
 // Interned strings (open addressing, NULL = empty): the type names of the
 // containers waiting, a few distinct ones among millions of containers.
 struct strtab {
 	struct stl_type **v;
 	size_t cap, n;
+	struct stl_type **byid; // n of them, by id
 	// The last names interned by the address they were given at: the
 	// type index's own strings, the same few again and again.
 	const char *recent_src[64];
@@ -172,8 +174,11 @@ struct ctx {
 	// one reached both ways (the strings in a std::vector<std::string>'s
 	// buffer, which DWARF types too) is named by its container:
 	// "g_names[2]", not "std::string[2]".
-	struct pending *queue;
+	struct qent *queue;
+	char **wheres;  // of the queue's containers, when names are kept
 	size_t num_queue, cap_queue, done;
+	struct element *qelems; // the elements of QE_ELEMS entries, in order
+	size_t num_qelems, cap_qelems, qelems_done;
 	bool top; // hd_fw_objects is calling enqueue
 	int pass; // of block_container: 1 for containers in array elements
 	bool names_only; // hd_fw_names_only: no labels
@@ -206,6 +211,15 @@ struct ctx {
 		bool inplace, set;
 	} sp_names[1024];
 	struct sp_name sp_pending; // the one the walk named, for name_label
+	// The same by the typing's entry of the control block
+	// (hd_fw_block_entry) and whether the object is inside: one name per
+	// entry. ok: the name is the entry's (label), else the walk's own.
+	struct sp_entry {
+		uint32_t key;   // entry * 2 + inplace, + 1; 0 = empty
+		uint32_t label;
+		bool ok;
+	} sp_entries[1024];
+	uint32_t sp_pending_key; // the walk's key, or 0
 	struct stl_node {
 		uint64_t addr;
 		uint32_t v;

@@ -235,19 +235,33 @@ struct hd_error *stl_walk_shared(struct ctx *c, struct walk *w)
 	// The name given this block before (its label), else written.
 	struct sp_name *sp = &c->sp_names[(v * 2 + inplace) % 1024];
 	c->sp_pending = (struct sp_name){ v, 0, inplace, false };
+	c->sp_pending_key = 0;
 	const struct hd_typing *ty = hd_fw_typing(c->fw);
 	int64_t id = hd_graph_vertex_block(hd_fw_graph(c->fw), v);
+	// The name of the block's entry, when found before (a million
+	// control blocks of a few types).
+	uint32_t ent = ty && id >= 0 ? hd_fw_block_entry(c->fw, (size_t)id) : UINT32_MAX;
+	uint32_t key = ent < UINT32_MAX / 2 ? (ent * 2 + inplace) + 1 : 0;
+	const struct sp_entry *se = key ? &c->sp_entries[key % 1024] : NULL;
+	bool known = se && se->key == key;
 	char name[512];
 	if (sp->set && sp->v == v && sp->inplace == inplace) {
 		c->node = (struct name_spec){ HOW_LABEL, NULL, sp->label };
-	} else if (ty && id >= 0 && hd_typing_block_name(ty, (size_t)id, name, sizeof(name)) &&
-	    stl_starts(name, inplace ? "std::_Sp_counted_ptr_inplace<" : "std::_Sp_counted_")) {
+	} else if (known && se->ok) {
+		c->node = (struct name_spec){ HOW_LABEL, NULL, se->label };
+	} else if (!known && ty && id >= 0 &&
+		   hd_typing_block_name(ty, (size_t)id, name, sizeof(name)) &&
+		   stl_starts(name, inplace ? "std::_Sp_counted_ptr_inplace<" : "std::_Sp_counted_")) {
 		snprintf(c->node_name, sizeof(c->node_name), "%s", name);
 		c->node = (struct name_spec){ HOW_STRING, NULL, 0 };
-	} else if (inplace) {
-		stl_name_node(c, "std::_Sp_counted_ptr_inplace");
+		c->sp_pending_key = key;
 	} else {
-		c->node = (struct name_spec){ HOW_LITERAL, "std::_Sp_counted_base", 0 };
+		if (key && !known) // not a name of its own: the entry's is not
+			c->sp_entries[key % 1024] = (struct sp_entry){ key, 0, false };
+		if (inplace)
+			stl_name_node(c, "std::_Sp_counted_ptr_inplace");
+		else
+			c->node = (struct name_spec){ HOW_LITERAL, "std::_Sp_counted_base", 0 };
 	}
 	struct hd_error *err = stl_own(c, v, inplace ? 16 : UINT64_MAX, NAME_NODE);
 	if (!err && inplace)

@@ -527,6 +527,18 @@ void hd_fw_prefetch_blocks(struct hd_fw *fw, const uint64_t *addrs, size_t n)
 	}
 }
 
+uint32_t hd_fw_block_entry(struct hd_fw *fw, size_t id)
+{
+	const struct hd_typing *ty = fw->ty;
+	if (!ty || id >= ty->num_blocks || ty->block_entry[id] == HD_ENTRY_NONE)
+		return UINT32_MAX;
+	// As hd_typing_block_name: e->name alone unless the count of an
+	// array of DWARF's type is known only as a range.
+	const struct hd_type_entry *e = &ty->entries[ty->block_entry[id]];
+	return e->module == UINT16_MAX || e->count <= 1 || !e->size
+	       ? ty->block_entry[id] : UINT32_MAX;
+}
+
 void hd_fw_prefetch_vertex(struct hd_fw *fw, uint32_t v)
 {
 	if (!fw->g || v >= fw->g->num_vertices)

@@ -20,6 +20,11 @@ bool hd_fw_used_block_at(struct hd_fw *fw, uint64_t addr, uint64_t need,
 // Fetches into the CPU's cache, in parallel, what hd_fw_used_block_at
 // reads for each of the n (at most 64) addresses: a hint, no answer.
 void hd_fw_prefetch_blocks(struct hd_fw *fw, const uint64_t *addrs, size_t n);
+// The typing's entry (an index among the types it gave blocks) whose name
+// hd_typing_block_name writes for heap block id whatever the block's size,
+// or UINT32_MAX (not typed, or an array whose length the block's size
+// bounds): blocks of one entry have one name.
+uint32_t hd_fw_block_entry(struct hd_fw *fw, size_t id);
 // Fetches what naming vertex v (hd_fw_name) writes: a hint.
 void hd_fw_prefetch_vertex(struct hd_fw *fw, uint32_t v);
 // The index of name among the interned labels (entered if new, so call it
