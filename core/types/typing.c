@@ -1047,9 +1047,6 @@ static void prefetch_targets(const struct propagation *p, uint32_t id)
 // goes by batches, so that what the threads record stays small.
 #define LEVEL_BATCH 65536
 #define HD_TYPING_MAX_THREADS 64
-// Heaps of fewer blocks are typed on one thread unless threads were asked
-// for (--jobs): their propagation takes milliseconds.
-#define THREADED_BLOCKS (UINT32_C(1) << 20)
 // Levels of fewer blocks are followed on one thread (a list's levels are
 // its length's worth of a few blocks each), fewer still on small heaps, so
 // that asked-for threads follow some levels of any heap.
@@ -1736,7 +1733,10 @@ struct hd_error *hd_typing_compute(struct hd_target *t, struct hd_debuginfo *di,
 	struct propagation p = {.ty = ty, .h = h, .ix = ix, .refs = refs,
 				.threads = hd_threads_wanted(threads),
 				.threads_used = 1};
-	if (!threads && h->num_blocks < THREADED_BLOCKS)
+	// Only when asked for (--jobs): on a 2-CPU machine busy with other
+	// work, two threads took twice as long as one (every batch waits for
+	// the slower thread), and the propagation is a fifth of the analysis.
+	if (!threads)
 		p.threads = 1;
 	if (p.threads > HD_TYPING_MAX_THREADS)
 		p.threads = HD_TYPING_MAX_THREADS;

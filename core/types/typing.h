@@ -71,8 +71,8 @@ struct hd_typing {
 	struct hd_typing_info info;
 };
 
-// threads: as hd_threads_wanted's argument (0: not asked for, and a small
-// heap is typed on one thread). The typing does not depend on it.
+// threads: as hd_threads_wanted's argument (0: not asked for, and the
+// propagation runs on one thread). The typing does not depend on it.
 struct hd_error *hd_typing_compute(struct hd_target *t, struct hd_debuginfo *di,
 				   const struct hd_heap *h,
 				   const struct hd_index *ix,
