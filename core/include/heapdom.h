@@ -728,6 +728,7 @@ struct hd_typing_info {
 				   // background during the heap walk, or was
 				   // cached from an earlier session)
 	double propagate_seconds;  // vtables + propagation
+	unsigned propagate_threads; // the most a level was followed on
 	uint64_t typed_blocks;
 	uint64_t vtable_blocks;    // typed by their vtable pointer
 	uint64_t ambiguous_blocks; // reached with conflicting types

@@ -316,7 +316,8 @@ struct hd_error *hd_session_typing(struct hd_session *s,
 		if (err)
 			return err;
 		double t0 = now();
-		err = hd_typing_compute(s->t, s->di, s->h, &s->ix, &s->refs, &s->ty);
+		err = hd_typing_compute(s->t, s->di, s->h, &s->ix, &s->refs,
+					s->opts.threads, &s->ty);
 		hd_session_join_prefetch(s);
 		if (err)
 			return err;

@@ -348,10 +348,11 @@ static void print_profile(struct hd_session *s, double open, double total)
 	if (types > 0 && !hd_session_typing(s, &ty)) {
 		struct hd_typing_info ti;
 		hd_typing_get_info(ty, &ti);
-		fprintf(stderr, ", types %.3f s (DWARF index %.3f s in the background, %.3f s waited: %zu modules, %zu types; propagation %.3f s: %" PRIu64 " typed blocks, %" PRIu64 " by vtable, %" PRIu64 " ambiguous)",
+		fprintf(stderr, ", types %.3f s (DWARF index %.3f s in the background, %.3f s waited: %zu modules, %zu types; propagation %.3f s (%u thread%s): %" PRIu64 " typed blocks, %" PRIu64 " by vtable, %" PRIu64 " ambiguous)",
 			types, ti.index_seconds, ti.index_wait_seconds,
 			ti.modules_indexed, ti.types_indexed,
-			ti.propagate_seconds, ti.typed_blocks, ti.vtable_blocks,
+			ti.propagate_seconds, ti.propagate_threads,
+			ti.propagate_threads == 1 ? "" : "s", ti.typed_blocks, ti.vtable_blocks,
 			ti.ambiguous_blocks);
 	}
 	if (graph > 0 && !hd_session_graph(s, &g)) {

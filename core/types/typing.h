@@ -71,10 +71,12 @@ struct hd_typing {
 	struct hd_typing_info info;
 };
 
+// threads: as hd_threads_wanted's argument (0: not asked for, and the
+// propagation runs on one thread). The typing does not depend on it.
 struct hd_error *hd_typing_compute(struct hd_target *t, struct hd_debuginfo *di,
 				   const struct hd_heap *h,
 				   const struct hd_index *ix,
-				   const struct hd_refs *refs,
+				   const struct hd_refs *refs, unsigned threads,
 				   struct hd_typing **ret);
 void hd_typing_destroy(struct hd_typing *ty);
 

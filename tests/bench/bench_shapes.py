@@ -186,7 +186,8 @@ def parse_profile(text):
     if not lines:
         return None
     first = lines[0][len("profile: "):]
-    m = re.search(r"propagation (-?[\d.]+) s: (\d+) typed blocks", first)
+    m = re.search(r"propagation (-?[\d.]+) s(?: \(\d+ threads?\))?: (\d+) typed blocks",
+                  first)
     if m:
         prof["phases"]["propagation"] = float(m.group(1))
         prof["typed_blocks"] = int(m.group(2))

@@ -101,8 +101,8 @@ def core_invariants(core, exe=None, heapdom=None, extra=()):
     leaked set is the same typed and --untyped (types name blocks and
     edges; they never decide reachability); the top-level holders of
     `dominators --json` partition the used heap (holder_problems); one
-    thread and two give the same `dominators --json` and `blocks --json`
-    (the walk's blocks and problems). heapdom defaults to
+    thread and two give the same `dominators --json`, `blocks --json`
+    (the walk's blocks and problems) and `types --json` (the typing). heapdom defaults to
     $HEAPDOM_INVARIANTS (set by meson for every test); without either,
     nothing is checked. extra: more arguments (--sysroot ...)."""
     heapdom = heapdom or os.environ.get("HEAPDOM_INVARIANTS")
@@ -139,6 +139,9 @@ def core_invariants(core, exe=None, heapdom=None, extra=()):
     # The walk too: every block and problem the same with 1 and 2 threads
     # (asked for, a heap of any size is split between them).
     problems += same_with_threads(heapdom, "blocks", core, exe, extra)[1]
+    # And the typing: every type's blocks and bytes (asked for, threads
+    # follow the propagation's levels of a heap of any size).
+    problems += same_with_threads(heapdom, "types", core, exe, extra)[1]
     return problems
 
 
