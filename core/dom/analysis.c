@@ -119,7 +119,6 @@ static struct hd_error *build_children(struct hd_dom *d)
 	// than the sorting.
 	size_t kv_size = longest > SMALL_LIST ? (size_t)longest * sizeof(struct hd_keyed) : 0;
 	void *kv = kv_size ? zeroed_pages(kv_size) : NULL;
-	hd_huge_pages(kv, kv_size);
 	bool ok = !kv_size || kv;
 	for (uint32_t i = 0; i < total && ok;) {
 		// The list at i runs to the next start (or the end).
@@ -437,9 +436,6 @@ struct hd_error *hd_dom_compute_view(const struct hd_graph *g,
 		d->count = malloc((size_t)d->n * sizeof(*d->count));
 		if (!d->retained_lo || !d->retained_hi || !d->count)
 			err = &hd_error_no_memory;
-		// Not the high part: only its written pages may be resident.
-		hd_huge_pages(d->retained_lo, (size_t)d->n * sizeof(*d->retained_lo));
-		hd_huge_pages(d->count, (size_t)d->n * sizeof(*d->count));
 	}
 	if (!err)
 		err = retained_in_place(d, g, h);

@@ -19,7 +19,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "heapdom.h"
 #include "dom/dom.h"
@@ -122,28 +121,6 @@ struct dom_state {
 	uint32_t group_lo;
 };
 
-// The stage's arrays are read at random, by vertex or by number: past a
-// few million blocks they span hundreds of MiB, and with 4 KiB pages
-// each cache miss was a TLB miss too (and each page a fault when first
-// written), a cost per block that grew with the heap. On 2 MiB pages only
-// the cache miss is left (paired runs, server shape, the whole dominators
-// phase: 11M blocks 95.6 -> 84.3 ns a block; 1M unchanged). Only the
-// pages wholly inside the allocation are asked for, so the call is safe on
-// any malloc'd block; where the kernel has none to give, nothing changes.
-void hd_huge_pages(void *p, size_t size)
-{
-#ifdef MADV_HUGEPAGE
-	const uintptr_t huge = (uintptr_t)2 << 20;
-	uintptr_t lo = ((uintptr_t)p + huge - 1) & ~(huge - 1);
-	uintptr_t hi = ((uintptr_t)p + size) & ~(huge - 1);
-	if (p && hi > lo)
-		madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
-#else
-	(void)p;
-	(void)size;
-#endif
-}
-
 static inline bool is_leaf(const uint64_t *leaf, uint32_t v)
 {
 	return leaf[v / 64] >> (v % 64) & 1;
@@ -163,8 +140,6 @@ static struct hd_error *find_leaves(struct dom_state *st, uint32_t root)
 		free(in);
 		return &hd_error_no_memory;
 	}
-	hd_huge_pages(in, ((size_t)n / 32 + 1) * sizeof(*in));
-	hd_huge_pages(st->leaf, ((size_t)n / 64 + 1) * sizeof(*st->leaf));
 	const uint32_t *targets = g->targets;
 	for (uint64_t e = 0, m = g->offsets[n]; e < m; e++) {
 		uint32_t t = HD_EDGE_TARGET(targets[e]);
@@ -206,7 +181,6 @@ static struct hd_error *dom_state_init(struct dom_state *st,
 	st->num = malloc(n * sizeof(*st->num));
 	if (!st->num)
 		return &hd_error_no_memory;
-	hd_huge_pages(st->num, n * sizeof(*st->num));
 	struct hd_error *err = find_leaves(st, root);
 	if (err)
 		return err;
@@ -227,9 +201,6 @@ static struct hd_error *dom_state_init(struct dom_state *st,
 	if (!st->preorder || !st->link || !st->seen || !st->pred_off ||
 	    !st->stack)
 		return &hd_error_no_memory;
-	hd_huge_pages(st->preorder, cap * sizeof(*st->preorder));
-	hd_huge_pages(st->link, link_size);
-	hd_huge_pages(st->pred_off, (cap + 2) * sizeof(*st->pred_off));
 	memset(st->num, 0xff, n * sizeof(*st->num));
 	return NULL;
 }
@@ -475,7 +446,6 @@ static struct hd_error *build_preds(struct dom_state *st,
 	uint32_t *pred = malloc((total ? total : 1) * sizeof(*pred));
 	if (!pred)
 		return &hd_error_no_memory;
-	hd_huge_pages(pred, (size_t)total * sizeof(*pred));
 	st->pred = pred;
 	memset(leaf_start, 0, (num_groups + 1) * sizeof(*leaf_start));
 	for (uint32_t u = 0; u < n; u++) {
@@ -693,7 +663,6 @@ static struct hd_error *semi_pass(struct dom_state *st, uint32_t root,
 	st->parent = malloc((size_t)st->count * sizeof(*st->parent));
 	if (!st->parent)
 		return &hd_error_no_memory;
-	hd_huge_pages(st->parent, (size_t)st->count * sizeof(*st->parent));
 	semidominators(st);
 	free(st->pred);
 	st->pred = NULL;
@@ -862,7 +831,6 @@ struct hd_error *hd_domtree_group_children_in(const struct hd_domtree *t,
 		free(children);
 		return &hd_error_no_memory;
 	}
-	hd_huge_pages(children, (size_t)t->num_reachable * sizeof(*children));
 	// Each parent's count goes two places on: after the prefix sum,
 	// child_off[p + 1] is p's start, and as the fill's cursor it ends at
 	// p's end, p + 1's start (as in hd_csr_reverse), with no pass over the

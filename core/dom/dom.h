@@ -37,10 +37,6 @@ void hd_csr_free_owned(struct hd_csr *g);
 struct hd_error *hd_csr_chain(const struct hd_csr *rev, uint32_t v,
 			      bool to_root, uint32_t **path, size_t *len);
 
-// Asks for transparent huge pages over the 2 MiB pages wholly inside a
-// fresh allocation of size bytes at p, before it is first written (dom.c).
-void hd_huge_pages(void *p, size_t size);
-
 // Result of hd_dominators.
 struct hd_domtree {
 	uint32_t n;
