@@ -48,7 +48,7 @@ Cases:
      "cannot evaluate"; each one error line, exit 1, no crash
   h  one analysis per stop: on `dom_fixture --list 1000000`, runs with 0, 1
      and 6 `heapdom dominators --top 3` commands: the outputs are identical
-     and five more commands cost less than the first analysis (each < 1/5)
+     and each of five more commands costs under half the first analysis
   i  the analysis is redone after memory changes at the same stop
      (`expr g_list = 0`): g_list no longer holds the list (gdb's front-end
      drops its session on memory_changed)
@@ -804,7 +804,11 @@ class Runner(heaptest.CaseRunner):
               "(first analysis ~%.2fs, five more ~%.2fs)" % (times[0], times[1], times[6], first, more))
         if first < 0.1:
             print("    (first analysis too fast to time reliably: timing not checked)")
-        elif more >= first:
+        elif more / 5 >= first / 2:
+            # Each of the five costs lldb's command and the report, not an
+            # analysis: a tenth of the first or less when the machine is
+            # idle, a third of it with other jobs on both CPUs (wall times
+            # of whole lldb runs). Redone, each would cost the first again.
             out.append("five more `heapdom dominators` at the same stop cost %.2fs, the first %.2fs: "
                        "the analysis is not kept per stop" % (more, first))
         return out
