@@ -2,7 +2,6 @@
 // threads by bytes: every word that holds an address inside a used block
 // is a reference. Each block's references depend only on its bytes, so the
 // parts are the same whatever the number of threads.
-#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -278,9 +277,7 @@ struct hd_error *hd_refs_init(struct hd_refs *r, struct hd_target *t,
 	r->threads = k;
 	struct worker *w = err ? NULL : calloc(k, sizeof(*w));
 	size_t *bounds = err ? NULL : calloc(k + 1, sizeof(*bounds));
-	pthread_t *tid = err ? NULL : calloc(k, sizeof(*tid));
-	bool *started = err ? NULL : calloc(k, sizeof(*started));
-	if (!err && (!w || !bounds || !tid || !started))
+	if (!err && (!w || !bounds))
 		err = &hd_error_no_memory;
 	if (!err) {
 		split(h, k, bounds);
@@ -289,19 +286,8 @@ struct hd_error *hd_refs_init(struct hd_refs *r, struct hd_target *t,
 					       .num_views = nseg};
 			w[j].part.first = bounds[j];
 			w[j].part.end = bounds[j + 1];
-			// The first part is this thread's; a thread that cannot
-			// start leaves its part to this one, after.
-			if (j)
-				started[j] = hd_thread_create(&tid[j], scan_part,
-							    &w[j]) == 0;
 		}
-		scan_part(&w[0]);
-		for (unsigned j = 1; j < k; j++) {
-			if (started[j])
-				pthread_join(tid[j], NULL);
-			else
-				scan_part(&w[j]);
-		}
+		hd_threads_run(scan_part, w, sizeof(*w), k);
 		r->parts = calloc(k, sizeof(*r->parts));
 		if (!r->parts)
 			err = &hd_error_no_memory;
@@ -331,8 +317,6 @@ struct hd_error *hd_refs_init(struct hd_refs *r, struct hd_target *t,
 	free(views);
 	free(w);
 	free(bounds);
-	free(tid);
-	free(started);
 	if (err) {
 		hd_refs_deinit(r);
 		return err;

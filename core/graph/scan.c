@@ -1,7 +1,6 @@
 // The conservative scanner: every aligned word of a root or a used block
 // that points into a used block is an edge. Vertices are visited in order
 // (super-root, roots, blocks), so the forward CSR is written in one pass.
-#include <pthread.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -453,28 +452,14 @@ static struct hd_error *refs_blocks_parallel(struct hd_scan_builder *b)
 	if (!hd_scan_reserve(b, r->num))
 		return &hd_error_no_memory;
 	struct edge_worker *ew = calloc(k, sizeof(*ew));
-	pthread_t *tid = calloc(k, sizeof(*tid));
-	bool *started = calloc(k, sizeof(*started));
-	if (!ew || !tid || !started) {
-		free(ew);
-		free(tid);
-		free(started);
+	if (!ew)
 		return &hd_error_no_memory;
-	}
 	uint64_t base = b->n;
 	for (unsigned j = 0; j < k; j++) {
 		ew[j] = (struct edge_worker){.b = b, .r = r, .part = j, .base = base};
 		base += r->parts[j].num;
 	}
-	for (unsigned j = 1; j < k; j++)
-		started[j] = hd_thread_create(&tid[j], edges_of_part, &ew[j]) == 0;
-	edges_of_part(&ew[0]);
-	for (unsigned j = 1; j < k; j++) {
-		if (started[j])
-			pthread_join(tid[j], NULL);
-		else
-			edges_of_part(&ew[j]);
-	}
+	hd_threads_run(edges_of_part, ew, sizeof(*ew), k);
 	// Each part's edges follow the previous part's.
 	uint32_t v0 = b->first_block_vertex;
 	uint64_t at = ew[0].end;
@@ -489,8 +474,6 @@ static struct hd_error *refs_blocks_parallel(struct hd_scan_builder *b)
 	for (unsigned j = 0; j < k; j++)
 		b->typed_found += ew[j].typed_found;
 	free(ew);
-	free(tid);
-	free(started);
 	return NULL;
 }
 

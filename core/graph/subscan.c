@@ -1,7 +1,6 @@
 // The sub-allocator blocks' part of the conservative scanner: the words of
 // every used sub-block (a pymalloc object), read in rounds split between
 // threads, their candidates looked up in batches.
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -327,11 +326,9 @@ static struct hd_error *sub_round(struct hd_scan_builder *b, const struct sub_wi
 				  unsigned k)
 {
 	struct sub_worker *w = calloc(k, sizeof(*w));
-	pthread_t *tid = calloc(k, sizeof(*tid));
-	bool *started = calloc(k, sizeof(*started));
 	size_t *bounds = calloc(k + 1, sizeof(*bounds));
 	struct hd_error *err = NULL;
-	if (!w || !tid || !started || !bounds) {
+	if (!w || !bounds) {
 		err = &hd_error_no_memory;
 		goto out;
 	}
@@ -339,17 +336,8 @@ static struct hd_error *sub_round(struct hd_scan_builder *b, const struct sub_wi
 	for (unsigned j = 0; j < k; j++) {
 		w[j] = (struct sub_worker){.b = b, .wins = wins, .num_wins = num_wins,
 					   .first = bounds[j], .end = bounds[j + 1]};
-		if (j)
-			started[j] = hd_thread_create(&tid[j], sub_scan_part,
-						    &w[j]) == 0;
 	}
-	sub_scan_part(&w[0]);
-	for (unsigned j = 1; j < k; j++) {
-		if (started[j])
-			pthread_join(tid[j], NULL);
-		else
-			sub_scan_part(&w[j]);
-	}
+	hd_threads_run(sub_scan_part, w, sizeof(*w), k);
 	uint64_t total = 0;
 	for (unsigned j = 0; j < k; j++) {
 		if (w[j].no_memory)
@@ -378,8 +366,6 @@ out:
 		free(w[j].targets);
 	}
 	free(w);
-	free(tid);
-	free(started);
 	free(bounds);
 	return err;
 }

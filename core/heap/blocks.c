@@ -1,7 +1,6 @@
 // The neutral block table: sorted, dense ids, 15 bytes per block (19 for a
 // backend of exact sizes), and the per-heap tables a backend declares
 // (shapes, lists, regions, metadata, facts).
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -502,8 +501,6 @@ void hd_heap_count_totals_threads(struct hd_heap *h, unsigned threads)
 {
 	enum { MAX_PARTS = 64 };
 	struct totals_part parts[MAX_PARTS];
-	pthread_t tid[MAX_PARTS];
-	bool started[MAX_PARTS];
 	unsigned k = threads < 1 ? 1 : threads > MAX_PARTS ? MAX_PARTS : threads;
 	if (k > h->num_blocks)
 		k = h->num_blocks ? (unsigned)h->num_blocks : 1;
@@ -513,19 +510,13 @@ void hd_heap_count_totals_threads(struct hd_heap *h, unsigned threads)
 			.lo = h->num_blocks / k * j,
 			.hi = j + 1 == k ? h->num_blocks : h->num_blocks / k * (j + 1),
 		};
-		// A thread that cannot start leaves its part to this one.
-		started[j] = j && hd_thread_create(&tid[j], count_part,
-						 &parts[j]) == 0;
 	}
+	hd_threads_run(count_part, parts, sizeof(*parts), k);
 	struct hd_heap_alloc *a = &h->allocs[0];
 	memset(&a->used, 0, sizeof(a->used));
 	a->free = a->reserve = a->internal = a->used;
 	a->usable = 0;
 	for (unsigned j = 0; j < k; j++) {
-		if (started[j])
-			pthread_join(tid[j], NULL);
-		else
-			count_part(&parts[j]);
 		add_count(&a->used, &parts[j].used);
 		add_count(&a->free, &parts[j].free);
 		add_count(&a->reserve, &parts[j].reserve);

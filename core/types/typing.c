@@ -7,7 +7,6 @@
 // block must agree (one type, or one at the start of the other), else the
 // block stays untyped.
 #include <ctype.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1285,8 +1284,6 @@ static struct hd_error *apply_by_targets(struct propagation *p)
 {
 	unsigned k = p->threads;
 	struct target_part a[HD_TYPING_MAX_THREADS];
-	pthread_t tid[HD_TYPING_MAX_THREADS];
-	bool started[HD_TYPING_MAX_THREADS];
 	uint64_t words = p->h->num_blocks / 64 + 1;
 	for (unsigned j = 0; j < k; j++) {
 		a[j] = (struct target_part){.q = *p, .parts = p->parts, .num_parts = k};
@@ -1301,15 +1298,8 @@ static struct hd_error *apply_by_targets(struct propagation *p)
 		uint64_t lo = words * j / k * 64, hi = words * (j + 1) / k * 64;
 		a[j].lo = (uint32_t)(lo < UINT32_MAX ? lo : UINT32_MAX);
 		a[j].hi = (uint32_t)(hi < UINT32_MAX ? hi : UINT32_MAX);
-		started[j] = j && hd_thread_create(&tid[j], apply_targets, &a[j]) == 0;
 	}
-	apply_targets(&a[0]);
-	for (unsigned j = 1; j < k; j++) {
-		if (started[j])
-			pthread_join(tid[j], NULL);
-		else
-			apply_targets(&a[j]);
-	}
+	hd_threads_run(apply_targets, a, sizeof(*a), k);
 	struct hd_error *err = NULL;
 	for (unsigned j = 0; j < k; j++) {
 		struct propagation *q = &a[j].q;
@@ -1369,8 +1359,6 @@ static struct hd_error *follow_level_threads(struct propagation *p,
 	struct hd_typing *ty = p->ty;
 	struct hd_error *err = p->parts ? NULL : level_parts_init(p);
 	unsigned k = p->threads;
-	pthread_t tid[HD_TYPING_MAX_THREADS];
-	bool started[HD_TYPING_MAX_THREADS];
 	for (size_t b0 = 0; !err && b0 < n; b0 += LEVEL_BATCH) {
 		size_t bn = n - b0 < LEVEL_BATCH ? n - b0 : LEVEL_BATCH;
 		// The threads only read: the entries' slots first.
@@ -1389,17 +1377,8 @@ static struct hd_error *follow_level_threads(struct propagation *p,
 			p->parts[j].n = hi - lo;
 			p->parts[j].batch_lo = ids[b0];
 			p->parts[j].batch_hi = ids[b0 + bn - 1];
-			// A thread that cannot start leaves its part to this one.
-			started[j] = j && hd_thread_create(&tid[j], collect_part,
-							   &p->parts[j]) == 0;
 		}
-		collect_part(&p->parts[0]);
-		for (unsigned j = 1; j < k; j++) {
-			if (started[j])
-				pthread_join(tid[j], NULL);
-			else
-				collect_part(&p->parts[j]);
-		}
+		hd_threads_run(collect_part, p->parts, sizeof(*p->parts), k);
 		for (size_t i = 0; i < bn; i++)
 			p->batch[ids[b0 + i] / 64] = 0;
 		bool ordered = false;
