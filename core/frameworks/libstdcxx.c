@@ -79,6 +79,22 @@ struct hd_error *stl_grow(void **p, size_t *cap, size_t n, size_t size)
 	return NULL;
 }
 
+// The slot of key in s's pages (cap non-zero): its page's, or the empty
+// one where it would go.
+static size_t addr_slot(const struct addrset *s, uint64_t key)
+{
+	size_t i = hd_hash_u64(key) & (s->cap - 1);
+	while (s->pages[i].key && s->pages[i].key != key)
+		i = (i + 1) & (s->cap - 1);
+	return i;
+}
+
+// The word of addr (8-aligned) in its page of bits.
+static uint64_t addr_word(uint64_t addr)
+{
+	return (addr & ((1u << ADDR_PAGE_SHIFT) - 1)) / 8;
+}
+
 // The page of bits of key (addr >> ADDR_PAGE_SHIFT, + 1), made if new;
 // NULL without memory.
 static uint64_t *addr_page(struct addrset *s, uint64_t key)
@@ -102,9 +118,7 @@ static uint64_t *addr_page(struct addrset *s, uint64_t key)
 		s->pages = v;
 		s->cap = cap;
 	}
-	size_t i = hd_hash_u64(key) & (s->cap - 1);
-	while (s->pages[i].key && s->pages[i].key != key)
-		i = (i + 1) & (s->cap - 1);
+	size_t i = addr_slot(s, key);
 	if (!s->pages[i].key) {
 		uint64_t *bits = calloc((1u << ADDR_PAGE_SHIFT) / 8 / 64, sizeof(*bits));
 		if (!bits)
@@ -126,7 +140,7 @@ static struct hd_error *addr_add(struct addrset *s, uint64_t addr, bool *fresh)
 	uint64_t *bits = addr_page(s, (addr >> ADDR_PAGE_SHIFT) + 1);
 	if (!bits)
 		return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
-	uint64_t w = (addr & ((1u << ADDR_PAGE_SHIFT) - 1)) / 8;
+	uint64_t w = addr_word(addr);
 	uint64_t bit = 1ull << (w % 64);
 	*fresh = !(bits[w / 64] & bit);
 	bits[w / 64] |= bit;
@@ -143,12 +157,9 @@ static bool addr_has(struct addrset *s, uint64_t addr)
 	if (s->last.key == key) {
 		bits = s->last.bits;
 	} else if (s->cap) {
-		size_t i = hd_hash_u64(key) & (s->cap - 1);
-		while (s->pages[i].key && s->pages[i].key != key)
-			i = (i + 1) & (s->cap - 1);
-		bits = s->pages[i].bits;
+		bits = s->pages[addr_slot(s, key)].bits;
 	}
-	uint64_t w = (addr & ((1u << ADDR_PAGE_SHIFT) - 1)) / 8;
+	uint64_t w = addr_word(addr);
 	return bits && (bits[w / 64] >> (w % 64) & 1);
 }
 

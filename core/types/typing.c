@@ -853,6 +853,17 @@ static struct hd_error *type_target(struct propagation *p, uint32_t ei,
 	return err ? err : assign(p, t, e, 1);
 }
 
+// The words of block id (typed by e) whose members type what they point
+// at: elements past the ones the request surely held may be malloc's
+// rounding, with stale bytes in it, and type nothing.
+static uint64_t typed_words(const struct hd_heap *h,
+			    const struct hd_type_entry *e, uint32_t id)
+{
+	uint64_t count = sure_count(h, e, id);
+	uint64_t whole = hd_heap_usable(h, id) / ((uint64_t)e->element_words * 8);
+	return (count < whole ? count : whole) * e->element_words;
+}
+
 // follow_block through the block's references: the words of its typed
 // members that point at a used block's start were found by the scan, in
 // word order, which is the order of the members (word_slots).
@@ -866,11 +877,7 @@ static struct hd_error *follow_refs(struct propagation *p, uint32_t id,
 	if (!n)
 		return NULL;
 	uint32_t wpe = ty->entries[ei].element_words;
-	// Elements past the ones the request surely held may be malloc's
-	// rounding, with stale bytes in it: they type nothing.
-	uint64_t count = sure_count(h, &ty->entries[ei], id);
-	uint64_t whole = hd_heap_usable(h, id) / ((uint64_t)wpe * 8);
-	uint64_t wlimit = (count < whole ? count : whole) * wpe;
+	uint64_t wlimit = typed_words(h, &ty->entries[ei], id);
 	for (uint32_t j = 0; j < n; j++) {
 		uint32_t w = words[j];
 		if (w >= wlimit)
@@ -1096,9 +1103,7 @@ static bool collect_refs(struct level_part *w, uint32_t id,
 	if (!n)
 		return true;
 	uint32_t wpe = e->element_words;
-	uint64_t count = sure_count(h, e, id);
-	uint64_t whole = hd_heap_usable(h, id) / ((uint64_t)wpe * 8);
-	uint64_t wlimit = (count < whole ? count : whole) * wpe;
+	uint64_t wlimit = typed_words(h, e, id);
 	for (uint32_t j = 0; j < n; j++) {
 		uint32_t wd = words[j], t = targets[j];
 		if (wd >= wlimit)
