@@ -173,7 +173,7 @@ static void addr_free(struct addrset *s)
 
 // The type named s (src: where that name lives, for the recent ones),
 // entered if new; NULL without memory.
-static struct stl_type *intern(struct strtab *t, const char *src)
+struct stl_type *stl_intern(struct strtab *t, const char *src)
 {
 	size_t r = ((uintptr_t)src >> 3) & 63;
 	if (t->recent_src[r] == src && src)
@@ -224,7 +224,7 @@ static struct stl_type *intern(struct strtab *t, const char *src)
 	return t->v[i];
 }
 
-static void strtab_free(struct strtab *t)
+void stl_strtab_free(struct strtab *t)
 {
 	for (size_t i = 0; i < t->cap; i++) {
 		struct stl_type *ty = t->v[i];
@@ -245,7 +245,7 @@ static void strtab_free(struct strtab *t)
 
 // Fills what ty's name says of its elements and its short name, the first
 // time a container of the type is looked at.
-static struct hd_error *type_ready(struct hd_fw *fw, struct stl_type *ty)
+struct hd_error *stl_type_ready(struct hd_fw *fw, struct stl_type *ty)
 {
 	if (ty->ready)
 		return NULL;
@@ -283,7 +283,7 @@ static bool pending_of(struct ctx *c, const struct hd_fw_object *o,
 	p->addr = o->addr;
 	p->size = o->size;
 	p->holder = o->holder;
-	p->t = intern(&c->types, o->type);
+	p->t = stl_intern(&c->types, o->type);
 	// Where a container is tells a person which it is, in its node's
 	// label and in warnings; when only block names are kept, nobody
 	// reads it (NULL).
@@ -470,8 +470,8 @@ static struct hd_error *nest(struct ctx *c, const struct pending *p,
 // The DWARF name of the container's node type, spelled as gcc spells the
 // value type in the container's own name ("> >" between closing brackets),
 // or false when its blocks are not nodes.
-static bool node_dwarf_name(enum kind k, const char *vt, bool cached,
-			    char *buf, size_t len)
+bool stl_node_dwarf_name(enum kind k, const char *vt, bool cached,
+			 char *buf, size_t len)
 {
 	const char *tmpl = k == K_LIST ? "std::_List_node"
 			 : k == K_FLIST ? "std::_Fwd_list_node"
@@ -603,7 +603,7 @@ static struct hd_error *container(struct ctx *c, const struct pending *p,
 	c->num_blocks = c->num_elems = 0;
 	c->node = c->buffer = c->chunk = (struct name_spec){ HOW_NONE, NULL, 0 };
 	struct stl_type *ty = (struct stl_type *)p->t;
-	if ((err = type_ready(c->fw, ty)))
+	if ((err = stl_type_ready(c->fw, ty)))
 		return err;
 	c->elem_type = ty->elem_type;
 	c->short_elem = ty->short_elem;
@@ -656,7 +656,7 @@ static struct hd_error *container(struct ctx *c, const struct pending *p,
 	int *found = &ty->node_found[w.hash_cached];
 	if (!*found) {
 		char dwarf[1280];
-		*found = node_dwarf_name(k, k != K_STRING && c->short_elem ? vt : "",
+		*found = stl_node_dwarf_name(k, k != K_STRING && c->short_elem ? vt : "",
 					 w.hash_cached, dwarf, sizeof(dwarf)) &&
 			 hd_fw_type_lookup(c->fw, dwarf,
 					   &ty->node_key[w.hash_cached]) ? 1 : -1;
@@ -838,7 +838,7 @@ static struct hd_error *analyze(struct hd_fw *fw)
 		err = drain(&c);
 	for (size_t i = c.done; c.wheres && i < c.num_queue; i++)
 		free(c.wheres[i]);
-	strtab_free(&c.types);
+	stl_strtab_free(&c.types);
 	if (!err)
 		hd_fw_note(fw, "%zu containers", c.containers);
 	free(c.queue);
@@ -891,4 +891,6 @@ const struct hd_fw_deferral hd_libstdcxx_deferral = {
 	.ops = &hd_framework_libstdcxx,
 	.prefixes = prefixes,
 	.num_prefixes = NUM_PREFIXES,
+	.name_alone = stl_name_alone,
+	.alone_free = stl_alone_free,
 };

@@ -9,6 +9,8 @@
 //                    their elements in buffers (vector, string, deque)
 // libstdcxx_nodes.c  the containers of one block per node (list,
 //                    forward_list, rb-tree, hashtable) and shared_ptr
+// libstdcxx_alone.c  a node named from its container alone, while the
+//                    module waits (defer.c)
 #ifndef HD_LIBSTDCXX_INTERNAL_H
 #define HD_LIBSTDCXX_INTERNAL_H
 
@@ -244,6 +246,15 @@ struct walk {
 
 // Makes room for element n of the array *p of *cap elements of size bytes.
 struct hd_error *stl_grow(void **p, size_t *cap, size_t n, size_t size);
+// The type named src in t, entered if new; NULL without memory.
+struct stl_type *stl_intern(struct strtab *t, const char *src);
+void stl_strtab_free(struct strtab *t);
+// Fills what ty's name says of its elements and its short name.
+struct hd_error *stl_type_ready(struct hd_fw *fw, struct stl_type *ty);
+// The DWARF name of a container's node type, or false when its blocks are
+// not nodes.
+bool stl_node_dwarf_name(enum kind k, const char *vt, bool cached,
+			 char *buf, size_t len);
 
 // ----------------------------------------------------- libstdcxx_names.c
 
@@ -294,5 +305,16 @@ struct hd_error *stl_walk_flist(struct ctx *c, struct walk *w);
 struct hd_error *stl_walk_tree(struct ctx *c, struct walk *w);
 struct hd_error *stl_walk_hash(struct ctx *c, struct walk *w);
 struct hd_error *stl_walk_shared(struct ctx *c, struct walk *w);
+
+// ----------------------------------------------------- libstdcxx_alone.c
+
+struct hd_graph;
+struct hd_csr;
+struct hd_fw_holders;
+// The deferral's name_alone and alone_free (fw_fast.h).
+bool stl_name_alone(struct hd_fw *fw, size_t id, const struct hd_graph *g,
+		    const struct hd_csr *rev, struct hd_fw_holders *hs,
+		    void **state);
+void stl_alone_free(void *state);
 
 #endif

@@ -27,6 +27,9 @@
 
 struct hd_fw_defer {
 	size_t module;
+	const struct hd_fw_deferral *spec;
+	void *alone;               // the module's state for spec->name_alone
+	uint64_t *named;           // bit per block id: named alone
 	const struct hd_graph *g;  // the analysis graph: references
 	const struct hd_csr *rev;  // its predecessors (hd_graph_reverse)
 	struct hd_fw_holders *hs;
@@ -62,7 +65,7 @@ static bool edges_hold_all(const struct hd_fw_holders *hs,
 // are sorted (hd_scan_dedupe: the exact ones ascending, then the interior
 // ones, whose flag is the high bit): a binary search, not a scan, since a
 // bucket array of a million nodes is the predecessor of each of them.
-static bool exact_edge(const struct hd_graph *g, uint32_t u, uint32_t v)
+bool hd_fw_exact_edge(const struct hd_graph *g, uint32_t u, uint32_t v)
 {
 	const struct hd_csr *f = &g->fwd;
 	uint32_t lo = f->offsets[u], hi = f->offsets[u + 1];
@@ -78,6 +81,9 @@ static bool exact_edge(const struct hd_graph *g, uint32_t u, uint32_t v)
 
 static void defer_free(struct hd_fw_defer *d)
 {
+	if (d->alone && d->spec->alone_free)
+		d->spec->alone_free(d->alone);
+	free(d->named);
 	hd_fw_holders_destroy(d->hs);
 	free(d->unnamed);
 	free(d->seen);
@@ -93,11 +99,13 @@ struct hd_error *hd_fw_defer_create(struct hd_fw *fw, size_t module,
 	if (!d)
 		return &hd_error_no_memory;
 	d->module = module;
+	d->spec = spec;
 	d->g = g;
 	size_t nv = hd_graph_num_vertices(g), nb = hd_heap_num_blocks(fw->h);
 	d->unnamed = calloc(nb / 64 + 1, sizeof(*d->unnamed));
+	d->named = calloc(nb / 64 + 1, sizeof(*d->named));
 	d->seen = calloc(nv / 64 + 1, sizeof(*d->seen));
-	struct hd_error *err = d->unnamed && d->seen ? NULL : &hd_error_no_memory;
+	struct hd_error *err = d->unnamed && d->named && d->seen ? NULL : &hd_error_no_memory;
 	if (!err)
 		err = hd_fw_holders_create(fw, spec->prefixes, spec->num_prefixes,
 					   &d->hs);
@@ -176,7 +184,7 @@ static bool out_of_reach(struct hd_fw *fw, struct hd_fw_defer *d, size_t id)
 		uint32_t v = d->queue[done++];
 		for (uint32_t e = d->rev->offsets[v]; ok && e < d->rev->offsets[v + 1]; e++) {
 			uint32_t u = d->rev->targets[e];
-			if (u == 0 || !exact_edge(g, u, v))
+			if (u == 0 || !hd_fw_exact_edge(g, u, v))
 				continue; // the super-root, or an interior pointer
 			int64_t r = hd_graph_vertex_root(g, u);
 			if (r >= 0) {
@@ -227,10 +235,20 @@ void hd_fw_need_block(const struct hd_fw *cfw, size_t id)
 	if (!d || id >= hd_heap_num_blocks(fw->h))
 		return;
 	fw->defer_stats.asked++;
-	if (!out_of_reach(fw, d, id)) {
-		fw->defer_stats.trigger = fw->h->addr[id];
-		run(fw);
+	if (d->named[id / 64] >> (id % 64) & 1)
+		return;
+	if (out_of_reach(fw, d, id))
+		return;
+	// In reach: the module may still show what it would name the block
+	// from the one container the block can belong to.
+	if (d->spec->name_alone && d->rev &&
+	    d->spec->name_alone(fw, id, d->g, d->rev, d->hs, &d->alone)) {
+		d->named[id / 64] |= 1ull << (id % 64);
+		fw->defer_stats.alone++;
+		return;
 	}
+	fw->defer_stats.trigger = fw->h->addr[id];
+	run(fw);
 }
 
 void hd_fw_need_all(const struct hd_fw *cfw)
@@ -248,9 +266,10 @@ bool hd_fw_defer_describe(const struct hd_fw *fw, char *buf, size_t len)
 	if (!st->module)
 		return false;
 	if (!st->ran)
-		snprintf(buf, len, "the %s module waited and was not needed (%llu block%s asked about, %llu gone back through)",
+		snprintf(buf, len, "the %s module waited and was not needed (%llu block%s asked about, %llu gone back through, %llu named from their container alone)",
 			 st->module, (unsigned long long)st->asked,
-			 st->asked == 1 ? "" : "s", (unsigned long long)st->searched);
+			 st->asked == 1 ? "" : "s", (unsigned long long)st->searched,
+			 (unsigned long long)st->alone);
 	else if (st->for_all)
 		snprintf(buf, len, "the %s module ran (the report names every block)",
 			 st->module);

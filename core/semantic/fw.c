@@ -872,6 +872,30 @@ struct hd_error *hd_fw_name_label(struct hd_fw *fw, uint32_t v, uint32_t l)
 	return err;
 }
 
+struct hd_error *hd_fw_set_alone(struct hd_fw *fw, uint32_t v, uint32_t label,
+				 uint64_t key)
+{
+	// Outside any module's run: nothing to undo, and the module, if it
+	// runs later, sets the same values again.
+	if (!is_block_vertex(fw, v) || label >= fw->num_labels ||
+	    (key != UINT64_MAX && key >= fw->num_dwarf_keys))
+		return hd_error_create(HD_ERROR_INVALID, "no block or name for vertex %u", v);
+	if (!fw->names) {
+		fw->names_bytes = fw->g->num_vertices * sizeof(*fw->names);
+		if (!(fw->names = zeroed(fw->names_bytes)))
+			return &hd_error_no_memory;
+	}
+	if (key != UINT64_MAX && !fw->dwarf) {
+		fw->dwarf_bytes = fw->g->num_vertices * sizeof(*fw->dwarf);
+		if (!(fw->dwarf = zeroed(fw->dwarf_bytes)))
+			return &hd_error_no_memory;
+	}
+	fw->names[v] = label + 1;
+	if (key != UINT64_MAX)
+		fw->dwarf[v] = (uint32_t)key + 1;
+	return NULL;
+}
+
 struct hd_error *hd_fw_type(struct hd_fw *fw, uint32_t v, const char *type)
 {
 	struct hd_error *err = analyze_only(fw, "hd_fw_type");

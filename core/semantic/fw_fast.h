@@ -71,10 +71,43 @@ bool hd_fw_objects_whole(struct hd_fw *fw, const char *type,
 // and these prefixes (in global variables and typed heap blocks), and
 // names a block only after reaching it through an aligned pointer word
 // held by such a container or by a block it named before.
+struct hd_graph;
+struct hd_csr;
+struct hd_fw_holders;
 struct hd_fw_deferral {
 	const struct hd_framework *ops;
 	const char *const *prefixes;
 	size_t num_prefixes;
+	// Optional: names block id as the module's whole run would, when
+	// that can be shown from one container of it alone (its names and
+	// DWARF types set with hd_fw_set_alone): true when named so; false
+	// when it cannot be shown (the module then runs). g and rev are the
+	// analysis graph and its predecessors, hs the holders of the
+	// prefixes' objects; *state is the module's own between calls,
+	// freed with alone_free.
+	bool (*name_alone)(struct hd_fw *fw, size_t id, const struct hd_graph *g,
+			   const struct hd_csr *rev, struct hd_fw_holders *hs,
+			   void **state);
+	void (*alone_free)(void *state);
 };
+
+// Whether u points at the start of v in g (an aligned word holding v's
+// address), not only inside it.
+bool hd_fw_exact_edge(const struct hd_graph *g, uint32_t u, uint32_t v);
+// The globals' objects of prefixes alone, as hd_fw_objects lists them
+// after the heap blocks'.
+struct hd_error *hd_fw_objects_globals(struct hd_fw *fw,
+				       const char *const *prefixes, size_t n,
+				       hd_fw_object_fn fn, void *arg);
+// The objects of prefixes in typed heap block id alone, as hd_fw_objects
+// lists them.
+struct hd_error *hd_fw_objects_block(struct hd_fw *fw,
+				     const char *const *prefixes, size_t n,
+				     size_t id, hd_fw_object_fn fn, void *arg);
+// Gives vertex v the name label (hd_fw_label) and, unless key is
+// UINT64_MAX, the DWARF type key (hd_fw_type_lookup) the deferred module
+// would have given it, outside its run.
+struct hd_error *hd_fw_set_alone(struct hd_fw *fw, uint32_t v, uint32_t label,
+				 uint64_t key);
 
 #endif

@@ -493,37 +493,46 @@ static void objects_deinit(struct objects *ob)
 	free(ob->stack);
 }
 
+// The objects of typed heap block id.
+static struct hd_error *visit_block(struct objects *ob, size_t id,
+				    hd_fw_object_fn fn, void *arg)
+{
+	const struct hd_typing *ty = ob->fw->ty;
+	char name[512];
+	uint32_t ei = ty->block_entry[id];
+	if (ei == HD_ENTRY_NONE)
+		return NULL;
+	const struct hd_type_entry *e = &ty->entries[ei];
+	if (e->module == UINT16_MAX || e->module >= ty->num_mods ||
+	    !ty->mods[e->module].ix || !e->count)
+		return NULL;
+	const struct hd_type_index *ix = ty->mods[e->module].ix;
+	// Cheap reject before naming the block.
+	const struct memo_slot *s;
+	uint32_t t = hd_type_strip(ix, e->type);
+	if (t == HD_TYPE_NONE || t >= ix->num_types)
+		return NULL;
+	struct hd_error *err = flatten(ob, e->module, t, &s);
+	if (err)
+		return err;
+	if (!s || !s->count)
+		return NULL;
+	struct hd_block b;
+	hd_heap_block(ob->fw->h, id, &b);
+	hd_type_name(ix, t, name, sizeof(name));
+	// The vertex at each object's address: the block, or a
+	// sub-allocator block inside it.
+	return visit(ob, e->module, t, b.addr, e->count, e->size / e->count, name,
+		     HD_DOM_NONE, fn, arg);
+}
+
 static struct hd_error *visit_blocks(struct objects *ob, hd_fw_object_fn fn,
 				     void *arg)
 {
 	const struct hd_typing *ty = ob->fw->ty;
-	char name[512];
 	for (size_t id = 0; id < ty->num_blocks; id++) {
-		uint32_t ei = ty->block_entry[id];
-		if (ei == HD_ENTRY_NONE)
-			continue;
-		const struct hd_type_entry *e = &ty->entries[ei];
-		if (e->module == UINT16_MAX || e->module >= ty->num_mods ||
-		    !ty->mods[e->module].ix || !e->count)
-			continue;
-		const struct hd_type_index *ix = ty->mods[e->module].ix;
-		// Cheap reject before naming the block.
-		const struct memo_slot *s;
-		uint32_t t = hd_type_strip(ix, e->type);
-		if (t == HD_TYPE_NONE || t >= ix->num_types)
-			continue;
-		struct hd_error *err = flatten(ob, e->module, t, &s);
+		struct hd_error *err = visit_block(ob, id, fn, arg);
 		if (err)
-			return err;
-		if (!s || !s->count)
-			continue;
-		struct hd_block b;
-		hd_heap_block(ob->fw->h, id, &b);
-		hd_type_name(ix, t, name, sizeof(name));
-		// The vertex at each object's address: the block, or a
-		// sub-allocator block inside it.
-		if ((err = visit(ob, e->module, t, b.addr, e->count,
-				 e->size / e->count, name, HD_DOM_NONE, fn, arg)))
 			return err;
 	}
 	return NULL;
@@ -579,6 +588,34 @@ struct hd_error *hd_fw_objects(struct hd_fw *fw, const char *const *prefixes,
 			       size_t n, hd_fw_object_fn fn, void *arg)
 {
 	return objects(fw, prefixes, n, false, fn, arg);
+}
+
+struct hd_error *hd_fw_objects_globals(struct hd_fw *fw,
+				       const char *const *prefixes, size_t n,
+				       hd_fw_object_fn fn, void *arg)
+{
+	if (!fw->ty || !n)
+		return NULL;
+	struct objects ob;
+	struct hd_error *err = objects_init(&ob, fw, prefixes, n);
+	if (!err)
+		err = visit_globals(&ob, fn, arg);
+	objects_deinit(&ob);
+	return err;
+}
+
+struct hd_error *hd_fw_objects_block(struct hd_fw *fw,
+				     const char *const *prefixes, size_t n,
+				     size_t id, hd_fw_object_fn fn, void *arg)
+{
+	if (!fw->ty || !n || id >= fw->ty->num_blocks)
+		return NULL;
+	struct objects ob;
+	struct hd_error *err = objects_init(&ob, fw, prefixes, n);
+	if (!err)
+		err = visit_block(&ob, id, fn, arg);
+	objects_deinit(&ob);
+	return err;
 }
 
 struct hd_error *hd_fw_objects_brackets(struct hd_fw *fw,

@@ -129,6 +129,7 @@ struct hd_fw {
 		bool ran, for_all;        // for_all: a report naming every block
 		uint64_t trigger;         // else the block that made it run
 		uint64_t asked, searched; // blocks asked about, gone back through
+		uint64_t alone;           // named from one container alone
 	} defer_stats;
 };
 

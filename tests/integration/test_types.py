@@ -551,8 +551,10 @@ class Target:
         """The libstdc++ module waits until a report asks about a block it
         may name (docs/types.md): each used block asked alone, by `why` in a
         process of its own, must get the name `blocks` gives (which runs the
-        module at once), and at least one must have needed the module."""
-        ran = waited = 0
+        module at once), whether the module ran for it, was not needed, or
+        named it from its container alone (a node of a global std::map,
+        std::set or std::list); at least one of each must be seen."""
+        ran = waited = alone = 0
         for a in sorted(used):
             r = heaptest.run_heapdom(self.heapdom, ["why"] + self.t + ["0x%x" % a, "--json",
                                                                        "--profile"])
@@ -563,17 +565,22 @@ class Target:
             if got != used[a].get("type"):
                 pb.append("%s asked alone: type %r, blocks says %r"
                           % (self.truth.name(a), got, used[a].get("type")))
+            m = re.search(r"module waited and was not needed \(.*, (\d+) named from their container alone\)",
+                          r.err)
             if "module ran for block 0x%x" % a in r.err:
                 ran += 1
-            elif "module waited and was not needed" in r.err:
+            elif m and int(m.group(1)) > 0:
+                alone += 1
+            elif m:
                 waited += 1
             else:
                 pb.append("why 0x%x --profile says nothing of the libstdc++ module waiting: %s"
                           % (a, r.err.strip()[-300:]))
-        if not ran or not waited:
-            pb.append("%d blocks ran the module, %d did not need it: expected some of each"
-                      % (ran, waited))
-        return "%d blocks: %d ran the module, %d did not need it" % (len(used), ran, waited)
+        if not ran or not waited or not alone:
+            pb.append("%d blocks ran the module, %d did not need it, %d were named from their "
+                      "container alone: expected some of each" % (ran, waited, alone))
+        return "%d blocks: %d ran the module, %d did not need it, %d named from their container alone" % (
+            len(used), ran, waited, alone)
 
     def cpp_roles(self, pb, used):
         tr = self.truth

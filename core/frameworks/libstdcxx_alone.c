@@ -1,0 +1,573 @@
+// A block named from its container alone while the module waits
+// (defer.c): a node of a std::map, std::set or std::list, or the buffer of
+// a std::vector, whose container a global variable holds, or a heap block
+// that only roots point at (a singleton made with new). On a C++ heap
+// whose largest blocks are a global map's nodes, the report asks about a
+// few of them, and the whole module (every container of the heap,
+// millions of nodes) ran for names it then printed five of.
+//
+// The module names a block only in the walk of a container that reaches
+// it through a pointer word of its own object or of a block it owns
+// (libstdcxx_nodes.c, libstdcxx_walk.c), and the last such walk's name
+// stays. So a block of container T gets T's name for it, whatever the
+// order of the module's walks, when T is walked and no other container can
+// take any of T's blocks. Shown here:
+//   - T is the one container object its holder's listing has over T's
+//     bytes (the globals', or the typed block's, as hd_fw_objects lists
+//     them); a global T is queued before anything is walked, a T in a block
+//     X is reached by the pass over the typed blocks: X is no container's
+//     block (only roots point at X, and no container object of a global
+//     does), so no walk reaches X's bytes first;
+//   - T's walk by the module's own walker succeeds;
+//   - every exact pointer to a block of T comes from a node of T at one of
+//     its links (no other word of a node points where a link does), from
+//     T's holder, or from a root; no container object of a global but T
+//     holds a pointer to one, and no word of X outside T does;
+//   - no node of T holds a container object by its DWARF type (that object
+//     could read a link as its own pointer).
+// Any other container would need a pointer word to a block of T in its
+// object or in a block it owns, and such a word is one of those (the graph
+// has an edge for every aligned word holding a block's address). When any
+// of this cannot be shown, the module runs as before.
+#include <stdlib.h>
+#include <string.h>
+
+#include "frameworks/libstdcxx_internal.h"
+#include "semantic/fw_fast.h"
+#include "semantic/semantic_internal.h"
+
+extern const struct hd_fw_deferral hd_libstdcxx_deferral;
+
+// A container object, as its holder's listing gives it.
+struct cobj {
+	uint64_t addr, size;
+	struct stl_type *t;
+};
+
+// A container tried: its object's address, whether its blocks are shown to
+// be named by it alone, and then the name, the DWARF type (UINT64_MAX:
+// none) and a bit per vertex of its blocks.
+struct tried {
+	uint64_t addr;
+	bool ok;
+	bool bare; // its elements hold no container object
+	uint32_t label;
+	uint64_t key;
+	uint64_t *blocks;
+};
+
+struct alone {
+	bool listed, list_failed;
+	struct strtab types;
+	struct cobj *globals; // by address
+	size_t num_globals, cap_globals;
+	struct cobj *in_x;    // the listing of one typed block
+	size_t num_in_x, cap_in_x;
+	struct tried *tried;
+	size_t num_tried, cap_tried;
+};
+
+// Where a container is: its object, and the vertex holding it (a global's
+// root, or the typed block X).
+struct found {
+	struct cobj o;
+	uint32_t holder;
+	bool in_block;
+	size_t x;           // X's block id
+	uint64_t x_addr, x_usable;
+};
+
+void stl_alone_free(void *state)
+{
+	struct alone *a = state;
+	if (!a)
+		return;
+	stl_strtab_free(&a->types);
+	free(a->globals);
+	free(a->in_x);
+	for (size_t i = 0; i < a->num_tried; i++)
+		free(a->tried[i].blocks);
+	free(a->tried);
+	free(a);
+}
+
+struct listing {
+	struct alone *a;
+	struct cobj **v;
+	size_t *n, *cap;
+};
+
+static struct hd_error *add_object(struct hd_fw *fw, const struct hd_fw_object *o,
+				   void *arg)
+{
+	struct listing *l = arg;
+	(void)fw;
+	if (stl_kind_of(o->type ? o->type : "") == K_NONE)
+		return NULL;
+	struct hd_error *err = stl_grow((void **)l->v, l->cap, *l->n, sizeof(**l->v));
+	if (err)
+		return err;
+	struct stl_type *t = stl_intern(&l->a->types, o->type);
+	if (!t)
+		return hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
+	(*l->v)[(*l->n)++] = (struct cobj){ o->addr, o->size, t };
+	return NULL;
+}
+
+static bool list_globals(struct hd_fw *fw, struct alone *a)
+{
+	if (a->listed)
+		return !a->list_failed;
+	a->listed = true;
+	struct listing l = { a, &a->globals, &a->num_globals, &a->cap_globals };
+	struct hd_error *err = hd_fw_objects_globals(fw, hd_libstdcxx_deferral.prefixes,
+						     hd_libstdcxx_deferral.num_prefixes,
+						     add_object, &l);
+	if (err) {
+		hd_error_destroy(err);
+		a->list_failed = true;
+		return false;
+	}
+	return true;
+}
+
+static bool list_block(struct hd_fw *fw, struct alone *a, size_t id)
+{
+	a->num_in_x = 0;
+	struct listing l = { a, &a->in_x, &a->num_in_x, &a->cap_in_x };
+	struct hd_error *err = hd_fw_objects_block(fw, hd_libstdcxx_deferral.prefixes,
+						   hd_libstdcxx_deferral.num_prefixes,
+						   id, add_object, &l);
+	if (err) {
+		hd_error_destroy(err);
+		return false;
+	}
+	return true;
+}
+
+static bool bit(const uint64_t *b, uint32_t v)
+{
+	return b[v / 64] >> (v % 64) & 1;
+}
+
+// Whether object o of kind k is the container whose header (a tree's, at
+// its end; a list's, its start) is at h, or whose buffer (a vector's
+// start) is at h.
+static bool is_at(struct hd_fw *fw, const struct cobj *o, enum kind k, uint64_t h)
+{
+	uint64_t start;
+	if (o->t->kind != k)
+		return false;
+	if (k == K_TREE)
+		return o->size >= 48 && o->addr + o->size - 40 == h;
+	if (k == K_LIST)
+		return o->addr == h;
+	return o->size == 24 && stl_rd(fw, o->addr, &start) && start == h;
+}
+
+// The container of kind k at h (is_at) among the globals or, when h lies
+// in a typed heap block (a vector's buffer: when the block holding its
+// object, x_hint, is one), that block's listing.
+static bool locate(struct hd_fw *fw, struct alone *a, const struct hd_graph *g,
+		   enum kind k, uint64_t h, uint32_t x_hint, struct found *f)
+{
+	for (size_t i = 0; i < a->num_globals; i++) {
+		if (is_at(fw, &a->globals[i], k, h)) {
+			f->o = a->globals[i];
+			f->in_block = false;
+			f->holder = hd_fw_vertex_at(fw, f->o.addr);
+			return f->holder != HD_DOM_NONE;
+		}
+	}
+	uint32_t xv = k == K_VECTOR ? x_hint : hd_fw_vertex_at(fw, h);
+	int64_t x = xv == HD_DOM_NONE ? -1 : hd_graph_vertex_block(g, xv);
+	struct hd_block b;
+	if (x < 0 || !hd_fw_vertex_block(fw, xv, &b) || !list_block(fw, a, (size_t)x))
+		return false;
+	for (size_t i = 0; i < a->num_in_x; i++) {
+		if (is_at(fw, &a->in_x[i], k, h)) {
+			f->o = a->in_x[i];
+			f->in_block = true;
+			f->holder = xv;
+			f->x = (size_t)x;
+			f->x_addr = b.addr;
+			f->x_usable = b.usable;
+			return true;
+		}
+	}
+	return false;
+}
+
+// The container a block at b may be a node or the buffer of: up a tree's
+// parent links to the header (whose parent is the root, whose parent is
+// the header); along a list's next links, each checked by the next's
+// prev, to a list's header (no block's start); or a vector whose start
+// is b, held by one of b's few predecessors.
+static bool find_container(struct hd_fw *fw, struct alone *a,
+			   const struct hd_graph *g, const struct hd_csr *rev,
+			   uint32_t bv, uint64_t b, struct found *f)
+{
+	uint64_t x = b, p, q;
+	uint32_t v;
+	for (int i = 0; i < 130; i++) {
+		if (!stl_rd(fw, x + 8, &p) || !p || !stl_rd(fw, p + 8, &q))
+			break;
+		if (q == x) {
+			if (!hd_fw_used_block_at(fw, p, 1, &v, NULL) &&
+			    locate(fw, a, g, K_TREE, p, HD_DOM_NONE, f))
+				return true;
+			break;
+		}
+		x = p;
+	}
+	x = b;
+	for (uint64_t n = 0; n < MAX_NODES; n++) {
+		uint64_t next, back;
+		if (!stl_rd(fw, x, &next) || !next || next == b ||
+		    !stl_rd(fw, next + 8, &back) || back != x)
+			break;
+		if (!hd_fw_used_block_at(fw, next, 16, &v, NULL)) {
+			if (locate(fw, a, g, K_LIST, next, HD_DOM_NONE, f))
+				return true;
+			break;
+		}
+		x = next;
+	}
+	uint32_t first = rev->offsets[bv], last = rev->offsets[bv + 1];
+	for (uint32_t e = first; e < last && e < first + 4; e++) {
+		uint32_t u = rev->targets[e] & ~HD_GRAPH_INTERIOR;
+		if (u && hd_fw_exact_edge(g, u, bv) &&
+		    locate(fw, a, g, K_VECTOR, b, u, f))
+			return true;
+	}
+	return false;
+}
+
+// Whether a word of [start, end) but those of T's object [skip, skip_end)
+// is the address of a block of blocks (NULL: none) or of the block at
+// vertex also.
+static bool points_at(struct hd_fw *fw, const uint64_t *blocks, uint32_t also,
+		      uint64_t start, uint64_t end, uint64_t skip,
+		      uint64_t skip_end)
+{
+	for (uint64_t w = (start + 7) & ~7ull; w + 8 <= end; w += 8) {
+		uint64_t x;
+		uint32_t v;
+		if (w >= skip && w < skip_end)
+			continue;
+		if (!stl_rd(fw, w, &x))
+			return true; // not shown
+		if (x && hd_fw_used_block_at(fw, x, 1, &v, NULL) &&
+		    ((blocks && bit(blocks, v)) || v == also))
+			return true;
+	}
+	return false;
+}
+
+// Whether every exact pointer to u comes from f's holder, a root (*roots:
+// one whose range holds container objects, whose words must be read), or,
+// when nodes, a block of T (blocks; NULL: none); false for any other
+// block, and for u itself.
+static bool pointed_alone(const struct hd_graph *g, const struct hd_csr *rev,
+			  struct hd_fw_holders *hs, const uint64_t *blocks,
+			  bool nodes, const struct found *f, uint32_t u,
+			  bool *roots)
+{
+	for (uint32_t e = rev->offsets[u]; e < rev->offsets[u + 1]; e++) {
+		uint32_t p = rev->targets[e] & ~HD_GRAPH_INTERIOR;
+		if (p == 0 || !hd_fw_exact_edge(g, p, u))
+			continue;
+		if (f && p == f->holder && f->in_block)
+			continue; // X: its words are read
+		if (blocks && bit(blocks, p)) {
+			if (!nodes)
+				return false;
+			continue;
+		}
+		int64_t r = hd_graph_vertex_root(g, p);
+		if (r < 0)
+			return false; // a block not of T
+		const struct hd_root *root = hd_graph_root(g, (size_t)r);
+		if (hd_fw_holders_range(hs, root->start, root->end))
+			*roots = true;
+	}
+	return true;
+}
+
+// For node u of T (kind k): it holds no container object by its DWARF
+// type; its pointers to blocks of T are its links alone.
+static bool node_alone(struct hd_fw *fw, const struct hd_graph *g,
+		       struct hd_fw_holders *hs, const uint64_t *blocks,
+		       enum kind k, uint32_t u)
+{
+	const struct hd_heap *h = hd_fw_heap(fw);
+	int64_t id = hd_graph_vertex_block(g, u);
+	struct hd_block b;
+	bool holds = true;
+	if (id < 0 || !hd_fw_vertex_block(fw, u, &b))
+		return false;
+	struct hd_error *err = hd_fw_holders_block(hs, (size_t)id, &holds);
+	if (err) {
+		hd_error_destroy(err);
+		return false;
+	}
+	if (holds)
+		return false;
+	// Its links: a tree node's parent, left and right, a list node's next
+	// and prev.
+	static const uint64_t tree_links[] = { 8, 16, 24 }, list_links[] = { 0, 8 };
+	const uint64_t *links = k == K_TREE ? tree_links : list_links;
+	size_t num_links = k == K_TREE ? 3 : 2;
+	// Its words, read at once (a node is a few lines at most).
+	uint64_t words[64];
+	size_t num_words = b.usable / 8;
+	if (num_words > 64 || num_words * 8 < links[num_links - 1] + 8)
+		return false;
+	err = hd_fw_read(fw, b.addr, words, num_words * 8);
+	if (err) {
+		hd_error_destroy(err);
+		return false;
+	}
+	uint64_t to[3];
+	for (size_t i = 0; i < num_links; i++)
+		to[i] = words[links[i] / 8];
+	// Every block of T it points at, a link points at (the graph has an
+	// edge for every word holding a block's address) ...
+	const struct hd_csr *fw_edges = &g->fwd;
+	for (uint32_t e = fw_edges->offsets[u]; e < fw_edges->offsets[u + 1]; e++) {
+		uint32_t t = fw_edges->targets[e];
+		if (t & HD_GRAPH_INTERIOR || t >= g->num_vertices || !bit(blocks, t))
+			continue;
+		int64_t tid = hd_graph_vertex_block(g, t);
+		bool linked = false;
+		for (size_t i = 0; i < num_links && !linked && tid >= 0; i++)
+			linked = to[i] == h->addr[tid];
+		if (!linked)
+			return false;
+	}
+	// ... and no other word of it points where a link does (an edge
+	// counts the two words once).
+	for (size_t w = 0; w < num_words; w++) {
+		bool link = false;
+		for (size_t i = 0; i < num_links && !link; i++)
+			link = links[i] == w * 8;
+		for (size_t i = 0; i < num_links && !link; i++)
+			if (words[w] && words[w] == to[i])
+				return false;
+	}
+	return true;
+}
+
+static struct hd_error *count_object(struct hd_fw *fw,
+				     const struct hd_fw_object *o, void *arg)
+{
+	(void)fw;
+	(void)o;
+	++*(size_t *)arg;
+	return NULL;
+}
+
+// Walks the container f found and shows whether its blocks are named by it
+// alone (see the top of the file); fills tr.
+static struct hd_error *try_container(struct hd_fw *fw, struct alone *a,
+				      const struct found *f,
+				      const struct hd_graph *g,
+				      const struct hd_csr *rev,
+				      struct hd_fw_holders *hs, struct tried *tr)
+{
+	const struct cobj *o = &f->o;
+	*tr = (struct tried){ .addr = o->addr, .key = UINT64_MAX };
+	// The one container object over its bytes.
+	const struct cobj *list = f->in_block ? a->in_x : a->globals;
+	size_t n = f->in_block ? a->num_in_x : a->num_globals;
+	for (size_t i = 0; i < n; i++) {
+		const struct cobj *x = &list[i];
+		if ((x->addr != o->addr || x->t != o->t) &&
+		    x->addr < o->addr + o->size && o->addr < x->addr + x->size)
+			return NULL;
+	}
+	struct stl_type *ty = o->t;
+	struct hd_error *err = stl_type_ready(fw, ty);
+	if (err)
+		return err;
+	struct ctx c = { .fw = fw, .names_only = true };
+	c.elem_type = ty->elem_type;
+	c.short_elem = ty->short_elem;
+	struct pending p = { o->addr, o->size, ty, NULL, f->holder };
+	struct walk w = { .p = &p, .elem_size = ty->esize };
+	enum kind k = ty->kind;
+	err = k == K_TREE ? stl_walk_tree(&c, &w)
+	    : k == K_LIST ? stl_walk_list(&c, &w) : stl_walk_vector(&c, &w);
+	bool nodes = k != K_VECTOR;
+	const struct name_spec *spec = nodes ? &c.node : &c.buffer;
+	uint32_t nv = hd_graph_num_vertices(g);
+	bool ok = !err && !w.why && !w.empty && c.num_blocks &&
+		  spec->how == (nodes ? HOW_NODE : HOW_ELEMS);
+	if (ok && !(tr->blocks = calloc(nv / 64 + 1, sizeof(*tr->blocks))))
+		err = hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
+	ok = ok && !err;
+	for (size_t i = 0; ok && i < c.num_blocks; i++) {
+		uint32_t v = c.blocks[i].v;
+		ok = v < nv && c.blocks[i].name == (nodes ? NAME_NODE : NAME_BUFFER) &&
+		     v != f->holder;
+		if (ok)
+			tr->blocks[v / 64] |= 1ull << (v % 64);
+	}
+	// In vertex order, which is the blocks' address order: nodes that
+	// share lines of the core are read together.
+	bool roots = false;
+	for (uint32_t i = 0; ok && i < nv / 64 + 1; i++) {
+		for (uint64_t m = tr->blocks[i]; ok && m; m &= m - 1) {
+			uint32_t u = i * 64 + (uint32_t)__builtin_ctzll(m);
+			ok = pointed_alone(g, rev, hs, tr->blocks, nodes, f, u, &roots) &&
+			     (!nodes || node_alone(fw, g, hs, tr->blocks, k, u));
+		}
+	}
+	// X is no container's block: only roots point at it.
+	uint32_t also = HD_DOM_NONE;
+	if (ok && f->in_block) {
+		also = f->holder;
+		ok = pointed_alone(g, rev, hs, NULL, false, NULL, f->holder, &roots);
+	}
+	// No container object of a global but T points at a block of T (or
+	// at X), nor does any word of X but T's.
+	for (size_t i = 0; ok && roots && i < a->num_globals; i++) {
+		const struct cobj *x = &a->globals[i];
+		ok = !points_at(fw, tr->blocks, also, x->addr, x->addr + x->size,
+				o->addr, o->addr + o->size);
+	}
+	if (ok && f->in_block)
+		ok = !points_at(fw, tr->blocks, also, f->x_addr, f->x_addr + f->x_usable,
+				o->addr, o->addr + o->size);
+	// Whether its elements hold containers (the module lists them alike
+	// for every element of a type).
+	if (ok && c.elem_type && c.num_elems) {
+		size_t count = 0;
+		err = hd_fw_objects_in(fw, c.elem_type, c.elems[0].addr, c.elems[0].holder,
+				       "", hd_libstdcxx_deferral.prefixes,
+				       hd_libstdcxx_deferral.num_prefixes, count_object,
+				       &count);
+		tr->bare = !err && !count;
+		if (err && err != &hd_error_no_memory) {
+			hd_error_destroy(err);
+			err = NULL;
+		}
+	} else {
+		tr->bare = ok && !c.elem_type;
+	}
+	if (ok) {
+		char name[512], dwarf[1280];
+		stl_name_render(&c, spec, name);
+		tr->label = hd_fw_label(fw, name);
+		ok = tr->label != UINT32_MAX;
+		// As the module types its nodes: by the node type's DWARF
+		// name, when DWARF has it; a buffer keeps its type.
+		uint64_t key;
+		tr->key = nodes && stl_node_dwarf_name(k, ty->has_vt ? ty->vt : "", false,
+						       dwarf, sizeof(dwarf)) &&
+			  hd_fw_type_lookup(fw, dwarf, &key) ? key : UINT64_MAX;
+	}
+	tr->ok = ok;
+	if (!ok) {
+		free(tr->blocks);
+		tr->blocks = NULL;
+	}
+	free(c.blocks);
+	free(c.elems);
+	free(c.stack);
+	return err;
+}
+
+// The container shown alone whose block is vertex v, trying the one v
+// may be a block of if none is; NULL if none can be shown.
+static const struct tried *shown(struct hd_fw *fw, struct alone *a,
+				 const struct hd_graph *g, const struct hd_csr *rev,
+				 struct hd_fw_holders *hs, uint32_t v)
+{
+	for (size_t i = 0; i < a->num_tried; i++)
+		if (a->tried[i].ok && bit(a->tried[i].blocks, v))
+			return &a->tried[i];
+	int64_t id = hd_graph_vertex_block(g, v);
+	struct found f;
+	if (id < 0 || !find_container(fw, a, g, rev, v, hd_fw_heap(fw)->addr[id], &f))
+		return NULL;
+	for (size_t i = 0; i < a->num_tried; i++)
+		if (a->tried[i].addr == f.o.addr)
+			return NULL; // tried before, and not its block
+	struct hd_error *err = stl_grow((void **)&a->tried, &a->cap_tried,
+					a->num_tried, sizeof(*a->tried));
+	if (!err)
+		err = try_container(fw, a, &f, g, rev, hs, &a->tried[a->num_tried]);
+	if (err) {
+		hd_error_destroy(err);
+		return NULL;
+	}
+	const struct tried *tr = &a->tried[a->num_tried++];
+	return tr->ok && bit(tr->blocks, v) ? tr : NULL;
+}
+
+// Whether no container can take block v: every exact pointer to it comes
+// from a root (no container object of a global holds one) or from a block
+// of a container shown alone whose elements hold no container and which
+// holds none by its DWARF type (its words are its links, which point at
+// its own blocks, and its elements' scalars: a std::vector<Item *>'s
+// buffer, a std::map<int, Item *>'s nodes).
+static bool unclaimed(struct hd_fw *fw, struct alone *a, const struct hd_graph *g,
+		      const struct hd_csr *rev, struct hd_fw_holders *hs,
+		      uint32_t v)
+{
+	bool roots = false;
+	for (uint32_t e = rev->offsets[v]; e < rev->offsets[v + 1]; e++) {
+		uint32_t p = rev->targets[e] & ~HD_GRAPH_INTERIOR;
+		if (p == 0 || !hd_fw_exact_edge(g, p, v))
+			continue;
+		int64_t r = hd_graph_vertex_root(g, p);
+		if (r >= 0) {
+			const struct hd_root *root = hd_graph_root(g, (size_t)r);
+			roots |= hd_fw_holders_range(hs, root->start, root->end);
+			continue;
+		}
+		int64_t pid = hd_graph_vertex_block(g, p);
+		const struct tried *tr = pid < 0 || p == v ? NULL
+				       : shown(fw, a, g, rev, hs, p);
+		bool holds = true;
+		if (!tr || !tr->bare)
+			return false;
+		struct hd_error *err = hd_fw_holders_block(hs, (size_t)pid, &holds);
+		if (err) {
+			hd_error_destroy(err);
+			return false;
+		}
+		if (holds)
+			return false;
+	}
+	for (size_t i = 0; roots && i < a->num_globals; i++) {
+		const struct cobj *x = &a->globals[i];
+		if (points_at(fw, NULL, v, x->addr, x->addr + x->size, 0, 0))
+			return false;
+	}
+	return true;
+}
+
+bool stl_name_alone(struct hd_fw *fw, size_t id, const struct hd_graph *g,
+		    const struct hd_csr *rev, struct hd_fw_holders *hs,
+		    void **state)
+{
+	struct alone *a = *state;
+	if (!a && !(a = *state = calloc(1, sizeof(*a))))
+		return false;
+	if (!list_globals(fw, a))
+		return false;
+	uint32_t v = hd_graph_block_vertex(g, id);
+	if (v == HD_DOM_NONE || v >= rev->n)
+		return false;
+	const struct tried *tr = shown(fw, a, g, rev, hs, v);
+	if (!tr)
+		return unclaimed(fw, a, g, rev, hs, v); // the name stays
+	struct hd_error *err = hd_fw_set_alone(fw, v, tr->label, tr->key);
+	if (err) {
+		hd_error_destroy(err);
+		return false;
+	}
+	return true;
+}
