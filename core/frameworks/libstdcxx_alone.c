@@ -1,7 +1,8 @@
 // A block named from its container alone while the module waits
-// (defer.c): a node of a std::map, std::set or std::list, or the buffer of
-// a std::vector, whose container a global variable holds, or a heap block
-// that only roots point at (a singleton made with new). On a C++ heap
+// (defer.c): a node of a std::map, std::set or std::list, the buffer of a
+// std::vector, whose container a global variable holds, or a heap block
+// that only roots point at (a singleton made with new); a node or the
+// bucket array of a global std::unordered_map or std::unordered_set. On a C++ heap
 // whose largest blocks are a global map's nodes, the report asks about a
 // few of them, and the whole module (every container of the heap,
 // millions of nodes) ran for names it then printed five of.
@@ -51,9 +52,10 @@ struct tried {
 	uint64_t addr;
 	bool ok;
 	bool bare; // its elements hold no container object
-	uint32_t label;
-	uint64_t key;
-	uint64_t *blocks;
+	uint32_t label, buffer_label; // of its nodes, of its buffer
+	uint64_t key;      // of its nodes
+	uint64_t *blocks;  // bit per vertex
+	uint32_t buffer;   // the vertex of its buffer, or HD_DOM_NONE
 };
 
 struct alone {
@@ -205,7 +207,8 @@ static bool locate(struct hd_fw *fw, struct alone *a, const struct hd_graph *g,
 // is b, held by one of b's few predecessors.
 static bool find_container(struct hd_fw *fw, struct alone *a,
 			   const struct hd_graph *g, const struct hd_csr *rev,
-			   uint32_t bv, uint64_t b, struct found *f)
+			   struct hd_fw_holders *hs, uint32_t bv, uint64_t b,
+			   struct found *f)
 {
 	uint64_t x = b, p, q;
 	uint32_t v;
@@ -231,6 +234,18 @@ static bool find_container(struct hd_fw *fw, struct alone *a,
 				return true;
 			break;
 		}
+		// A list first in a typed block: its header is the block's
+		// start (a struct whose first member is the list).
+		int64_t id = hd_graph_vertex_block(g, v);
+		bool holds = false;
+		struct hd_error *err = id < 0 ? NULL
+				       : hd_fw_holders_block(hs, (size_t)id, &holds);
+		if (err) {
+			hd_error_destroy(err);
+			break;
+		}
+		if (holds && locate(fw, a, g, K_LIST, next, HD_DOM_NONE, f))
+			return true;
 		x = next;
 	}
 	uint32_t first = rev->offsets[bv], last = rev->offsets[bv + 1];
@@ -294,6 +309,62 @@ static bool pointed_alone(const struct hd_graph *g, const struct hd_csr *rev,
 	return true;
 }
 
+// The offsets of the links of a node of kind k, and how many.
+static size_t links_of(enum kind k, const uint64_t **links)
+{
+	static const uint64_t tree_links[] = { 8, 16, 24 }, list_links[] = { 0, 8 },
+			      hash_links[] = { 0 };
+	*links = k == K_TREE ? tree_links : k == K_LIST ? list_links : hash_links;
+	return k == K_TREE ? 3 : k == K_LIST ? 2 : 1;
+}
+
+// Whether the nodes of T (blocks, kind k) that point at vertex x (at
+// address xa) do so only through their links.
+static bool links_alone(struct hd_fw *fw, const struct hd_graph *g,
+			const struct hd_csr *rev, const uint64_t *blocks,
+			enum kind k, uint32_t x, uint64_t xa)
+{
+	const uint64_t *links;
+	size_t num_links = links_of(k, &links);
+	for (uint32_t e = rev->offsets[x]; e < rev->offsets[x + 1]; e++) {
+		uint32_t p = rev->targets[e] & ~HD_GRAPH_INTERIOR;
+		struct hd_block b;
+		if (!bit(blocks, p) || !hd_fw_vertex_block(fw, p, &b))
+			continue;
+		if (k == K_VECTOR)
+			return false;
+		for (uint64_t w = 0; w + 8 <= b.usable; w += 8) {
+			uint64_t word;
+			bool link = false;
+			if (!stl_rd(fw, b.addr + w, &word))
+				return false;
+			for (size_t i = 0; i < num_links && !link; i++)
+				link = links[i] == w;
+			if (word == xa && !link)
+				return false;
+		}
+	}
+	(void)g;
+	return true;
+}
+
+// Whether block vertex u holds a container object by its DWARF type (or
+// that cannot be told).
+static bool holds_containers(const struct hd_graph *g, struct hd_fw_holders *hs,
+			     uint32_t u)
+{
+	int64_t id = hd_graph_vertex_block(g, u);
+	bool holds = true;
+	if (id < 0)
+		return true;
+	struct hd_error *err = hd_fw_holders_block(hs, (size_t)id, &holds);
+	if (err) {
+		hd_error_destroy(err);
+		return true;
+	}
+	return holds;
+}
+
 // For node u of T (kind k): it holds no container object by its DWARF
 // type; its pointers to blocks of T are its links alone.
 static bool node_alone(struct hd_fw *fw, const struct hd_graph *g,
@@ -301,29 +372,19 @@ static bool node_alone(struct hd_fw *fw, const struct hd_graph *g,
 		       enum kind k, uint32_t u)
 {
 	const struct hd_heap *h = hd_fw_heap(fw);
-	int64_t id = hd_graph_vertex_block(g, u);
 	struct hd_block b;
-	bool holds = true;
-	if (id < 0 || !hd_fw_vertex_block(fw, u, &b))
-		return false;
-	struct hd_error *err = hd_fw_holders_block(hs, (size_t)id, &holds);
-	if (err) {
-		hd_error_destroy(err);
-		return false;
-	}
-	if (holds)
+	if (!hd_fw_vertex_block(fw, u, &b) || holds_containers(g, hs, u))
 		return false;
 	// Its links: a tree node's parent, left and right, a list node's next
-	// and prev.
-	static const uint64_t tree_links[] = { 8, 16, 24 }, list_links[] = { 0, 8 };
-	const uint64_t *links = k == K_TREE ? tree_links : list_links;
-	size_t num_links = k == K_TREE ? 3 : 2;
+	// and prev, a hash node's next.
+	const uint64_t *links;
+	size_t num_links = links_of(k, &links);
 	// Its words, read at once (a node is a few lines at most).
 	uint64_t words[64];
 	size_t num_words = b.usable / 8;
 	if (num_words > 64 || num_words * 8 < links[num_links - 1] + 8)
 		return false;
-	err = hd_fw_read(fw, b.addr, words, num_words * 8);
+	struct hd_error *err = hd_fw_read(fw, b.addr, words, num_words * 8);
 	if (err) {
 		hd_error_destroy(err);
 		return false;
@@ -397,37 +458,55 @@ static struct hd_error *try_container(struct hd_fw *fw, struct alone *a,
 	struct walk w = { .p = &p, .elem_size = ty->esize };
 	enum kind k = ty->kind;
 	err = k == K_TREE ? stl_walk_tree(&c, &w)
-	    : k == K_LIST ? stl_walk_list(&c, &w) : stl_walk_vector(&c, &w);
-	bool nodes = k != K_VECTOR;
-	const struct name_spec *spec = nodes ? &c.node : &c.buffer;
+	    : k == K_LIST ? stl_walk_list(&c, &w)
+	    : k == K_HASH ? stl_walk_hash(&c, &w) : stl_walk_vector(&c, &w);
 	uint32_t nv = hd_graph_num_vertices(g);
-	bool ok = !err && !w.why && !w.empty && c.num_blocks &&
-		  spec->how == (nodes ? HOW_NODE : HOW_ELEMS);
+	bool ok = !err && !w.why && !w.empty && c.num_blocks;
 	if (ok && !(tr->blocks = calloc(nv / 64 + 1, sizeof(*tr->blocks))))
 		err = hd_error_create(HD_ERROR_NO_MEMORY, "out of memory");
 	ok = ok && !err;
+	// Its nodes and its buffer (a vector's, a hash table's bucket
+	// array), each with the name the module gives it.
+	tr->buffer = HD_DOM_NONE;
 	for (size_t i = 0; ok && i < c.num_blocks; i++) {
 		uint32_t v = c.blocks[i].v;
-		ok = v < nv && c.blocks[i].name == (nodes ? NAME_NODE : NAME_BUFFER) &&
-		     v != f->holder;
-		if (ok)
-			tr->blocks[v / 64] |= 1ull << (v % 64);
+		if (c.blocks[i].name == NAME_NODE)
+			ok = k != K_VECTOR &&
+			     c.node.how == (k == K_HASH ? HOW_HASH_NODE : HOW_NODE);
+		else if (c.blocks[i].name == NAME_BUFFER)
+			ok = (k == K_VECTOR || k == K_HASH) && tr->buffer == HD_DOM_NONE &&
+			     c.buffer.how == HOW_ELEMS;
+		else
+			ok = false;
+		ok = ok && v < nv && v != f->holder;
+		if (!ok)
+			break;
+		if (c.blocks[i].name == NAME_BUFFER)
+			tr->buffer = v;
+		tr->blocks[v / 64] |= 1ull << (v % 64);
 	}
 	// In vertex order, which is the blocks' address order: nodes that
-	// share lines of the core are read together.
+	// share lines of the core are read together. A vector's buffer may be
+	// pointed at by none of its own blocks (itself), and the containers
+	// among its elements point at no block of T; a hash table's bucket
+	// array, whose words point at nodes, holds no container object, and
+	// its nodes' words node_alone reads.
 	bool roots = false;
 	for (uint32_t i = 0; ok && i < nv / 64 + 1; i++) {
 		for (uint64_t m = tr->blocks[i]; ok && m; m &= m - 1) {
 			uint32_t u = i * 64 + (uint32_t)__builtin_ctzll(m);
-			ok = pointed_alone(g, rev, hs, tr->blocks, nodes, f, u, &roots) &&
-			     (!nodes || node_alone(fw, g, hs, tr->blocks, k, u));
+			ok = pointed_alone(g, rev, hs, tr->blocks, k != K_VECTOR, f, u, &roots) &&
+			     (u != tr->buffer ? node_alone(fw, g, hs, tr->blocks, k, u)
+			      : k != K_HASH || !holds_containers(g, hs, u));
 		}
 	}
-	// X is no container's block: only roots point at it.
+	// X is no container's block: only roots point at it, and T's nodes
+	// through their links (a list whose header is X's start).
 	uint32_t also = HD_DOM_NONE;
 	if (ok && f->in_block) {
 		also = f->holder;
-		ok = pointed_alone(g, rev, hs, NULL, false, NULL, f->holder, &roots);
+		ok = pointed_alone(g, rev, hs, tr->blocks, true, NULL, f->holder, &roots) &&
+		     links_alone(fw, g, rev, tr->blocks, k, f->holder, f->x_addr);
 	}
 	// No container object of a global but T points at a block of T (or
 	// at X), nor does any word of X but T's.
@@ -455,16 +534,22 @@ static struct hd_error *try_container(struct hd_fw *fw, struct alone *a,
 	} else {
 		tr->bare = ok && !c.elem_type;
 	}
-	if (ok) {
+	if (ok && tr->buffer != HD_DOM_NONE) {
+		char name[512];
+		stl_name_render(&c, &c.buffer, name);
+		tr->buffer_label = hd_fw_label(fw, name);
+		ok = tr->buffer_label != UINT32_MAX;
+	}
+	if (ok && k != K_VECTOR) {
 		char name[512], dwarf[1280];
-		stl_name_render(&c, spec, name);
+		stl_name_render(&c, &c.node, name);
 		tr->label = hd_fw_label(fw, name);
 		ok = tr->label != UINT32_MAX;
 		// As the module types its nodes: by the node type's DWARF
-		// name, when DWARF has it; a buffer keeps its type.
+		// name, when DWARF has it.
 		uint64_t key;
-		tr->key = nodes && stl_node_dwarf_name(k, ty->has_vt ? ty->vt : "", false,
-						       dwarf, sizeof(dwarf)) &&
+		tr->key = stl_node_dwarf_name(k, ty->has_vt ? ty->vt : "", w.hash_cached,
+					      dwarf, sizeof(dwarf)) &&
 			  hd_fw_type_lookup(fw, dwarf, &key) ? key : UINT64_MAX;
 	}
 	tr->ok = ok;
@@ -480,6 +565,29 @@ static struct hd_error *try_container(struct hd_fw *fw, struct alone *a,
 
 // The container shown alone whose block is vertex v, trying the one v
 // may be a block of if none is; NULL if none can be shown.
+// Tries the container f found, once (by its object's address): its
+// index in a->tried, or SIZE_MAX without memory or when tried before.
+static size_t try_once(struct hd_fw *fw, struct alone *a, const struct found *f,
+		       const struct hd_graph *g, const struct hd_csr *rev,
+		       struct hd_fw_holders *hs)
+{
+	for (size_t i = 0; i < a->num_tried; i++)
+		if (a->tried[i].addr == f->o.addr)
+			return SIZE_MAX;
+	struct hd_error *err = stl_grow((void **)&a->tried, &a->cap_tried,
+					a->num_tried, sizeof(*a->tried));
+	if (!err)
+		err = try_container(fw, a, f, g, rev, hs, &a->tried[a->num_tried]);
+	if (err) {
+		hd_error_destroy(err);
+		return SIZE_MAX;
+	}
+	return a->num_tried++;
+}
+
+// The container shown alone whose block is vertex v, trying the one v
+// may be a block of if none is (and the global hash tables: a node's
+// container is not found from the node); NULL if none can be shown.
 static const struct tried *shown(struct hd_fw *fw, struct alone *a,
 				 const struct hd_graph *g, const struct hd_csr *rev,
 				 struct hd_fw_holders *hs, uint32_t v)
@@ -489,21 +597,23 @@ static const struct tried *shown(struct hd_fw *fw, struct alone *a,
 			return &a->tried[i];
 	int64_t id = hd_graph_vertex_block(g, v);
 	struct found f;
-	if (id < 0 || !find_container(fw, a, g, rev, v, hd_fw_heap(fw)->addr[id], &f))
+	if (id < 0)
 		return NULL;
-	for (size_t i = 0; i < a->num_tried; i++)
-		if (a->tried[i].addr == f.o.addr)
-			return NULL; // tried before, and not its block
-	struct hd_error *err = stl_grow((void **)&a->tried, &a->cap_tried,
-					a->num_tried, sizeof(*a->tried));
-	if (!err)
-		err = try_container(fw, a, &f, g, rev, hs, &a->tried[a->num_tried]);
-	if (err) {
-		hd_error_destroy(err);
-		return NULL;
+	if (find_container(fw, a, g, rev, hs, v, hd_fw_heap(fw)->addr[id], &f)) {
+		size_t i = try_once(fw, a, &f, g, rev, hs);
+		return i != SIZE_MAX && a->tried[i].ok && bit(a->tried[i].blocks, v)
+		       ? &a->tried[i] : NULL;
 	}
-	const struct tried *tr = &a->tried[a->num_tried++];
-	return tr->ok && bit(tr->blocks, v) ? tr : NULL;
+	for (size_t j = 0; j < a->num_globals; j++) {
+		if (a->globals[j].t->kind != K_HASH)
+			continue;
+		f = (struct found){ .o = a->globals[j],
+				    .holder = hd_fw_vertex_at(fw, a->globals[j].addr) };
+		size_t i = f.holder == HD_DOM_NONE ? SIZE_MAX : try_once(fw, a, &f, g, rev, hs);
+		if (i != SIZE_MAX && a->tried[i].ok && bit(a->tried[i].blocks, v))
+			return &a->tried[i];
+	}
+	return NULL;
 }
 
 // Whether no container can take block v: every exact pointer to it comes
@@ -564,7 +674,9 @@ bool stl_name_alone(struct hd_fw *fw, size_t id, const struct hd_graph *g,
 	const struct tried *tr = shown(fw, a, g, rev, hs, v);
 	if (!tr)
 		return unclaimed(fw, a, g, rev, hs, v); // the name stays
-	struct hd_error *err = hd_fw_set_alone(fw, v, tr->label, tr->key);
+	struct hd_error *err = v == tr->buffer
+		? hd_fw_set_alone(fw, v, tr->buffer_label, UINT64_MAX)
+		: hd_fw_set_alone(fw, v, tr->label, tr->key);
 	if (err) {
 		hd_error_destroy(err);
 		return false;

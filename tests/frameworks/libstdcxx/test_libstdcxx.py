@@ -38,11 +38,22 @@ libstdc++ --json` (one PASS/FAIL line each):
     node (their nodes hang under the buffer, which is the vector's)
   - frameworks-report: `heapdom frameworks --framework libstdc++ --json`
     lists the module as detected with a note
+  - alone (core): each block of the truth asked alone by `why --json
+    --profile`, where the module waits until a block it may name is
+    asked about, gets the type `blocks --json` gives (which runs the
+    module whole); the nodes and buffers of every undamaged std::map,
+    std::set, std::list and std::vector that a global or a block only
+    roots point at holds, the nodes and bucket array of a global
+    std::unordered_map, and the objects a std::vector of pointers points
+    at, are named from their container alone (the module does not run);
+    the others (nested in another container's blocks, damaged, or of
+    other kinds) are not
 
 Exit status 0 when every check passed, 1 otherwise; the last line is
 "N passed, N failed".
 """
 import argparse
+import json
 import os
 import re
 import shutil
@@ -302,6 +313,53 @@ class Target:
             p.append("no notes")
         return p
 
+    def alone_expected(self, tag):
+        """Whether the block tagged tag is one heapdom names from its
+        container alone (docs/frameworks.md)."""
+        key, elem = (tag[:-5], True) if tag.endswith("/elem") else (tag, False)
+        if key not in self.truth.nodes or key in self.truth.broken:
+            return False
+        holder, _, label = self.truth.nodes[key]
+        # Held by a global, or by a block of no container (one made with
+        # new that only roots point at), not nested in another's block.
+        tags = {a: t for a, _, t in self.truth.blocks}
+        if not holder.startswith("root:") and \
+                tags.get(int(holder, 16), "other") in self.truth.nodes:
+            return False
+        if elem:
+            return re.match(r"std::vector<[^<>]*\*> ", label) is not None
+        if re.match(r"std::unordered_(map|set|multimap|multiset)<", label):
+            return holder.startswith("root:")
+        return re.match(r"std::(map|set|multimap|multiset|list|vector)<", label) is not None \
+            and not label.startswith("std::vector<bool")
+
+    def check_alone(self):
+        eager = heaptest.heapdom_json(self.heapdom, self.pre + ["blocks", "--json"] + self.post)
+        types = {int(b["addr"], 16) if isinstance(b["addr"], str) else b["addr"]: b.get("type")
+                 for b in eager.get("blocks", []) if b.get("state") == "used"}
+        p = []
+        counts = {"alone": 0, "other": 0}
+        for addr, _, tag in self.truth.blocks:
+            r = heaptest.run_heapdom(self.heapdom, self.pre + ["why"] + self.post +
+                                     ["0x%x" % addr, "--json", "--profile"])
+            if r.rc != 0:
+                p.append("why 0x%x: %s" % (addr, r.describe()))
+                continue
+            got = json.loads(r.out).get("block", {}).get("type")
+            if got != types.get(addr):
+                p.append("0x%x (%s) asked alone: type %r, blocks says %r"
+                         % (addr, tag, got, types.get(addr)))
+            m = re.search(r", (\d+) named from their container alone\)", r.err)
+            alone = bool(m and int(m.group(1)) > 0)
+            counts["alone" if alone else "other"] += 1
+            if alone != self.alone_expected(tag):
+                p.append("0x%x (%s): %s from its container alone"
+                         % (addr, tag, "named" if alone else "not named"))
+        if not p:
+            print("    %d blocks named from their container alone, %d not" %
+                  (counts["alone"], counts["other"]))
+        return p
+
     def all_checks(self):
         c = self.case
         self.run.case("%s frameworks" % c, self.check_frameworks)
@@ -311,6 +369,8 @@ class Target:
         self.run.case("%s nesting" % c, self.check_nesting)
         self.run.case("%s shared" % c, self.check_shared)
         self.run.case("%s frameworks-report" % c, self.check_report)
+        if c == "core":
+            self.run.case("%s alone" % c, self.check_alone)
 
 
 def case_core(run, args):
