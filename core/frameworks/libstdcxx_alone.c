@@ -39,6 +39,9 @@
 
 extern const struct hd_fw_deferral hd_libstdcxx_deferral;
 
+// For locate: a hash table by its bucket array.
+#define K_BUCKETS K_NONE
+
 // A container object, as its holder's listing gives it.
 struct cobj {
 	uint64_t addr, size;
@@ -67,6 +70,14 @@ struct alone {
 	size_t num_in_x, cap_in_x;
 	struct tried *tried;
 	size_t num_tried, cap_tried;
+	// A bit per vertex the walk back along a list's or a hash table's
+	// links went through without finding its container: a walk that
+	// comes to one goes the same way (a block asked about after another
+	// of a long chain is not walked back from again); and the vertices
+	// of the walk under way.
+	uint64_t *no_list, *no_hash;
+	uint32_t *path;
+	size_t num_path, cap_path;
 };
 
 // Where a container is: its object, and the vertex holding it (a global's
@@ -90,6 +101,9 @@ void stl_alone_free(void *state)
 	for (size_t i = 0; i < a->num_tried; i++)
 		free(a->tried[i].blocks);
 	free(a->tried);
+	free(a->no_list);
+	free(a->no_hash);
+	free(a->path);
 	free(a);
 }
 
@@ -153,23 +167,29 @@ static bool bit(const uint64_t *b, uint32_t v)
 }
 
 // Whether object o of kind k is the container whose header (a tree's, at
-// its end; a list's, its start) is at h, or whose buffer (a vector's
-// start) is at h.
+// its end; a list's, its start) is at h, whose buffer (a vector's start)
+// is at h, whose first node (a hash table's) is at h, or (K_BUCKETS)
+// whose bucket array is at h.
 static bool is_at(struct hd_fw *fw, const struct cobj *o, enum kind k, uint64_t h)
 {
 	uint64_t start;
-	if (o->t->kind != k)
+	if (o->t->kind != (k == K_BUCKETS ? K_HASH : k))
 		return false;
 	if (k == K_TREE)
 		return o->size >= 48 && o->addr + o->size - 40 == h;
 	if (k == K_LIST)
 		return o->addr == h;
+	if (k == K_HASH)
+		return o->size == 56 && stl_rd(fw, o->addr + 16, &start) && start == h;
+	if (k == K_BUCKETS)
+		return o->size == 56 && stl_rd(fw, o->addr, &start) && start == h;
 	return o->size == 24 && stl_rd(fw, o->addr, &start) && start == h;
 }
 
 // The container of kind k at h (is_at) among the globals or, when h lies
-// in a typed heap block (a vector's buffer: when the block holding its
-// object, x_hint, is one), that block's listing.
+// in a typed heap block (a vector's buffer or a hash table's first node:
+// when the block holding its object, x_hint, is one), that block's
+// listing.
 static bool locate(struct hd_fw *fw, struct alone *a, const struct hd_graph *g,
 		   enum kind k, uint64_t h, uint32_t x_hint, struct found *f)
 {
@@ -181,7 +201,8 @@ static bool locate(struct hd_fw *fw, struct alone *a, const struct hd_graph *g,
 			return f->holder != HD_DOM_NONE;
 		}
 	}
-	uint32_t xv = k == K_VECTOR ? x_hint : hd_fw_vertex_at(fw, h);
+	uint32_t xv = k == K_VECTOR || k == K_HASH || k == K_BUCKETS
+		      ? x_hint : hd_fw_vertex_at(fw, h);
 	int64_t x = xv == HD_DOM_NONE ? -1 : hd_graph_vertex_block(g, xv);
 	struct hd_block b;
 	if (x < 0 || !hd_fw_vertex_block(fw, xv, &b) || !list_block(fw, a, (size_t)x))
@@ -198,6 +219,53 @@ static bool locate(struct hd_fw *fw, struct alone *a, const struct hd_graph *g,
 		}
 	}
 	return false;
+}
+
+// Whether block vertex u holds a container object by its DWARF type (or
+// that cannot be told).
+static bool holds_containers(const struct hd_graph *g, struct hd_fw_holders *hs,
+			     uint32_t u)
+{
+	int64_t id = hd_graph_vertex_block(g, u);
+	bool holds = true;
+	if (id < 0)
+		return true;
+	struct hd_error *err = hd_fw_holders_block(hs, (size_t)id, &holds);
+	if (err) {
+		hd_error_destroy(err);
+		return true;
+	}
+	return holds;
+}
+
+// Starts a walk back along links, with *no its memo (made if need be);
+// false without memory.
+static bool path_start(struct alone *a, uint64_t **no, uint32_t nv)
+{
+	a->num_path = 0;
+	return *no || (*no = calloc(nv / 64 + 1, sizeof(**no)));
+}
+
+// Whether vertex v may be gone through (not in the memo no, nor gone
+// through by this walk), noting it.
+static bool path_add(struct alone *a, uint64_t *no, uint32_t v)
+{
+	if (bit(no, v) ||
+	    stl_grow((void **)&a->path, &a->cap_path, a->num_path, sizeof(*a->path)))
+		return false;
+	no[v / 64] |= 1ull << (v % 64);
+	a->path[a->num_path++] = v;
+	return true;
+}
+
+// The walk ends: when it found the container, its vertices leave the memo
+// (they are the container's, shown or not); else they stay.
+static bool path_end(struct alone *a, uint64_t *no, bool found)
+{
+	for (size_t i = 0; found && i < a->num_path; i++)
+		no[a->path[i] / 64] &= ~(1ull << (a->path[i] % 64));
+	a->num_path = 0;
+	return found;
 }
 
 // The container a block at b may be a node or the buffer of: up a tree's
@@ -224,14 +292,16 @@ static bool find_container(struct hd_fw *fw, struct alone *a,
 		x = p;
 	}
 	x = b;
-	for (uint64_t n = 0; n < MAX_NODES; n++) {
+	uint32_t nv = hd_graph_num_vertices(g);
+	bool more = path_start(a, &a->no_list, nv) && path_add(a, a->no_list, bv);
+	for (uint64_t n = 0; more && n < MAX_NODES; n++) {
 		uint64_t next, back;
 		if (!stl_rd(fw, x, &next) || !next || next == b ||
 		    !stl_rd(fw, next + 8, &back) || back != x)
 			break;
 		if (!hd_fw_used_block_at(fw, next, 16, &v, NULL)) {
 			if (locate(fw, a, g, K_LIST, next, HD_DOM_NONE, f))
-				return true;
+				return path_end(a, a->no_list, true);
 			break;
 		}
 		// A list first in a typed block: its header is the block's
@@ -245,17 +315,60 @@ static bool find_container(struct hd_fw *fw, struct alone *a,
 			break;
 		}
 		if (holds && locate(fw, a, g, K_LIST, next, HD_DOM_NONE, f))
-			return true;
+			return path_end(a, a->no_list, true);
+		if (!path_add(a, a->no_list, v))
+			break;
 		x = next;
 	}
+	if (a->no_list)
+		path_end(a, a->no_list, false);
 	uint32_t first = rev->offsets[bv], last = rev->offsets[bv + 1];
 	for (uint32_t e = first; e < last && e < first + 4; e++) {
 		uint32_t u = rev->targets[e] & ~HD_GRAPH_INTERIOR;
 		if (u && hd_fw_exact_edge(g, u, bv) &&
-		    locate(fw, a, g, K_VECTOR, b, u, f))
+		    (locate(fw, a, g, K_VECTOR, b, u, f) ||
+		     locate(fw, a, g, K_BUCKETS, b, u, f)))
 			return true;
 	}
-	return false;
+	// A hash table's node: back along the one node (a block of its size:
+	// not the bucket array, whose first bucket may point at it too) whose
+	// next it is, to the table whose before-begin node's next it is.
+	struct hd_block bb;
+	if (!hd_fw_vertex_block(fw, bv, &bb))
+		return false;
+	x = b;
+	uint32_t xv = bv;
+	if (!path_start(a, &a->no_hash, nv) || !path_add(a, a->no_hash, bv))
+		return path_end(a, a->no_hash ? a->no_hash : a->no_list, false);
+	bool found = false;
+	for (uint64_t n = 0; !found && n < MAX_NODES; n++) {
+		uint32_t prev = HD_DOM_NONE;
+		for (uint32_t e = rev->offsets[xv]; e < rev->offsets[xv + 1]; e++) {
+			uint32_t u = rev->targets[e] & ~HD_GRAPH_INTERIOR;
+			uint64_t word;
+			if (!u || !hd_fw_exact_edge(g, u, xv))
+				continue;
+			if (hd_graph_vertex_root(g, u) >= 0 || holds_containers(g, hs, u)) {
+				if ((found = locate(fw, a, g, K_HASH, x, u, f)))
+					break;
+				continue;
+			}
+			struct hd_block pb;
+			if (!hd_fw_vertex_block(fw, u, &pb) || pb.usable != bb.usable ||
+			    !stl_rd(fw, pb.addr, &word) || word != x)
+				continue;
+			if (prev != HD_DOM_NONE) {
+				prev = HD_DOM_NONE; // two nodes before it: no hash chain
+				break;
+			}
+			prev = u;
+		}
+		if (found || prev == HD_DOM_NONE || !path_add(a, a->no_hash, prev))
+			break;
+		xv = prev;
+		x = hd_fw_heap(fw)->addr[hd_graph_vertex_block(g, prev)];
+	}
+	return path_end(a, a->no_hash, found);
 }
 
 // Whether a word of [start, end) but those of T's object [skip, skip_end)
@@ -346,23 +459,6 @@ static bool links_alone(struct hd_fw *fw, const struct hd_graph *g,
 	}
 	(void)g;
 	return true;
-}
-
-// Whether block vertex u holds a container object by its DWARF type (or
-// that cannot be told).
-static bool holds_containers(const struct hd_graph *g, struct hd_fw_holders *hs,
-			     uint32_t u)
-{
-	int64_t id = hd_graph_vertex_block(g, u);
-	bool holds = true;
-	if (id < 0)
-		return true;
-	struct hd_error *err = hd_fw_holders_block(hs, (size_t)id, &holds);
-	if (err) {
-		hd_error_destroy(err);
-		return true;
-	}
-	return holds;
 }
 
 // For node u of T (kind k): it holds no container object by its DWARF
@@ -586,8 +682,7 @@ static size_t try_once(struct hd_fw *fw, struct alone *a, const struct found *f,
 }
 
 // The container shown alone whose block is vertex v, trying the one v
-// may be a block of if none is (and the global hash tables: a node's
-// container is not found from the node); NULL if none can be shown.
+// may be a block of if none is; NULL if none can be shown.
 static const struct tried *shown(struct hd_fw *fw, struct alone *a,
 				 const struct hd_graph *g, const struct hd_csr *rev,
 				 struct hd_fw_holders *hs, uint32_t v)
@@ -603,15 +698,6 @@ static const struct tried *shown(struct hd_fw *fw, struct alone *a,
 		size_t i = try_once(fw, a, &f, g, rev, hs);
 		return i != SIZE_MAX && a->tried[i].ok && bit(a->tried[i].blocks, v)
 		       ? &a->tried[i] : NULL;
-	}
-	for (size_t j = 0; j < a->num_globals; j++) {
-		if (a->globals[j].t->kind != K_HASH)
-			continue;
-		f = (struct found){ .o = a->globals[j],
-				    .holder = hd_fw_vertex_at(fw, a->globals[j].addr) };
-		size_t i = f.holder == HD_DOM_NONE ? SIZE_MAX : try_once(fw, a, &f, g, rev, hs);
-		if (i != SIZE_MAX && a->tried[i].ok && bit(a->tried[i].blocks, v))
-			return &a->tried[i];
 	}
 	return NULL;
 }
