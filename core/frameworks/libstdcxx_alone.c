@@ -1,11 +1,12 @@
 // A block named from its container alone while the module waits
-// (defer.c): a node of a std::map, std::set or std::list, the buffer of a
-// std::vector, whose container a global variable holds, or a heap block
-// that only roots point at (a singleton made with new); a node or the
-// bucket array of a global std::unordered_map or std::unordered_set. On a C++ heap
-// whose largest blocks are a global map's nodes, the report asks about a
-// few of them, and the whole module (every container of the heap,
-// millions of nodes) ran for names it then printed five of.
+// (defer.c): a node of a std::map, std::set, std::list or unordered
+// container, the buffer of a std::vector or a hash table's bucket array,
+// whose container a global variable holds, or a heap block that only roots
+// point at (a singleton made with new); and a block no container can take
+// (unclaimed). On a C++ heap whose largest blocks are a global map's
+// nodes, the report asks about a few of them, and the whole module (every
+// container of the heap, millions of nodes) ran for names it then printed
+// five of.
 //
 // The module names a block only in the walk of a container that reaches
 // it through a pointer word of its own object or of a block it owns
@@ -59,6 +60,7 @@ struct tried {
 	uint64_t key;      // of its nodes
 	uint64_t *blocks;  // bit per vertex
 	uint32_t buffer;   // the vertex of its buffer, or HD_DOM_NONE
+	enum kind kind;
 };
 
 struct alone {
@@ -86,8 +88,7 @@ struct found {
 	struct cobj o;
 	uint32_t holder;
 	bool in_block;
-	size_t x;           // X's block id
-	uint64_t x_addr, x_usable;
+	uint64_t x_addr, x_usable; // X's
 };
 
 void stl_alone_free(void *state)
@@ -212,7 +213,6 @@ static bool locate(struct hd_fw *fw, struct alone *a, const struct hd_graph *g,
 			f->o = a->in_x[i];
 			f->in_block = true;
 			f->holder = xv;
-			f->x = (size_t)x;
 			f->x_addr = b.addr;
 			f->x_usable = b.usable;
 			return true;
@@ -250,9 +250,14 @@ static bool path_start(struct alone *a, uint64_t **no, uint32_t nv)
 // through by this walk), noting it.
 static bool path_add(struct alone *a, uint64_t *no, uint32_t v)
 {
-	if (bit(no, v) ||
-	    stl_grow((void **)&a->path, &a->cap_path, a->num_path, sizeof(*a->path)))
+	if (bit(no, v))
 		return false;
+	struct hd_error *err = stl_grow((void **)&a->path, &a->cap_path, a->num_path,
+					sizeof(*a->path));
+	if (err) {
+		hd_error_destroy(err);
+		return false;
+	}
 	no[v / 64] |= 1ull << (v % 64);
 	a->path[a->num_path++] = v;
 	return true;
@@ -296,7 +301,7 @@ static bool find_container(struct hd_fw *fw, struct alone *a,
 	bool more = path_start(a, &a->no_list, nv) && path_add(a, a->no_list, bv);
 	for (uint64_t n = 0; more && n < MAX_NODES; n++) {
 		uint64_t next, back;
-		if (!stl_rd(fw, x, &next) || !next || next == b ||
+		if (!stl_rd(fw, x, &next) || !next ||
 		    !stl_rd(fw, next + 8, &back) || back != x)
 			break;
 		if (!hd_fw_used_block_at(fw, next, 16, &v, NULL)) {
@@ -316,7 +321,9 @@ static bool find_container(struct hd_fw *fw, struct alone *a,
 		}
 		if (holds && locate(fw, a, g, K_LIST, next, HD_DOM_NONE, f))
 			return path_end(a, a->no_list, true);
-		if (!path_add(a, a->no_list, v))
+		// Round to where it started without a header: what it went
+		// through is no list's, whichever block it starts from.
+		if (next == b || !path_add(a, a->no_list, v))
 			break;
 		x = next;
 	}
@@ -431,33 +438,39 @@ static size_t links_of(enum kind k, const uint64_t **links)
 	return k == K_TREE ? 3 : k == K_LIST ? 2 : 1;
 }
 
-// Whether the nodes of T (blocks, kind k) that point at vertex x (at
-// address xa) do so only through their links.
-static bool links_alone(struct hd_fw *fw, const struct hd_graph *g,
-			const struct hd_csr *rev, const uint64_t *blocks,
-			enum kind k, uint32_t x, uint64_t xa)
+// Whether the words of node p (of a container of kind k) that hold
+// address xa are links.
+static bool only_links(struct hd_fw *fw, uint32_t p, enum kind k, uint64_t xa)
 {
 	const uint64_t *links;
 	size_t num_links = links_of(k, &links);
+	struct hd_block b;
+	if (k == K_VECTOR || !hd_fw_vertex_block(fw, p, &b))
+		return false;
+	for (uint64_t w = 0; w + 8 <= b.usable; w += 8) {
+		uint64_t word;
+		bool link = false;
+		if (!stl_rd(fw, b.addr + w, &word))
+			return false;
+		for (size_t i = 0; i < num_links && !link; i++)
+			link = links[i] == w;
+		if (word == xa && !link)
+			return false;
+	}
+	return true;
+}
+
+// Whether the nodes of T (blocks, kind k) that point at vertex x (at
+// address xa) do so only through their links.
+static bool links_alone(struct hd_fw *fw, const struct hd_csr *rev,
+			const uint64_t *blocks, enum kind k, uint32_t x,
+			uint64_t xa)
+{
 	for (uint32_t e = rev->offsets[x]; e < rev->offsets[x + 1]; e++) {
 		uint32_t p = rev->targets[e] & ~HD_GRAPH_INTERIOR;
-		struct hd_block b;
-		if (!bit(blocks, p) || !hd_fw_vertex_block(fw, p, &b))
-			continue;
-		if (k == K_VECTOR)
+		if (bit(blocks, p) && !only_links(fw, p, k, xa))
 			return false;
-		for (uint64_t w = 0; w + 8 <= b.usable; w += 8) {
-			uint64_t word;
-			bool link = false;
-			if (!stl_rd(fw, b.addr + w, &word))
-				return false;
-			for (size_t i = 0; i < num_links && !link; i++)
-				link = links[i] == w;
-			if (word == xa && !link)
-				return false;
-		}
 	}
-	(void)g;
 	return true;
 }
 
@@ -533,7 +546,7 @@ static struct hd_error *try_container(struct hd_fw *fw, struct alone *a,
 				      struct hd_fw_holders *hs, struct tried *tr)
 {
 	const struct cobj *o = &f->o;
-	*tr = (struct tried){ .addr = o->addr, .key = UINT64_MAX };
+	*tr = (struct tried){ .addr = o->addr, .key = UINT64_MAX, .kind = o->t->kind };
 	// The one container object over its bytes.
 	const struct cobj *list = f->in_block ? a->in_x : a->globals;
 	size_t n = f->in_block ? a->num_in_x : a->num_globals;
@@ -602,7 +615,7 @@ static struct hd_error *try_container(struct hd_fw *fw, struct alone *a,
 	if (ok && f->in_block) {
 		also = f->holder;
 		ok = pointed_alone(g, rev, hs, tr->blocks, true, NULL, f->holder, &roots) &&
-		     links_alone(fw, g, rev, tr->blocks, k, f->holder, f->x_addr);
+		     links_alone(fw, rev, tr->blocks, k, f->holder, f->x_addr);
 	}
 	// No container object of a global but T points at a block of T (or
 	// at X), nor does any word of X but T's.
@@ -704,10 +717,12 @@ static const struct tried *shown(struct hd_fw *fw, struct alone *a,
 
 // Whether no container can take block v: every exact pointer to it comes
 // from a root (no container object of a global holds one) or from a block
-// of a container shown alone whose elements hold no container and which
-// holds none by its DWARF type (its words are its links, which point at
-// its own blocks, and its elements' scalars: a std::vector<Item *>'s
-// buffer, a std::map<int, Item *>'s nodes).
+// of a container shown alone which holds no container object by its DWARF
+// type and whose elements hold none (its words are its links, which point
+// at its own blocks or its header, and its elements' scalars: a
+// std::vector<Item *>'s buffer, a std::map<int, Item *>'s nodes), or
+// whose words holding v's address are links (a list's nodes pointing at
+// its header, the start of the block v that holds the list).
 static bool unclaimed(struct hd_fw *fw, struct alone *a, const struct hd_graph *g,
 		      const struct hd_csr *rev, struct hd_fw_holders *hs,
 		      uint32_t v)
@@ -723,18 +738,13 @@ static bool unclaimed(struct hd_fw *fw, struct alone *a, const struct hd_graph *
 			roots |= hd_fw_holders_range(hs, root->start, root->end);
 			continue;
 		}
-		int64_t pid = hd_graph_vertex_block(g, p);
-		const struct tried *tr = pid < 0 || p == v ? NULL
-				       : shown(fw, a, g, rev, hs, p);
-		bool holds = true;
-		if (!tr || !tr->bare)
+		const struct tried *tr = p == v ? NULL : shown(fw, a, g, rev, hs, p);
+		if (!tr || holds_containers(g, hs, p))
 			return false;
-		struct hd_error *err = hd_fw_holders_block(hs, (size_t)pid, &holds);
-		if (err) {
-			hd_error_destroy(err);
-			return false;
-		}
-		if (holds)
+		// Its pointer to v is an element's scalar, or a link (to its
+		// list's header, the start of v) that its walk stops at.
+		if (!tr->bare && !only_links(fw, p, tr->kind,
+					     hd_fw_heap(fw)->addr[hd_graph_vertex_block(g, v)]))
 			return false;
 	}
 	for (size_t i = 0; roots && i < a->num_globals; i++) {
