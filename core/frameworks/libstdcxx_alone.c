@@ -410,15 +410,14 @@ static bool pointed_alone(const struct hd_graph *g, const struct hd_csr *rev,
 {
 	for (uint32_t e = rev->offsets[u]; e < rev->offsets[u + 1]; e++) {
 		uint32_t p = rev->targets[e] & ~HD_GRAPH_INTERIOR;
-		if (p == 0 || !hd_fw_exact_edge(g, p, u))
+		// T's own nodes first: most predecessors, and their words are
+		// read (node_alone), so no look-up of the edge is needed.
+		if (p == 0 || (nodes && blocks && bit(blocks, p)) ||
+		    (f && p == f->holder && f->in_block) || // X: its words are read
+		    !hd_fw_exact_edge(g, p, u))
 			continue;
-		if (f && p == f->holder && f->in_block)
-			continue; // X: its words are read
-		if (blocks && bit(blocks, p)) {
-			if (!nodes)
-				return false;
-			continue;
-		}
+		if (blocks && bit(blocks, p))
+			return false;
 		int64_t r = hd_graph_vertex_root(g, p);
 		if (r < 0)
 			return false; // a block not of T

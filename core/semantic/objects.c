@@ -493,12 +493,12 @@ static void objects_deinit(struct objects *ob)
 	free(ob->stack);
 }
 
-// The objects of typed heap block id.
-static struct hd_error *visit_block(struct objects *ob, size_t id,
-				    hd_fw_object_fn fn, void *arg)
+// The typing entry of heap block id and its stripped type, when objects
+// may be looked for in it (visit_block and hd_fw_holders_block pick the
+// same blocks).
+static const struct hd_type_entry *block_type(const struct hd_typing *ty,
+					      size_t id, uint32_t *t)
 {
-	const struct hd_typing *ty = ob->fw->ty;
-	char name[512];
 	uint32_t ei = ty->block_entry[id];
 	if (ei == HD_ENTRY_NONE)
 		return NULL;
@@ -507,11 +507,23 @@ static struct hd_error *visit_block(struct objects *ob, size_t id,
 	    !ty->mods[e->module].ix || !e->count)
 		return NULL;
 	const struct hd_type_index *ix = ty->mods[e->module].ix;
+	*t = hd_type_strip(ix, e->type);
+	return *t == HD_TYPE_NONE || *t >= ix->num_types ? NULL : e;
+}
+
+// The objects of typed heap block id.
+static struct hd_error *visit_block(struct objects *ob, size_t id,
+				    hd_fw_object_fn fn, void *arg)
+{
+	const struct hd_typing *ty = ob->fw->ty;
+	char name[512];
+	uint32_t t;
+	const struct hd_type_entry *e = block_type(ty, id, &t);
+	if (!e)
+		return NULL;
+	const struct hd_type_index *ix = ty->mods[e->module].ix;
 	// Cheap reject before naming the block.
 	const struct memo_slot *s;
-	uint32_t t = hd_type_strip(ix, e->type);
-	if (t == HD_TYPE_NONE || t >= ix->num_types)
-		return NULL;
 	struct hd_error *err = flatten(ob, e->module, t, &s);
 	if (err)
 		return err;
@@ -738,17 +750,10 @@ struct hd_error *hd_fw_holders_block(struct hd_fw_holders *hs, size_t id,
 	*ret = false;
 	if (id >= ty->num_blocks)
 		return NULL;
-	uint32_t ei = ty->block_entry[id];
-	if (ei == HD_ENTRY_NONE)
-		return NULL;
 	// As visit_blocks picks the blocks it looks into.
-	const struct hd_type_entry *e = &ty->entries[ei];
-	if (e->module == UINT16_MAX || e->module >= ty->num_mods ||
-	    !ty->mods[e->module].ix || !e->count)
-		return NULL;
-	const struct hd_type_index *ix = ty->mods[e->module].ix;
-	uint32_t t = hd_type_strip(ix, e->type);
-	if (t == HD_TYPE_NONE || t >= ix->num_types)
+	uint32_t t;
+	const struct hd_type_entry *e = block_type(ty, id, &t);
+	if (!e)
 		return NULL;
 	uint64_t reach;
 	bool aligned = true;
