@@ -10,13 +10,8 @@
 #include "graph/refs.h"
 #include "heap/heap_internal.h"
 #include "util/thread.h"
+#include "util/clock.h"
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 unsigned hd_threads_wanted(unsigned n)
 {
@@ -243,7 +238,7 @@ struct hd_error *hd_refs_init(struct hd_refs *r, struct hd_target *t,
 			      const struct hd_heap *h,
 			      const struct hd_index *ix, unsigned threads)
 {
-	double t0 = now();
+	double t0 = hd_seconds();
 	memset(r, 0, sizeof(*r));
 	r->num_blocks = h->num_blocks;
 	r->h = h;
@@ -321,7 +316,7 @@ struct hd_error *hd_refs_init(struct hd_refs *r, struct hd_target *t,
 		hd_refs_deinit(r);
 		return err;
 	}
-	r->seconds = now() - t0;
+	r->seconds = hd_seconds() - t0;
 	return NULL;
 }
 

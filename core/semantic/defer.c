@@ -20,6 +20,7 @@
 
 #include "semantic/fw_fast.h"
 #include "semantic/semantic_internal.h"
+#include "util/clock.h"
 
 // Blocks one search may go back through before giving up and running the
 // module (the search is meant for the few blocks a report prints).
@@ -241,11 +242,15 @@ void hd_fw_need_block(const struct hd_fw *cfw, size_t id)
 		return;
 	// In reach: the module may still show what it would name the block
 	// from the one container the block can belong to.
-	if (d->spec->name_alone && d->rev &&
-	    d->spec->name_alone(fw, id, d->g, d->rev, d->hs, &d->alone)) {
-		d->named[id / 64] |= 1ull << (id % 64);
-		fw->defer_stats.alone++;
-		return;
+	if (d->spec->name_alone && d->rev) {
+		double t0 = hd_seconds();
+		bool named = d->spec->name_alone(fw, id, d->g, d->rev, d->hs, &d->alone);
+		fw->defer_stats.alone_seconds += hd_seconds() - t0;
+		if (named) {
+			d->named[id / 64] |= 1ull << (id % 64);
+			fw->defer_stats.alone++;
+			return;
+		}
 	}
 	fw->defer_stats.trigger = fw->h->addr[id];
 	run(fw);
@@ -266,10 +271,10 @@ bool hd_fw_defer_describe(const struct hd_fw *fw, char *buf, size_t len)
 	if (!st->module)
 		return false;
 	if (!st->ran)
-		snprintf(buf, len, "the %s module waited and was not needed (%llu block%s asked about, %llu gone back through, %llu named from their container alone)",
+		snprintf(buf, len, "the %s module waited and was not needed (%llu block%s asked about, %llu gone back through, %llu named from their container alone in %.3f s)",
 			 st->module, (unsigned long long)st->asked,
 			 st->asked == 1 ? "" : "s", (unsigned long long)st->searched,
-			 (unsigned long long)st->alone);
+			 (unsigned long long)st->alone, st->alone_seconds);
 	else if (st->for_all)
 		snprintf(buf, len, "the %s module ran (the report names every block)",
 			 st->module);

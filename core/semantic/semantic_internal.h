@@ -130,6 +130,7 @@ struct hd_fw {
 		uint64_t trigger;         // else the block that made it run
 		uint64_t asked, searched; // blocks asked about, gone back through
 		uint64_t alone;           // named from one container alone
+		double alone_seconds;     // trying to, in all
 	} defer_stats;
 };
 

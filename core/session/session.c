@@ -17,6 +17,7 @@
 #include "target/target_internal.h"
 #include "types/index_cache.h"
 #include "types/typing.h"
+#include "util/clock.h"
 
 struct hd_session {
 	struct hd_target *t;
@@ -67,12 +68,6 @@ static void give_back_free_memory(void)
 #endif
 }
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 struct hd_error *hd_session_create(struct hd_target *t,
 				   const struct hd_session_options *o,
@@ -217,7 +212,7 @@ struct hd_error *hd_session_heap(struct hd_session *s,
 				 const struct hd_heap **ret)
 {
 	if (!s->h) {
-		double t0 = now();
+		double t0 = hd_seconds();
 		struct hd_heap_options ho = {
 			.use_debuginfo = !s->opts.no_libc_debuginfo,
 			.allocators = s->allocators[0] ? s->allocators : NULL,
@@ -233,7 +228,7 @@ struct hd_error *hd_session_heap(struct hd_session *s,
 			}
 			return err;
 		}
-		s->t_walk = now() - t0;
+		s->t_walk = hd_seconds() - t0;
 	}
 	*ret = s->h;
 	return check_lost(s);
@@ -293,9 +288,9 @@ static struct hd_error *session_frames(struct hd_session *s)
 		    !s->t->frontend_threads);
 	if (!own || hd_target_num_frames(s->t))
 		return NULL;
-	double t0 = now();
+	double t0 = hd_seconds();
 	struct hd_error *err = hd_debuginfo_add_frames(s->di);
-	s->t_frames = now() - t0;
+	s->t_frames = hd_seconds() - t0;
 	return err;
 }
 
@@ -315,13 +310,13 @@ struct hd_error *hd_session_typing(struct hd_session *s,
 			err = session_refs(s);
 		if (err)
 			return err;
-		double t0 = now();
+		double t0 = hd_seconds();
 		err = hd_typing_compute(s->t, s->di, s->h, &s->ix, &s->refs,
 					s->opts.threads, &s->ty);
 		hd_session_join_prefetch(s);
 		if (err)
 			return err;
-		s->t_types = now() - t0;
+		s->t_types = hd_seconds() - t0;
 	}
 	*ret = s->ty;
 	return check_lost(s);
@@ -341,14 +336,14 @@ struct hd_error *hd_session_graph(struct hd_session *s,
 			err = session_refs(s);
 		if (err)
 			return err;
-		double t0 = now();
+		double t0 = hd_seconds();
 		err = hd_graph_build_refs(s->t, s->di, s->h, &s->ix, &s->refs,
 					  ty ? hd_typing_pointer_map : NULL,
 					  ty ? hd_typing_word_typed : NULL,
 					  (void *)ty, &s->g);
 		if (err)
 			return err;
-		s->t_graph = now() - t0;
+		s->t_graph = hd_seconds() - t0;
 		// Typing (if any) and the graph are built: the references and
 		// the address index have done their work.
 		hd_refs_deinit(&s->refs);
@@ -376,11 +371,11 @@ struct hd_error *hd_session_dom_view(struct hd_session *s,
 		struct hd_error *err = hd_session_graph(s, &g);
 		if (err)
 			return err;
-		double t0 = now();
+		double t0 = hd_seconds();
 		err = hd_dom_compute_view(g, s->h, view, d);
 		if (err)
 			return err;
-		s->t_dom = now() - t0;
+		s->t_dom = hd_seconds() - t0;
 	}
 	*ret = *d;
 	return NULL;
@@ -452,7 +447,7 @@ struct hd_error *hd_session_semantic(struct hd_session *s,
 	s->sem = NULL;
 	free(s->sem_key);
 	s->sem_key = key;
-	double t0 = now();
+	double t0 = hd_seconds();
 	struct hd_fw *fw;
 	struct hd_graph *g;
 	struct hd_error *err = framework_run(s, names, n, false, &fw, &g);
@@ -464,7 +459,7 @@ struct hd_error *hd_session_semantic(struct hd_session *s,
 		hd_graph_destroy(g);
 		return err;
 	}
-	s->t_semantic = now() - t0;
+	s->t_semantic = hd_seconds() - t0;
 	*ret = s->sem;
 	return NULL;
 }
@@ -533,10 +528,10 @@ static struct hd_error *names_semantic(struct hd_session *s)
 	if (s->names_sem || !s->names_edges)
 		return NULL;
 	s->names_edges = false;
-	double t0 = now();
+	double t0 = hd_seconds();
 	struct hd_error *err = hd_semantic_compute(s->names_fw, s->names_g,
 						   &s->names_sem);
-	s->t_semantic = now() - t0;
+	s->t_semantic = hd_seconds() - t0;
 	if (err)
 		return err;
 	s->names_fw = NULL; // the tree's now

@@ -17,6 +17,7 @@
 #include "types/index_cache.h"
 #include "types/index_disk.h"
 #include "util/thread.h"
+#include "util/clock.h"
 
 struct cached {
 	char *path;
@@ -32,12 +33,6 @@ static pthread_cond_t built = PTHREAD_COND_INITIALIZER;
 static struct cached *cache;
 static size_t num_cached, cap_cached;
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 // ------------------------------------------------------------ on disk
 
@@ -320,7 +315,7 @@ static const struct hd_type_index *cache_get(const char *path,
 	if (!cache[idx].done) {
 		cache[idx].building = true;
 		pthread_mutex_unlock(&lock);
-		double t0 = now();
+		double t0 = hd_seconds();
 		struct hd_type_index *ix = NULL;
 		struct disk_save *save = malloc(sizeof(*save));
 		struct hd_error *err = save ? load_or_build(path, cu_suffix, dir, &ix, NULL, save)
@@ -345,7 +340,7 @@ static const struct hd_type_index *cache_get(const char *path,
 			hd_error_destroy(err);
 			ix = NULL;
 		}
-		double dt = now() - t0;
+		double dt = hd_seconds() - t0;
 		pthread_mutex_lock(&lock);
 		cache[idx].ix = ix;
 		cache[idx].seconds = dt;

@@ -565,7 +565,7 @@ class Target:
             if got != used[a].get("type"):
                 pb.append("%s asked alone: type %r, blocks says %r"
                           % (self.truth.name(a), got, used[a].get("type")))
-            m = re.search(r"module waited and was not needed \(.*, (\d+) named from their container alone\)",
+            m = re.search(r"module waited and was not needed \(.*, (\d+) named from their container alone",
                           r.err)
             if "module ran for block 0x%x" % a in r.err:
                 ran += 1

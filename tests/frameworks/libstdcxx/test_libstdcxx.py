@@ -349,7 +349,7 @@ class Target:
             if got != types.get(addr):
                 p.append("0x%x (%s) asked alone: type %r, blocks says %r"
                          % (addr, tag, got, types.get(addr)))
-            m = re.search(r", (\d+) named from their container alone\)", r.err)
+            m = re.search(r", (\d+) named from their container alone", r.err)
             alone = bool(m and int(m.group(1)) > 0)
             counts["alone" if alone else "other"] += 1
             if alone != self.alone_expected(tag):
