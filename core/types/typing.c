@@ -6,6 +6,9 @@
 // size holds several), unless it points to a base class; typings of one
 // block must agree (one type, or one at the start of the other), else the
 // block stays untyped.
+//
+// The levels of the propagation that threads follow (--jobs) are in
+// typing_threads.c.
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,13 +21,13 @@
 #include "types/index_cache.h"
 #include "util/demangle.h"
 #include "types/typing.h"
+#include "types/typing_internal.h"
 #include "util/hash.h"
 #include "util/vec.h"
 #include "util/sort.h"
 #include "util/search.h"
 #include "util/thread.h"
 
-#define NO_MODULE UINT16_MAX
 #define MAX_SLOTS 4096
 
 static double now(void)
@@ -196,8 +199,8 @@ static void fill_maps(struct hd_typing *ty, struct hd_type_entry *e)
 
 // The entry for (module, type, count) if it exists, else HD_ENTRY_NONE;
 // reads only (the propagation's threads look entries up this way).
-static uint32_t find_entry(const struct hd_typing *ty, uint16_t module,
-			   uint32_t type, uint32_t count, const char *vtable_name)
+uint32_t hd_typing_find_entry(const struct hd_typing *ty, uint16_t module,
+			      uint32_t type, uint32_t count, const char *vtable_name)
 {
 	const struct dedupe *d = ty->dedupe;
 	if (!d || !d->cap)
@@ -227,7 +230,7 @@ static struct hd_error *get_entry(struct hd_typing *ty, uint16_t module,
 		ty->dedupe = d;
 	}
 	uint64_t k = entry_key(module, type, count);
-	*ret = find_entry(ty, module, type, count, vtable_name);
+	*ret = hd_typing_find_entry(ty, module, type, count, vtable_name);
 	if (*ret != HD_ENTRY_NONE)
 		return NULL;
 	if ((ty->num_entries + 1) * 2 > d->cap) {
@@ -273,26 +276,8 @@ static struct hd_error *get_entry(struct hd_typing *ty, uint16_t module,
 
 // ------------------------------------------------------------ memory
 
-#define MAX_WINDOWS 4
 // A window is this big at least (less when its mapping is smaller).
 #define WINDOW_MIN (UINT64_C(64) << 10)
-
-// Word reads from the heap segments, each viewed when first read (zero-copy
-// for cores; a live process's segment is read whole, so only the segments
-// typing reads from are: with the heap's references, few or none).
-struct memory {
-	struct hd_target *t;
-	const struct hd_heap *h;
-	struct hd_view *views; // per segment
-	uint8_t *state;        // per segment: 0 not viewed, 1 viewed, 2 unreadable
-	size_t n;
-	bool no_memory;
-	// Globals and locals are read through windows over their mappings,
-	// each read whole when first needed: libc's thousands of globals
-	// are a few reads, not one per pointer member.
-	struct hd_view windows[MAX_WINDOWS];
-	size_t num_windows, next_window;
-};
 
 static struct hd_error *memory_init(struct memory *mem, struct hd_target *t,
 				    const struct hd_heap *h)
@@ -420,36 +405,10 @@ static bool read_word(const struct memory *mem, uint64_t addr, uint64_t *ret)
 
 // ------------------------------------------------------------ propagation
 
-struct propagation {
-	struct hd_typing *ty;
-	const struct hd_heap *h;
-	const struct hd_index *ix;
-	const struct hd_refs *refs; // or NULL: read each member from memory
-	struct memory mem;
-	// The blocks to follow next (the next level: head stays 0).
-	uint32_t *queue;
-	size_t head, tail, cap;
-	uint64_t *bits; // scratch for sorting a level, a bit per block
-	size_t conflicts; // blocks whose typings contradicted each other
-	uint64_t ambiguous; // blocks reached with two typings
-	// Levels of min_level blocks or more are followed on threads
-	// (follow_level_threads); threads_used: the most any level had.
-	unsigned threads, threads_used;
-	size_t min_level;
-	struct level_part *parts;
-	// While a batch of a level is applied: the blocks whose typing went
-	// from one entry to another (a bit per block, and their list).
-	bool track;
-	uint64_t *retyped;
-	uint32_t *retyped_ids;
-	size_t num_retyped, cap_retyped;
-	uint64_t *batch; // a bit per block of the batch being followed
-};
-
 // A block is pushed when its typing changes, which is rare after the
 // first time: no need to avoid duplicates, following a block twice is
 // harmless.
-static struct hd_error *push(struct propagation *p, uint32_t id)
+struct hd_error *hd_typing_push(struct propagation *p, uint32_t id)
 {
 	if (p->tail == p->cap) {
 		// Compact before growing: the consumed head is dead space.
@@ -533,8 +492,8 @@ static uint32_t better(const struct hd_typing *ty, uint32_t a, uint32_t b)
 
 // Gives block id the entry, unless a stronger or larger typing holds it.
 // Two typings that cannot both be true leave the block untyped.
-static struct hd_error *assign(struct propagation *p, uint32_t id,
-			       uint32_t entry, uint8_t strength)
+struct hd_error *hd_typing_assign(struct propagation *p, uint32_t id,
+				  uint32_t entry, uint8_t strength)
 {
 	struct hd_typing *ty = p->ty;
 	uint32_t old = ty->block_entry[id];
@@ -569,7 +528,7 @@ static struct hd_error *assign(struct propagation *p, uint32_t id,
 	}
 	ty->block_entry[id] = entry;
 	ty->strength[id] = (uint8_t)((ty->strength[id] & 0x80) | strength);
-	return push(p, id);
+	return hd_typing_push(p, id);
 }
 
 // The struct whose member the pointer at offset is (after arrays and
@@ -636,43 +595,6 @@ static bool can_type_blocks(const struct hd_typing_module *tm, uint32_t st)
 	return t->size && !t->declaration && t->kind != HD_TYPE_VOID &&
 	       t->kind != HD_TYPE_FUNCTION && t->kind != HD_TYPE_OTHER &&
 	       !(tm->based[st / 8] & (1u << (st % 8)));
-}
-
-// How many objects of size bytes a pointer says a block of usable bytes
-// holds (0: it is too small to be one, the pointer lies about it): one
-// when the rest is only malloc's rounding or the object is allocated one
-// by one, an array when the block holds more. Characters are strings:
-// always an array.
-static uint32_t element_count(const struct hd_heap *h, size_t id,
-			      uint64_t size, bool chars, bool one)
-{
-	uint64_t usable = hd_heap_usable(h, id);
-	if (!size || usable < size)
-		return 0;
-	// The allocator rounds a request up by less than its slack.
-	if (!chars && (one || usable - size < hd_heap_request_slack(h, id)))
-		return 1;
-	// An allocator of exact sizes (musl's) says what was asked: a block
-	// that is no whole number of objects is one with bytes after it (a
-	// flexible array member), not an array.
-	if (!chars && h->exact_sizes && usable % size)
-		return 1;
-	uint64_t n = usable / size;
-	return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
-}
-
-// How many elements of an array entry block id surely holds: the block
-// says how much room malloc gave, so an array typed by its usable size
-// (count elements) may have been asked for with fewer, down to the
-// smallest request that gives this block (hd_heap_min_request).
-static uint32_t sure_count(const struct hd_heap *h, const struct hd_type_entry *e,
-			   size_t id)
-{
-	if (e->count <= 1 || !e->size)
-		return e->count;
-	uint64_t esize = e->size / e->count;
-	uint64_t lo = (hd_heap_min_request(h, id) + esize - 1) / esize;
-	return lo < 1 ? 1 : lo < e->count ? (uint32_t)lo : e->count;
 }
 
 // The entry for a block that a T-typed pointer points at, or NONE.
@@ -745,7 +667,7 @@ static struct hd_error *follow(struct propagation *p, uint16_t module,
 							       slots[i].pointee,
 							       (uint32_t)id, one, &e);
 			if (!err && e != HD_ENTRY_NONE)
-				err = assign(p, (uint32_t)id, e, 1);
+				err = hd_typing_assign(p, (uint32_t)id, e, 1);
 			if (err)
 				return err;
 		}
@@ -780,7 +702,7 @@ static struct hd_error *word_slots(struct hd_type_entry *e)
 }
 
 // Resolves an entry's typed pointer members once.
-static struct hd_error *entry_slots(struct hd_typing *ty, uint32_t ei)
+struct hd_error *hd_typing_entry_slots(struct hd_typing *ty, uint32_t ei)
 {
 	struct hd_type_entry *e = &ty->entries[ei];
 	if (e->slots_ready)
@@ -820,8 +742,8 @@ static struct hd_error *entry_slots(struct hd_typing *ty, uint32_t ei)
 }
 
 // The entry that slot i of entry ei gives a block of n of its pointee.
-static struct hd_error *slot_entry(struct hd_typing *ty, uint32_t ei, size_t i,
-				   uint32_t n, uint32_t *ret)
+struct hd_error *hd_typing_slot_entry(struct hd_typing *ty, uint32_t ei,
+				      size_t i, uint32_t n, uint32_t *ret)
 {
 	const struct hd_typed_slot *s = &ty->entries[ei].slots[i];
 	if (n != 1)
@@ -849,24 +771,13 @@ static struct hd_error *type_target(struct propagation *p, uint32_t ei,
 	uint32_t n = element_count(p->h, t, s->psize, s->chars, s->one), e;
 	if (!n)
 		return NULL;
-	struct hd_error *err = slot_entry(p->ty, ei, i, n, &e);
-	return err ? err : assign(p, t, e, 1);
+	struct hd_error *err = hd_typing_slot_entry(p->ty, ei, i, n, &e);
+	return err ? err : hd_typing_assign(p, t, e, 1);
 }
 
-// The words of block id (typed by e) whose members type what they point
-// at: elements past the ones the request surely held may be malloc's
-// rounding, with stale bytes in it, and type nothing.
-static uint64_t typed_words(const struct hd_heap *h,
-			    const struct hd_type_entry *e, uint32_t id)
-{
-	uint64_t count = sure_count(h, e, id);
-	uint64_t whole = hd_heap_usable(h, id) / ((uint64_t)e->element_words * 8);
-	return (count < whole ? count : whole) * e->element_words;
-}
-
-// follow_block through the block's references: the words of its typed
-// members that point at a used block's start were found by the scan, in
-// word order, which is the order of the members (word_slots).
+// hd_typing_follow_block through the block's references: the words of its
+// typed members that point at a used block's start were found by the scan,
+// in word order, which is the order of the members (word_slots).
 static struct hd_error *follow_refs(struct propagation *p, uint32_t id,
 				    uint32_t ei)
 {
@@ -907,7 +818,7 @@ static struct hd_error *follow_refs(struct propagation *p, uint32_t id,
 // Follows the typed members of a typed heap block: the hot loop of the
 // propagation, one resolved slot list per entry, the block's memory found
 // once.
-static struct hd_error *follow_block(struct propagation *p, uint32_t id)
+struct hd_error *hd_typing_follow_block(struct propagation *p, uint32_t id)
 {
 	struct hd_typing *ty = p->ty;
 	const struct hd_heap *h = p->h;
@@ -915,7 +826,7 @@ static struct hd_error *follow_block(struct propagation *p, uint32_t id)
 	// Untyped again since it was queued: its typings contradicted.
 	if (ei == HD_ENTRY_NONE || ty->entries[ei].module == NO_MODULE)
 		return NULL;
-	struct hd_error *err = entry_slots(ty, ei);
+	struct hd_error *err = hd_typing_entry_slots(ty, ei);
 	if (err)
 		return err;
 	uint64_t usable_src = hd_heap_usable(h, id);
@@ -1021,397 +932,6 @@ static struct hd_error *sort_level(struct propagation *p, uint32_t *ids,
 	return NULL;
 }
 
-// The blocks a block's references lead to are scattered: their typing and
-// block-table entries are fetched a few blocks ahead of following them.
-#define PREFETCH_AHEAD 8
-static void prefetch_targets(const struct propagation *p, uint32_t id)
-{
-	const uint32_t *targets, *words;
-	uint32_t n = hd_refs_row(p->refs, id, &targets, &words);
-	if (n > 16)
-		n = 16;
-	for (uint32_t j = 0; j < n; j++) {
-		uint32_t t = targets[j] & ~HD_EDGE_INTERIOR;
-		__builtin_prefetch(&p->ty->block_entry[t]);
-		__builtin_prefetch(&p->ty->strength[t]);
-		__builtin_prefetch(&p->h->span[t]);
-		__builtin_prefetch(&p->h->flags[t]);
-	}
-}
-
-// ------------------------------------------------------------ levels on threads
-
-// A large level is followed by threads, each over a run of its blocks in
-// address order, that only read: the typings each block's references
-// propose are recorded, and one thread applies them after, in the order
-// the sequential pass would have (block by block, member by member), so
-// the typing does not depend on the number of threads. The sequential pass
-// follows a block with the typing it has when its turn comes, which an
-// earlier block of its level may have given it: such a block (its entry
-// is no longer the one its thread read) is followed again at its turn, as
-// are blocks whose members are read from memory (follow_block). The level
-// goes by batches, so that what the threads record stays small.
-#define LEVEL_BATCH 65536
-#define HD_TYPING_MAX_THREADS 64
-// Levels of fewer blocks are followed on one thread (a list's levels are
-// its length's worth of a few blocks each), fewer still on small heaps, so
-// that asked-for threads follow some levels of any heap.
-#define THREADED_LEVEL 4096
-
-// One typing a block's reference proposes: its target, the element count
-// the target's size gives, and the slot of the block's entry.
-struct proposal {
-	uint32_t target;
-	uint32_t count;
-	uint32_t slot; // | PROPOSAL_SAME: the target had that entry already
-	uint32_t entry; // the typing, HD_ENTRY_NONE: not made yet
-};
-#define PROPOSAL_SAME UINT32_C(0x80000000)
-// The entry a thread records for a block it left to the applying thread.
-#define ENTRY_DEFERRED (HD_ENTRY_NONE - 1)
-
-struct level_part {
-	const struct propagation *p;
-	const uint32_t *ids;
-	size_t n;
-	uint32_t batch_lo, batch_hi; // the batch's first and last blocks
-	uint32_t *entry;  // per block: its entry when read, or ENTRY_DEFERRED
-	uint32_t *nprops; // per block: how many proposals it made
-	struct proposal *props;
-	size_t num_props, cap_props;
-	// Whether a block of the batch proposes a typing to another, or was
-	// left to the applying thread: the proposals must be applied in
-	// order, on one thread (apply_part).
-	bool ordered;
-	bool no_memory;
-};
-
-// follow_refs, recording instead of assigning. A proposal that cannot
-// change anything is dropped only when its entry exists already (applying
-// it would create none): a target typed by its vtable or contradictory
-// keeps that for good. One whose target has the entry already is marked:
-// it is a no-op unless the target was retyped in this batch before its
-// turn (assign's retyped list).
-static bool collect_refs(struct level_part *w, uint32_t id,
-			 const struct hd_type_entry *e, uint32_t lo, uint32_t hi)
-{
-	const struct propagation *p = w->p;
-	const struct hd_typing *ty = p->ty;
-	const struct hd_heap *h = p->h;
-	const uint32_t *targets, *words;
-	uint32_t n = hd_refs_row(p->refs, id, &targets, &words);
-	if (!n)
-		return true;
-	uint32_t wpe = e->element_words;
-	uint64_t wlimit = typed_words(h, e, id);
-	for (uint32_t j = 0; j < n; j++) {
-		uint32_t wd = words[j], t = targets[j];
-		if (wd >= wlimit)
-			break;
-		if (t & HD_EDGE_INTERIOR)
-			continue;
-		uint32_t r = wd % wpe;
-		int32_t first = e->word_slot[r];
-		if (first < 0)
-			continue;
-		for (size_t i = (size_t)first;
-		     i < e->nslots && e->slots[i].offset / 8 == r; i++) {
-			const struct hd_typed_slot *s = &e->slots[i];
-			if (!s->usable)
-				continue;
-			uint32_t c = element_count(h, t, s->psize, s->chars, s->one);
-			if (!c)
-				continue;
-			uint32_t known = c == 1 && s->single != HD_ENTRY_NONE
-					 ? s->single
-					 : find_entry(ty, e->module, s->pointee, c, NULL);
-			uint32_t slot = (uint32_t)i;
-			if (known != HD_ENTRY_NONE) {
-				if ((ty->strength[t] & 0x7f) >= 2)
-					continue;
-				if (ty->block_entry[t] == known)
-					slot |= PROPOSAL_SAME;
-			}
-			// A proposal that may retype a block of the batch
-			// changes what that block proposes at its turn.
-			if (!(slot & PROPOSAL_SAME) && t >= lo && t <= hi &&
-			    (p->batch[t / 64] & (1ull << (t % 64))))
-				w->ordered = true;
-			struct proposal pr = {.target = t, .count = c, .slot = slot,
-					      .entry = known};
-			if (!HD_VEC_PUSH(w->props, w->num_props, w->cap_props, pr))
-				return false;
-		}
-	}
-	return true;
-}
-
-static void *collect_part(void *arg)
-{
-	struct level_part *w = arg;
-	const struct propagation *p = w->p;
-	const struct hd_typing *ty = p->ty;
-	w->num_props = 0;
-	w->no_memory = false;
-	w->ordered = false;
-	for (size_t b = 0; b < w->n; b++) {
-		if (b + 3 * PREFETCH_AHEAD < w->n)
-			hd_refs_offsets_prefetch(p->refs, w->ids[b + 3 * PREFETCH_AHEAD]);
-		if (b + 2 * PREFETCH_AHEAD < w->n)
-			hd_refs_row_prefetch(p->refs, w->ids[b + 2 * PREFETCH_AHEAD]);
-		if (b + PREFETCH_AHEAD < w->n)
-			prefetch_targets(p, w->ids[b + PREFETCH_AHEAD]);
-		uint32_t id = w->ids[b], ei = ty->block_entry[id];
-		w->entry[b] = ei;
-		w->nprops[b] = 0;
-		if (ei == HD_ENTRY_NONE || ty->entries[ei].module == NO_MODULE)
-			continue;
-		const struct hd_type_entry *e = &ty->entries[ei];
-		// No typed member: follow_block types nothing either.
-		if (e->slots_ready && !e->nslots)
-			continue;
-		if (!e->slots_ready || !e->word_slot ||
-		    hd_heap_usable(p->h, id) / 8 >= HD_REF_FAR_WORD ||
-		    !hd_refs_block_scanned(p->refs, id)) {
-			w->entry[b] = ENTRY_DEFERRED;
-			w->ordered = true;
-			continue;
-		}
-		size_t before = w->num_props;
-		if (!collect_refs(w, id, e, w->batch_lo, w->batch_hi)) {
-			w->no_memory = true;
-			return NULL;
-		}
-		w->nprops[b] = (uint32_t)(w->num_props - before);
-	}
-	return NULL;
-}
-
-// Applies a part's proposals in the sequential pass's order.
-static struct hd_error *apply_part(struct propagation *p,
-				   const struct level_part *w)
-{
-	struct hd_typing *ty = p->ty;
-	size_t k = 0;
-	for (size_t b = 0; b < w->n; b++) {
-		uint32_t id = w->ids[b], ei = w->entry[b];
-		size_t end = k + w->nprops[b];
-		if (ei == ENTRY_DEFERRED || ty->block_entry[id] != ei) {
-			k = end;
-			struct hd_error *err = follow_block(p, id);
-			if (err)
-				return err;
-			continue;
-		}
-		for (; k < end; k++) {
-			if (k + 16 < w->num_props) {
-				__builtin_prefetch(&ty->block_entry[w->props[k + 16].target]);
-				__builtin_prefetch(&ty->strength[w->props[k + 16].target]);
-			}
-			const struct proposal *pr = &w->props[k];
-			if ((pr->slot & PROPOSAL_SAME) &&
-			    !(p->num_retyped &&
-			      (p->retyped[pr->target / 64] & (1ull << (pr->target % 64)))))
-				continue;
-			uint32_t e;
-			struct hd_error *err = slot_entry(ty, ei, pr->slot & ~PROPOSAL_SAME,
-							  pr->count, &e);
-			if (!err)
-				err = assign(p, pr->target, e, 1);
-			if (err)
-				return err;
-		}
-	}
-	return NULL;
-}
-
-// The proposals of a batch that retype none of its blocks, applied by
-// threads that each own a range of targets: a block's typing depends only
-// on the proposals made to it, which its thread applies in the sequential
-// order. The entries they need are made before, in that order, on one
-// thread, so that they are numbered as the sequential pass numbers them;
-// the next level is sorted, so the order of its blocks does not matter.
-struct target_part {
-	struct propagation q; // its own queue, counts and retyped list
-	const struct level_part *parts;
-	unsigned num_parts;
-	uint32_t lo, hi; // targets [lo, hi), multiples of 64 (retyped bits)
-	struct hd_error *err;
-};
-
-static struct hd_error *make_entries(struct propagation *p, struct level_part *w)
-{
-	size_t k = 0;
-	for (size_t b = 0; b < w->n; b++) {
-		size_t end = k + w->nprops[b];
-		for (; k < end; k++) {
-			struct proposal *pr = &w->props[k];
-			if (pr->entry != HD_ENTRY_NONE)
-				continue;
-			struct hd_error *err = slot_entry(p->ty, w->entry[b],
-							  pr->slot & ~PROPOSAL_SAME,
-							  pr->count, &pr->entry);
-			if (err)
-				return err;
-		}
-	}
-	return NULL;
-}
-
-static void *apply_targets(void *arg)
-{
-	struct target_part *a = arg;
-	struct propagation *q = &a->q;
-	for (unsigned j = 0; j < a->num_parts && !a->err; j++) {
-		const struct level_part *w = &a->parts[j];
-		for (size_t k = 0; k < w->num_props; k++) {
-			if (k + 16 < w->num_props) {
-				uint32_t f = w->props[k + 16].target;
-				if (f >= a->lo && f < a->hi)
-					__builtin_prefetch(&q->ty->block_entry[f]);
-			}
-			const struct proposal *pr = &w->props[k];
-			uint32_t t = pr->target;
-			if (t < a->lo || t >= a->hi)
-				continue;
-			if ((pr->slot & PROPOSAL_SAME) &&
-			    !(q->num_retyped && (q->retyped[t / 64] & (1ull << (t % 64)))))
-				continue;
-			a->err = assign(q, t, pr->entry, 1);
-			if (a->err)
-				break;
-		}
-	}
-	return NULL;
-}
-
-static struct hd_error *apply_by_targets(struct propagation *p)
-{
-	unsigned k = p->threads;
-	struct target_part a[HD_TYPING_MAX_THREADS];
-	uint64_t words = p->h->num_blocks / 64 + 1;
-	for (unsigned j = 0; j < k; j++) {
-		a[j] = (struct target_part){.q = *p, .parts = p->parts, .num_parts = k};
-		struct propagation *q = &a[j].q;
-		q->queue = NULL;
-		q->head = q->tail = q->cap = 0;
-		q->conflicts = 0;
-		q->ambiguous = 0;
-		q->retyped_ids = NULL;
-		q->num_retyped = q->cap_retyped = 0;
-		q->track = true;
-		uint64_t lo = words * j / k * 64, hi = words * (j + 1) / k * 64;
-		a[j].lo = (uint32_t)(lo < UINT32_MAX ? lo : UINT32_MAX);
-		a[j].hi = (uint32_t)(hi < UINT32_MAX ? hi : UINT32_MAX);
-	}
-	hd_threads_run(apply_targets, a, sizeof(*a), k);
-	struct hd_error *err = NULL;
-	for (unsigned j = 0; j < k; j++) {
-		struct propagation *q = &a[j].q;
-		if (!err)
-			err = a[j].err;
-		for (size_t i = 0; !err && i < q->tail; i++)
-			err = push(p, q->queue[i]);
-		for (size_t i = 0; !err && i < q->num_retyped; i++)
-			if (!HD_VEC_PUSH(p->retyped_ids, p->num_retyped,
-					 p->cap_retyped, q->retyped_ids[i]))
-				err = &hd_error_no_memory;
-		// Not pushed: cleared here.
-		for (size_t i = 0; err && i < q->num_retyped; i++)
-			p->retyped[q->retyped_ids[i] / 64] = 0;
-		p->conflicts += q->conflicts;
-		p->ambiguous += q->ambiguous;
-		free(q->queue);
-		free(q->retyped_ids);
-	}
-	return err;
-}
-
-static struct hd_error *level_parts_init(struct propagation *p)
-{
-	size_t per = LEVEL_BATCH / p->threads + 1;
-	p->parts = calloc(p->threads, sizeof(*p->parts));
-	p->retyped = calloc(p->h->num_blocks / 64 + 1, sizeof(*p->retyped));
-	p->batch = calloc(p->h->num_blocks / 64 + 1, sizeof(*p->batch));
-	if (!p->parts || !p->retyped || !p->batch)
-		return &hd_error_no_memory;
-	for (unsigned j = 0; j < p->threads; j++) {
-		p->parts[j].p = p;
-		p->parts[j].entry = malloc(per * sizeof(uint32_t));
-		p->parts[j].nprops = malloc(per * sizeof(uint32_t));
-		if (!p->parts[j].entry || !p->parts[j].nprops)
-			return &hd_error_no_memory;
-	}
-	return NULL;
-}
-
-static void level_parts_deinit(struct propagation *p)
-{
-	for (unsigned j = 0; p->parts && j < p->threads; j++) {
-		free(p->parts[j].entry);
-		free(p->parts[j].nprops);
-		free(p->parts[j].props);
-	}
-	free(p->parts);
-	free(p->retyped);
-	free(p->retyped_ids);
-	free(p->batch);
-}
-
-static struct hd_error *follow_level_threads(struct propagation *p,
-					     const uint32_t *ids, size_t n)
-{
-	struct hd_typing *ty = p->ty;
-	struct hd_error *err = p->parts ? NULL : level_parts_init(p);
-	unsigned k = p->threads;
-	for (size_t b0 = 0; !err && b0 < n; b0 += LEVEL_BATCH) {
-		size_t bn = n - b0 < LEVEL_BATCH ? n - b0 : LEVEL_BATCH;
-		// The threads only read: the entries' slots first.
-		for (size_t i = 0; i < bn && !err; i++) {
-			uint32_t ei = ty->block_entry[ids[b0 + i]];
-			if (ei != HD_ENTRY_NONE && ty->entries[ei].module != NO_MODULE)
-				err = entry_slots(ty, ei);
-		}
-		if (err)
-			break;
-		for (size_t i = 0; i < bn; i++)
-			p->batch[ids[b0 + i] / 64] |= 1ull << (ids[b0 + i] % 64);
-		for (unsigned j = 0; j < k; j++) {
-			size_t lo = bn * j / k, hi = bn * (j + 1) / k;
-			p->parts[j].ids = ids + b0 + lo;
-			p->parts[j].n = hi - lo;
-			p->parts[j].batch_lo = ids[b0];
-			p->parts[j].batch_hi = ids[b0 + bn - 1];
-		}
-		hd_threads_run(collect_part, p->parts, sizeof(*p->parts), k);
-		for (size_t i = 0; i < bn; i++)
-			p->batch[ids[b0 + i] / 64] = 0;
-		bool ordered = false;
-		for (unsigned j = 0; j < k && !err; j++) {
-			if (p->parts[j].no_memory)
-				err = &hd_error_no_memory;
-			ordered |= p->parts[j].ordered;
-		}
-		if (!ordered) {
-			for (unsigned j = 0; j < k && !err; j++)
-				err = make_entries(p, &p->parts[j]);
-			if (!err)
-				err = apply_by_targets(p);
-		} else {
-			p->track = true;
-			for (unsigned j = 0; j < k && !err; j++)
-				err = apply_part(p, &p->parts[j]);
-			p->track = false;
-		}
-		for (size_t i = 0; i < p->num_retyped; i++)
-			p->retyped[p->retyped_ids[i] / 64] = 0;
-		p->num_retyped = 0;
-	}
-	if (k > p->threads_used)
-		p->threads_used = k;
-	return err;
-}
-
 // Follows the queued blocks to the fixpoint, level by level, each level
 // in address order: a level of a hash table's entries is a million blocks
 // in hash order, and following them in the order they lie in memory turns
@@ -1431,7 +951,7 @@ static struct hd_error *follow_levels(struct propagation *p)
 		cap = lcap;
 		err = sort_level(p, cur, &n);
 		if (!err && p->refs && p->threads > 1 && n >= p->min_level) {
-			err = follow_level_threads(p, cur, n);
+			err = hd_typing_follow_level_threads(p, cur, n);
 			continue;
 		}
 		for (size_t i = 0; !err && i < n; i++) {
@@ -1445,7 +965,7 @@ static struct hd_error *follow_levels(struct propagation *p)
 				if (i + PREFETCH_AHEAD < n)
 					prefetch_targets(p, cur[i + PREFETCH_AHEAD]);
 			}
-			err = follow_block(p, cur[i]);
+			err = hd_typing_follow_block(p, cur[i]);
 		}
 	}
 	free(cur);
@@ -1567,7 +1087,7 @@ static struct hd_error *typed_locals(struct propagation *p, struct hd_target *t)
 					err = entry_for_block(p, (uint16_t)m, st,
 							      (uint32_t)id, false, &e);
 					if (!err && e != HD_ENTRY_NONE)
-						err = assign(p, (uint32_t)id, e, 1);
+						err = hd_typing_assign(p, (uint32_t)id, e, 1);
 				}
 			}
 			if (err)
@@ -1689,7 +1209,7 @@ static struct hd_error *vtable_types(struct propagation *p, struct hd_target *t,
 			err = get_entry(p->ty, NO_MODULE, 0, 1, v->klass, &e);
 		if (!err) {
 			p->ty->entries[e].from_vtable = true;
-			err = assign(p, (uint32_t)id, e, 2);
+			err = hd_typing_assign(p, (uint32_t)id, e, 2);
 		}
 	}
 	for (size_t i = 0; i < nvt; i++)
@@ -1766,7 +1286,7 @@ struct hd_error *hd_typing_compute(struct hd_target *t, struct hd_debuginfo *di,
 	if (!err && p.mem.no_memory)
 		err = &hd_error_no_memory;
 	memory_deinit(&p.mem);
-	level_parts_deinit(&p);
+	hd_typing_level_parts_deinit(&p);
 	free(p.queue);
 	free(p.bits);
 	if (err) {
