@@ -27,15 +27,9 @@
 #include "util/sort.h"
 #include "util/search.h"
 #include "util/thread.h"
+#include "util/clock.h"
 
 #define MAX_SLOTS 4096
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 // ------------------------------------------------------------ indexes
 
@@ -46,7 +40,7 @@ static struct hd_error *build_indexes(struct hd_typing *ty, struct hd_target *t,
 	ty->mods = calloc(ty->num_mods ? ty->num_mods : 1, sizeof(*ty->mods));
 	if (!ty->mods)
 		return &hd_error_no_memory;
-	double t0 = now();
+	double t0 = hd_seconds();
 	const char **paths = calloc(ty->num_mods ? ty->num_mods : 1, sizeof(*paths));
 	const struct hd_type_index **ixs = calloc(ty->num_mods ? ty->num_mods : 1, sizeof(*ixs));
 	double *secs = calloc(ty->num_mods ? ty->num_mods : 1, sizeof(*secs));
@@ -92,7 +86,7 @@ static struct hd_error *build_indexes(struct hd_typing *ty, struct hd_target *t,
 	}
 	free(ixs);
 	free(secs);
-	ty->info.index_wait_seconds = now() - t0;
+	ty->info.index_wait_seconds = hd_seconds() - t0;
 	return NULL;
 }
 
@@ -1255,7 +1249,7 @@ struct hd_error *hd_typing_compute(struct hd_target *t, struct hd_debuginfo *di,
 		memset(ty->block_entry, 0xff, h->num_blocks * sizeof(uint32_t));
 	if (!err)
 		err = build_indexes(ty, t, di);
-	double t0 = now();
+	double t0 = hd_seconds();
 	if (!err)
 		err = memory_init(&p.mem, t, h);
 	// A block found contradictory was followed while it had a type:
@@ -1306,7 +1300,7 @@ struct hd_error *hd_typing_compute(struct hd_target *t, struct hd_debuginfo *di,
 	for (size_t i = 0; i < ty->num_entries; i++)
 		ty->info.bytes += sizeof(ty->entries[i]) + 2 * (ty->entries[i].nwords / 8 + 1) +
 				  ty->entries[i].nslots * sizeof(*ty->entries[i].slots);
-	ty->info.propagate_seconds = now() - t0;
+	ty->info.propagate_seconds = hd_seconds() - t0;
 	ty->info.propagate_threads = p.threads_used;
 	*ret = ty;
 	return NULL;
