@@ -167,6 +167,20 @@ static bool bit(const uint64_t *b, uint32_t v)
 	return b[v / 64] >> (v % 64) & 1;
 }
 
+// The address of the block at vertex v (a block's vertex).
+static uint64_t vertex_addr(struct hd_fw *fw, const struct hd_graph *g, uint32_t v)
+{
+	return hd_fw_heap(fw)->addr[hd_graph_vertex_block(g, v)];
+}
+
+// Whether root r's range holds container objects (a global's), whose words
+// must then be read.
+static bool root_holds(const struct hd_graph *g, struct hd_fw_holders *hs, int64_t r)
+{
+	const struct hd_root *root = hd_graph_root(g, (size_t)r);
+	return hd_fw_holders_range(hs, root->start, root->end);
+}
+
 // Whether object o of kind k is the container whose header (a tree's, at
 // its end; a list's, its start) is at h, whose buffer (a vector's start)
 // is at h, whose first node (a hash table's) is at h, or (K_BUCKETS)
@@ -373,7 +387,7 @@ static bool find_container(struct hd_fw *fw, struct alone *a,
 		if (found || prev == HD_DOM_NONE || !path_add(a, a->no_hash, prev))
 			break;
 		xv = prev;
-		x = hd_fw_heap(fw)->addr[hd_graph_vertex_block(g, prev)];
+		x = vertex_addr(fw, g, prev);
 	}
 	return path_end(a, a->no_hash, found);
 }
@@ -421,9 +435,7 @@ static bool pointed_alone(const struct hd_graph *g, const struct hd_csr *rev,
 		int64_t r = hd_graph_vertex_root(g, p);
 		if (r < 0)
 			return false; // a block not of T
-		const struct hd_root *root = hd_graph_root(g, (size_t)r);
-		if (hd_fw_holders_range(hs, root->start, root->end))
-			*roots = true;
+		*roots |= root_holds(g, hs, r);
 	}
 	return true;
 }
@@ -479,7 +491,6 @@ static bool node_alone(struct hd_fw *fw, const struct hd_graph *g,
 		       struct hd_fw_holders *hs, const uint64_t *blocks,
 		       enum kind k, uint32_t u)
 {
-	const struct hd_heap *h = hd_fw_heap(fw);
 	struct hd_block b;
 	if (!hd_fw_vertex_block(fw, u, &b) || holds_containers(g, hs, u))
 		return false;
@@ -507,10 +518,11 @@ static bool node_alone(struct hd_fw *fw, const struct hd_graph *g,
 		uint32_t t = fw_edges->targets[e];
 		if (t & HD_GRAPH_INTERIOR || t >= g->num_vertices || !bit(blocks, t))
 			continue;
-		int64_t tid = hd_graph_vertex_block(g, t);
+		// (blocks holds block vertices only.)
+		uint64_t ta = vertex_addr(fw, g, t);
 		bool linked = false;
-		for (size_t i = 0; i < num_links && !linked && tid >= 0; i++)
-			linked = to[i] == h->addr[tid];
+		for (size_t i = 0; i < num_links && !linked; i++)
+			linked = to[i] == ta;
 		if (!linked)
 			return false;
 	}
@@ -671,8 +683,6 @@ static struct hd_error *try_container(struct hd_fw *fw, struct alone *a,
 	return err;
 }
 
-// The container shown alone whose block is vertex v, trying the one v
-// may be a block of if none is; NULL if none can be shown.
 // Tries the container f found, once (by its object's address): its
 // index in a->tried, or SIZE_MAX without memory or when tried before.
 static size_t try_once(struct hd_fw *fw, struct alone *a, const struct found *f,
@@ -706,7 +716,7 @@ static const struct tried *shown(struct hd_fw *fw, struct alone *a,
 	struct found f;
 	if (id < 0)
 		return NULL;
-	if (find_container(fw, a, g, rev, hs, v, hd_fw_heap(fw)->addr[id], &f)) {
+	if (find_container(fw, a, g, rev, hs, v, vertex_addr(fw, g, v), &f)) {
 		size_t i = try_once(fw, a, &f, g, rev, hs);
 		return i != SIZE_MAX && a->tried[i].ok && bit(a->tried[i].blocks, v)
 		       ? &a->tried[i] : NULL;
@@ -733,8 +743,7 @@ static bool unclaimed(struct hd_fw *fw, struct alone *a, const struct hd_graph *
 			continue;
 		int64_t r = hd_graph_vertex_root(g, p);
 		if (r >= 0) {
-			const struct hd_root *root = hd_graph_root(g, (size_t)r);
-			roots |= hd_fw_holders_range(hs, root->start, root->end);
+			roots |= root_holds(g, hs, r);
 			continue;
 		}
 		const struct tried *tr = p == v ? NULL : shown(fw, a, g, rev, hs, p);
@@ -742,8 +751,7 @@ static bool unclaimed(struct hd_fw *fw, struct alone *a, const struct hd_graph *
 			return false;
 		// Its pointer to v is an element's scalar, or a link (to its
 		// list's header, the start of v) that its walk stops at.
-		if (!tr->bare && !only_links(fw, p, tr->kind,
-					     hd_fw_heap(fw)->addr[hd_graph_vertex_block(g, v)]))
+		if (!tr->bare && !only_links(fw, p, tr->kind, vertex_addr(fw, g, v)))
 			return false;
 	}
 	for (size_t i = 0; roots && i < a->num_globals; i++) {

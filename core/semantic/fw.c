@@ -852,6 +852,27 @@ struct hd_error *hd_fw_name(struct hd_fw *fw, uint32_t v, const char *type)
 	return hd_fw_name_label(fw, v, l);
 }
 
+// The names and DWARF types by vertex, made at the first one given.
+static struct hd_error *names_ready(struct hd_fw *fw)
+{
+	if (!fw->names) {
+		fw->names_bytes = fw->g->num_vertices * sizeof(*fw->names);
+		if (!(fw->names = zeroed(fw->names_bytes)))
+			return &hd_error_no_memory;
+	}
+	return NULL;
+}
+
+static struct hd_error *dwarf_ready(struct hd_fw *fw)
+{
+	if (!fw->dwarf) {
+		fw->dwarf_bytes = fw->g->num_vertices * sizeof(*fw->dwarf);
+		if (!(fw->dwarf = zeroed(fw->dwarf_bytes)))
+			return &hd_error_no_memory;
+	}
+	return NULL;
+}
+
 struct hd_error *hd_fw_name_label(struct hd_fw *fw, uint32_t v, uint32_t l)
 {
 	struct hd_error *err = analyze_only(fw, "hd_fw_name");
@@ -861,11 +882,8 @@ struct hd_error *hd_fw_name_label(struct hd_fw *fw, uint32_t v, uint32_t l)
 		return hd_error_create(HD_ERROR_INVALID,
 				       "framework %s: only blocks can be named (vertex %u)",
 				       fw->mods[fw->cur].ops->name, v);
-	if (!fw->names) {
-		fw->names_bytes = fw->g->num_vertices * sizeof(*fw->names);
-		if (!(fw->names = zeroed(fw->names_bytes)))
-			return &hd_error_no_memory;
-	}
+	if ((err = names_ready(fw)))
+		return err;
 	err = journal(fw, HD_UNDO_NAME, v, fw->names[v]);
 	if (!err)
 		fw->names[v] = l + 1;
@@ -880,16 +898,11 @@ struct hd_error *hd_fw_set_alone(struct hd_fw *fw, uint32_t v, uint32_t label,
 	if (!is_block_vertex(fw, v) || label >= fw->num_labels ||
 	    (key != UINT64_MAX && key >= fw->num_dwarf_keys))
 		return hd_error_create(HD_ERROR_INVALID, "no block or name for vertex %u", v);
-	if (!fw->names) {
-		fw->names_bytes = fw->g->num_vertices * sizeof(*fw->names);
-		if (!(fw->names = zeroed(fw->names_bytes)))
-			return &hd_error_no_memory;
-	}
-	if (key != UINT64_MAX && !fw->dwarf) {
-		fw->dwarf_bytes = fw->g->num_vertices * sizeof(*fw->dwarf);
-		if (!(fw->dwarf = zeroed(fw->dwarf_bytes)))
-			return &hd_error_no_memory;
-	}
+	struct hd_error *err = names_ready(fw);
+	if (!err && key != UINT64_MAX)
+		err = dwarf_ready(fw);
+	if (err)
+		return err;
 	fw->names[v] = label + 1;
 	if (key != UINT64_MAX)
 		fw->dwarf[v] = (uint32_t)key + 1;
@@ -974,11 +987,8 @@ struct hd_error *hd_fw_type_key(struct hd_fw *fw, uint32_t v, uint64_t key)
 				       fw->mods[fw->cur].ops->name, v);
 	if (key >= fw->num_dwarf_keys)
 		return &hd_error_no_memory; // hd_fw_type_lookup ran out
-	if (!fw->dwarf) {
-		fw->dwarf_bytes = fw->g->num_vertices * sizeof(*fw->dwarf);
-		if (!(fw->dwarf = zeroed(fw->dwarf_bytes)))
-			return &hd_error_no_memory;
-	}
+	if ((err = dwarf_ready(fw)))
+		return err;
 	err = journal(fw, HD_UNDO_TYPE, v, fw->dwarf[v]);
 	if (!err)
 		fw->dwarf[v] = (uint32_t)key + 1;

@@ -65,15 +65,16 @@ void hd_fw_objects_touch(struct hd_fw *fw, const char *type,
 bool hd_fw_objects_whole(struct hd_fw *fw, const char *type,
 			 const char *const *prefixes, size_t n);
 
+struct hd_graph;
+struct hd_csr;
+struct hd_fw_holders;
+
 // A built-in module that names blocks only through containers it finds
 // itself, and may therefore wait until a report asks about a block it
 // could name (defer.c): it finds its containers only with hd_fw_objects
 // and these prefixes (in global variables and typed heap blocks), and
 // names a block only after reaching it through an aligned pointer word
 // held by such a container or by a block it named before.
-struct hd_graph;
-struct hd_csr;
-struct hd_fw_holders;
 struct hd_fw_deferral {
 	const struct hd_framework *ops;
 	const char *const *prefixes;
